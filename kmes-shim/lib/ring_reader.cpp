@@ -1,0 +1,252 @@
+#include "kmes/ring_reader.hpp"
+
+#include <cerrno>
+#include <immintrin.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "futex.hpp"
+#include "kmes/kmes.h"
+#include "kmes/sync_point.hpp"
+#include "ring_layout.hpp"
+#include "ring_mapping.hpp"
+
+namespace kmes {
+namespace {
+detail::RingView view(const RingMapping& m) { return detail::view_of(m.base(), m.capacity()); }
+}  // namespace
+
+// ---- RingMapping ---------------------------------------------------------------------------
+
+Result<RingMapping> RingMapping::attach(uint32_t cpu) {
+    uint64_t capacity = 0;
+    int fd = kmes_attach(cpu, &capacity);
+    if (fd < 0) return errno_error("kmes_attach(cpu " + std::to_string(cpu) + ")");
+    void* base = kmes_map(fd, capacity);
+    if (base == nullptr) {
+        Error e = errno_error("kmes_map(cpu " + std::to_string(cpu) + ")");
+        close(fd);
+        return e;
+    }
+    RingMapping mapping(fd, static_cast<uint8_t*>(base), capacity, true);
+    if (Status s = mapping.verify(); !s) return s.error();
+    return mapping;
+}
+
+RingMapping::RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_mapping)
+    : fd_(fd), base_(base), capacity_(capacity), owns_(owns_mapping) {}
+
+RingMapping::RingMapping(RingMapping&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), base_(std::exchange(other.base_, nullptr)),
+      capacity_(other.capacity_), owns_(std::exchange(other.owns_, false)) {}
+
+RingMapping& RingMapping::operator=(RingMapping&& other) noexcept {
+    if (this != &other) {
+        release();
+        fd_ = std::exchange(other.fd_, -1);
+        base_ = std::exchange(other.base_, nullptr);
+        capacity_ = other.capacity_;
+        owns_ = std::exchange(other.owns_, false);
+    }
+    return *this;
+}
+
+RingMapping::~RingMapping() { release(); }
+
+void RingMapping::release() {
+    if (owns_ && base_) kmes_unmap(base_, capacity_);
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+    base_ = nullptr;
+}
+
+Status RingMapping::verify() const {
+    detail::RingView v = view(*this);
+    if (!v.magic_ok()) return Error{EPROTO, "ring magic is not \"KMESRING\""};
+    if (v.version() != KMES_RING_VERSION)
+        return Error{EPROTO, "ring format version " + std::to_string(v.version()) + " is not supported (want 1)"};
+    if (v.header_capacity() != capacity_)
+        return Error{EPROTO, "ring header capacity " + std::to_string(v.header_capacity()) +
+                                 " differs from the attach capacity " + std::to_string(capacity_)};
+    return {};
+}
+
+// ---- RingReader ----------------------------------------------------------------------------
+
+Result<RingReader> RingReader::open(uint32_t cpu, ReaderOptions options) {
+    auto mapping = RingMapping::attach(cpu);
+    if (!mapping) return mapping.error();
+    return RingReader(cpu, std::move(*mapping), std::move(options));
+}
+
+RingReader::RingReader(uint32_t cpu, RingMapping mapping, ReaderOptions options)
+    : cpu_(cpu), mapping_(std::move(mapping)), options_(std::move(options)) {
+    if (!options_.reattach) options_.reattach = [](uint32_t c) { return RingMapping::attach(c); };
+    copy_.resize(mapping_.capacity());
+    generation_ = view(mapping_).generation().load(std::memory_order_acquire);
+    // §5.1.9: a first attach SHOULD start at tail_pos.
+    read_pos_ = view(mapping_).tail_pos().load(std::memory_order_acquire);
+    if (options_.start == StartAt::End) {
+        // Walk to the current end with the normal protocol, so last_sequence() is known and
+        // a resize can later resume by sequence (§5.1.9.3).
+        const uint64_t end = view(mapping_).write_pos().load(std::memory_order_acquire);
+        ReaderStats saved = stats_;
+        while (read_pos_ < end && read_one()) {
+        }
+        stats_ = saved;
+    }
+}
+
+uint64_t RingReader::write_pos_now() const { return view(mapping_).write_pos().load(std::memory_order_acquire); }
+uint64_t RingReader::tail_pos_now() const { return view(mapping_).tail_pos().load(std::memory_order_acquire); }
+
+// PSD-003 §5.1.9.1, one event. Returns nullopt when read_pos has caught up with write_pos.
+std::optional<EventView> RingReader::read_one() {
+    const detail::RingView v = view(mapping_);
+    for (;;) {
+        // Step 1. Acquire pairs with the producer's release store of write_pos (§5.1.8 step 8).
+        const uint64_t write = v.write_pos().load(std::memory_order_acquire);
+        if (write == read_pos_) return std::nullopt;
+        // Step 2. Acquire pairs with the producer's release store of tail_pos (§5.1.8 step 6).
+        const uint64_t tail = v.tail_pos().load(std::memory_order_acquire);
+        if (read_pos_ < tail) {  // lapped: the skipped events surface as a sequence gap
+            ++stats_.laps;
+            stats_.lapped_bytes += tail - read_pos_;
+            read_pos_ = tail;
+            continue;
+        }
+        if (read_pos_ > write) {  // only a corrupt header can lead here
+            ++stats_.corrupt_skips;
+            read_pos_ = tail;
+            continue;
+        }
+        const uint64_t saved_tail = tail;  // step 3
+
+        // Step 4: read (copy out) the event. event_size is untrusted until step 5 says the
+        // bytes were not being overwritten, so the copy is bounded by what write_pos says exists.
+        const uint8_t* src = v.at(read_pos_);
+        const uint32_t event_size = detail::RingView::load_le<uint32_t>(src + KMES_HDR_EVENT_SIZE);
+        const uint32_t header_size = detail::RingView::load_le<uint32_t>(src + KMES_HDR_HEADER_SIZE);
+        const bool plausible = event_size > 0 && event_size >= header_size && header_size >= KMES_BASE_HEADER_SIZE &&
+                               event_size <= write - read_pos_;
+        if (plausible) std::memcpy(copy_.data(), src, event_size);
+        // The copy must complete before tail_pos is re-read (seqlock reader pattern); pairs
+        // with the release fence after the producer's tail_pos store.
+        std::atomic_thread_fence(std::memory_order_acquire);
+        KMES_SYNC_POINT("RingReader::read:after_copy");
+
+        // Step 5: torn-read check.
+        const uint64_t tail_after = v.tail_pos().load(std::memory_order_acquire);
+        if (tail_after > saved_tail && read_pos_ < tail_after) {
+            ++stats_.torn_reads;
+            continue;
+        }
+        EventView event(std::span<const uint8_t>(copy_.data(), plausible ? event_size : 0));
+        // Step 6: invalid size → corrupt. Jump to tail_pos; if we already are at tail_pos the
+        // event boundaries are lost up to write_pos, so skip to there rather than loop forever.
+        if (!plausible || !event.well_formed()) {
+            ++stats_.corrupt_skips;
+            read_pos_ = tail_after > read_pos_ ? tail_after : write;
+            continue;
+        }
+        // Step 7.
+        read_pos_ += event_size;
+        last_sequence_ = event.sequence();
+        ++stats_.events;
+        stats_.bytes += event_size;
+        return event;
+    }
+}
+
+Result<std::optional<EventView>> RingReader::next() {
+    if (auto event = read_one()) return event;
+    // §5.1.9.3 generation check after a drain cycle. Acquire pairs with the release increment
+    // in ProducerRing::retire, which follows the old ring's last write_pos store: once the
+    // bump is seen, one more drain reaches the frozen write_pos.
+    if (view(mapping_).generation().load(std::memory_order_acquire) == generation_) return std::optional<EventView>{};
+    if (auto event = read_one()) return event;  // finish the old ring first
+    if (Status s = switch_generation(); !s) return s.error();
+    return read_one();
+}
+
+Status RingReader::switch_generation() {
+    const uint64_t noted = last_sequence_;  // step 1
+    auto fresh = options_.reattach(cpu_);   // steps 2–3
+    if (!fresh) return fresh.error();
+    if (Status s = fresh->verify(); !s) return s;
+    mapping_ = std::move(*fresh);           // step 6: old fd closed, old ring unmapped
+    copy_.resize(std::max<size_t>(copy_.size(), mapping_.capacity()));
+    generation_ = view(mapping_).generation().load(std::memory_order_acquire);  // step 4
+    ++stats_.generation_changes;
+    seek_after_sequence(noted);             // step 5
+    return {};
+}
+
+void RingReader::seek_after_sequence(uint64_t after) {
+    read_pos_ = view(mapping_).tail_pos().load(std::memory_order_acquire);
+    ReaderStats saved = stats_;
+    const uint64_t saved_last = last_sequence_;
+    while (auto event = read_one()) {
+        if (event->sequence() > after) {
+            read_pos_ -= event->event_size();  // deliver this one next
+            break;
+        }
+    }
+    stats_ = saved;
+    last_sequence_ = std::max(saved_last, after);
+}
+
+// PSD-003 §5.1.9.2 in the order of DESIGN.md §7.
+WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
+    const detail::RingView v = view(mapping_);
+    auto data_ready = [&] {
+        return v.write_pos().load(std::memory_order_acquire) != read_pos_ ||
+               v.generation().load(std::memory_order_acquire) != generation_;
+    };
+    if (data_ready()) return WaitResult::DataReady;
+
+    uint32_t counter = 0;
+    if (options_.wait_order == WaitOrder::Safe) {
+        v.need_wake().store(1, std::memory_order_relaxed);
+        // Full fence: the need_wake store is ordered before the loads below (StoreLoad).
+        // Pairs with the producer's seq_cst fence between its write_pos store and its
+        // need_wake load: at least one side sees the other's store.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        // Read the counter *before* the final re-check: if the producer publishes after
+        // the re-check, it also bumps the counter and futex_wait below returns at once.
+        counter = v.futex_counter().load(std::memory_order_acquire);
+        KMES_SYNC_POINT("RingReader::wait:after_counter_read");
+        if (data_ready()) {
+            v.need_wake().store(0, std::memory_order_relaxed);  // relaxed: a stale 1 only costs a spurious wake
+            return WaitResult::DataReady;
+        }
+    } else {
+        // PSD-003 §5.1.9.2 read literally: re-check, then read the counter. An event
+        // published between the two is missed until the next one (the test shows it).
+        v.need_wake().store(1, std::memory_order_release);
+        if (data_ready()) {
+            v.need_wake().store(0, std::memory_order_relaxed);
+            return WaitResult::DataReady;
+        }
+        KMES_SYNC_POINT("RingReader::wait:after_recheck");
+        counter = v.futex_counter().load(std::memory_order_acquire);
+    }
+    for (uint32_t i = 0; i < options_.spin_iterations; ++i) {  // step 4: optional short spin
+        _mm_pause();
+        if (data_ready()) {
+            v.need_wake().store(0, std::memory_order_relaxed);
+            return WaitResult::DataReady;
+        }
+    }
+    KMES_SYNC_POINT("RingReader::wait:before_futex_wait");
+    ++stats_.sleeps;
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+    struct timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((timeout - secs).count())};
+    const int rc = detail::futex_wait(v.futex_word(), counter, &ts);
+    const bool timed_out = rc != 0 && errno == ETIMEDOUT;
+    v.need_wake().store(0, std::memory_order_relaxed);
+    return timed_out ? WaitResult::TimedOut : WaitResult::Woken;
+}
+
+}  // namespace kmes

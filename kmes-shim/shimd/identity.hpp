@@ -1,0 +1,21 @@
+// Identity stamps (DESIGN.md §2): three GUIDs per syscall event, derived deterministically so
+// a consumer can recognise the same principal and process across events:
+//   effective token GUID = derive("kmes.token", euid)
+//   true token GUID      = derive("kmes.token", real uid)
+//   process GUID         = derive("kmes.process", KMES boot id, pid, process start time)
+// derive() is two FNV-1a-64 passes with different seeds, formatted as an RFC 9562 version-8
+// (custom) UUID. Kernel emitters carry null GUIDs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "peer.hpp"
+#include "producer_ring.hpp"
+
+namespace kmes::shim {
+
+Identity identity_of(const PeerCredentials& peer, const std::array<uint8_t, 16>& boot_id);
+Guid token_guid(uint32_t uid);
+
+}  // namespace kmes::shim

@@ -1,0 +1,154 @@
+// kmes-shimd: plays the kernel's part of KMES (DESIGN.md §2). See docs/KMES-SHIM.md.
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "shim.hpp"
+
+using namespace kmes::shim;
+
+namespace {
+
+// Watches the config file's directory, so editors that replace the file are seen too.
+class ConfigWatch {
+public:
+    explicit ConfigWatch(const std::string& path) : name_(std::filesystem::path(path).filename()) {
+        fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        auto dir = std::filesystem::path(path).parent_path();
+        if (dir.empty()) dir = ".";
+        if (fd_ >= 0 && inotify_add_watch(fd_, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
+            spdlog::warn("cannot watch {} for configuration changes; SIGHUP still reloads", dir.string());
+        }
+    }
+    ~ConfigWatch() {
+        if (fd_ >= 0) close(fd_);
+    }
+    int fd() const { return fd_; }
+    // Drain pending events; true if one concerned the config file.
+    bool changed() {
+        alignas(inotify_event) char buffer[4096];
+        bool hit = false;
+        ssize_t n;
+        while ((n = read(fd_, buffer, sizeof buffer)) > 0) {
+            for (char* p = buffer; p < buffer + n;) {
+                auto* ev = reinterpret_cast<inotify_event*>(p);
+                if (ev->len && name_ == ev->name) hit = true;
+                p += sizeof(inotify_event) + ev->len;
+            }
+        }
+        return hit;
+    }
+
+private:
+    int fd_ = -1;
+    std::string name_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"kmes-shimd — the KMES per-CPU event rings (the kernel's part of eventd's pipeline).\n"
+                 "Creates one shared-memory ring per CPU, accepts kmes_emit/kmes_attach over a Unix socket,\n"
+                 "and reloads its configuration on SIGHUP or when the file changes."};
+    std::string config_path = "/etc/kmes/kmes.json";
+    std::vector<std::string> generate;
+    std::string socket_override;
+    uint32_t cpus_override = 0;
+    app.add_option("-c,--config", config_path, "configuration file (JSON); see docs/CONFIGURATION.md")
+        ->capture_default_str();
+    app.add_option("-s,--socket", socket_override, "socket path (overrides SocketPath)");
+    app.add_option("--cpus", cpus_override, "number of rings (overrides Cpus; default: online CPUs)");
+    app.add_option("-g,--generate", generate,
+                   "start a built-in kernel emitter on every CPU: rate=N,payload=BYTES,origin=N,types=a:3+b:1 "
+                   "(rate 0 = unlimited; repeatable)");
+    CLI11_PARSE(app, argc, argv);
+
+    spdlog::set_default_logger(spdlog::stderr_color_mt("kmes-shimd"));
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+    // Signals are taken synchronously through a signalfd by the main loop.
+    sigset_t signals;
+    sigemptyset(&signals);
+    for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&signals, s);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
+
+    ShimConfig defaults;
+    ConfigLoad initial = load_config(config_path, defaults);
+    if (initial.file_error) spdlog::error("{} — starting with defaults", *initial.file_error);
+    ShimConfig boot = initial.config;
+    if (!socket_override.empty()) boot.socket_path = socket_override;
+    if (cpus_override) boot.cpus = cpus_override;
+    for (const std::string& g : generate) {
+        std::string error;
+        auto spec = parse_generator_flag(g, &error);
+        if (!spec) {
+            spdlog::critical("{}", error);
+            return 2;
+        }
+        boot.generators.push_back(*spec);
+    }
+    initial.config.socket_path = boot.socket_path;  // overrides are not configuration changes
+    initial.config.cpus = boot.cpus;
+    initial.config.generators = boot.generators;
+
+    auto shim = Shim::start(boot);
+    if (!shim) {
+        spdlog::critical("cannot start: {}", shim.error().message);
+        return 1;
+    }
+    (*shim)->start_generators(boot.generators);
+    sd_notify(0, "READY=1\nSTATUS=rings live at the boot capacity");
+
+    // §6.1.3: the "registry" becomes available after ConfigDelayMs; apply its keys then.
+    if (boot.config_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(boot.config_delay_ms));
+    (*shim)->apply_registry(initial);
+    sd_notifyf(0, "STATUS=%u rings of %llu bytes", (*shim)->rings().cpu_count(),
+               static_cast<unsigned long long>((*shim)->rings().capacity()));
+
+    ConfigWatch watch(config_path);
+    auto reload = [&](const char* why) {
+        spdlog::info("reloading {} ({})", config_path, why);
+        ConfigLoad next = load_config(config_path, (*shim)->config());
+        next.config.socket_path = boot.socket_path;
+        next.config.cpus = boot.cpus;
+        next.config.generators = boot.generators;
+        (*shim)->apply_registry(next);
+    };
+    int exit_code = 0;
+    for (bool running = true; running;) {
+        pollfd fds[2] = {{signal_fd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
+        const int ready = poll(fds, 2, 10'000);
+        if (ready == 0) {
+            (*shim)->collect_garbage();
+            continue;
+        }
+        if (fds[1].revents & POLLIN && watch.changed()) reload("file changed");
+        if (fds[0].revents & POLLIN) {
+            signalfd_siginfo info{};
+            if (read(signal_fd, &info, sizeof info) != sizeof info) continue;
+            if (info.ssi_signo == SIGHUP) {
+                reload("SIGHUP");
+            } else {
+                spdlog::info("signal {}: shutting down", strsignal(static_cast<int>(info.ssi_signo)));
+                running = false;
+            }
+        }
+    }
+    sd_notify(0, "STOPPING=1");
+    (*shim)->stop();
+    spdlog::info("stopped");
+    return exit_code;
+}

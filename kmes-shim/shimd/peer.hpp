@@ -1,0 +1,28 @@
+// Who is on the other end of a shim connection (DESIGN.md §2: SO_PEERCRED plus the peer's
+// supplementary groups, captured once at connect).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kmes/result.hpp"
+
+namespace kmes::shim {
+
+struct PeerCredentials {
+    pid_t pid = 0;
+    uid_t euid = 0;  // effective (SO_PEERCRED)
+    uid_t ruid = 0;  // real, from /proc/<pid>/status
+    gid_t egid = 0;
+    std::vector<gid_t> groups;   // supplementary groups of the peer process (SO_PEERGROUPS)
+    uint64_t start_time = 0;     // /proc/<pid>/stat field 22: tells a reused pid apart
+
+    bool is_root() const { return euid == 0; }
+    bool in_group(gid_t gid) const;
+};
+
+Result<PeerCredentials> peer_credentials(int socket_fd);
+
+}  // namespace kmes::shim

@@ -1,0 +1,91 @@
+// kmes-shimd: "KMES inside the kernel" as a root daemon (DESIGN.md §2). The Shim object owns
+// the per-CPU rings, the limits in force, the socket server and the built-in emitters.
+// Split by concern: shim.cpp (lifecycle, configuration, self-events), shim_server.cpp
+// (socket, attach/map), shim_emit.cpp (syscall emission checks), generator.cpp.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config.hpp"
+#include "generator.hpp"
+#include "peer.hpp"
+#include "rate_limiter.hpp"
+#include "ring_set.hpp"
+#include "../lib/wire.hpp"
+
+namespace kmes::shim {
+
+class Shim {
+public:
+    // Boot (§6.1.3 step 1): rings at the compiled-in capacity, socket listening. `config`
+    // supplies the start-only keys; its §6.1 keys are applied later by apply_registry().
+    static Result<std::unique_ptr<Shim>> start(const ShimConfig& config);
+    ~Shim();
+
+    // §6.1.3 steps 2–3 and every later change: apply the valid values of `loaded` (limits
+    // at once, BufferCapacity by a ring swap) and write a self-event per rejection.
+    void apply_registry(const ConfigLoad& loaded);
+
+    void start_generators(const std::vector<GeneratorSpec>& specs);
+    void stop();  // stop generators, close the socket, end every connection
+
+    RingSet& rings() { return *rings_; }
+    const std::array<uint8_t, 16>& boot_id() const { return boot_id_; }
+    const ShimConfig& config() const { return config_; }
+    // Drop rate-limit buckets of exited processes (called periodically by main).
+    void collect_garbage() { limiter_.forget_exited(); }
+
+private:
+    explicit Shim(const ShimConfig& config);
+
+    // shim.cpp
+    void write_self_event(std::string_view type, const nlohmann::json& payload);
+
+    // shim_server.cpp
+    Status listen_on(const std::string& path);
+    void accept_loop();
+    void serve(int fd);
+    wire::Reply attach(const PeerCredentials& peer, uint32_t cpu, std::shared_ptr<ProducerRing>& attached);
+    void map(int fd, std::span<const uint8_t> body, const std::shared_ptr<ProducerRing>& attached);
+
+    // shim_emit.cpp
+    wire::Reply emit(int fd, const PeerCredentials& peer, const Identity& identity, const wire::RequestHeader& header,
+                     std::vector<uint8_t>& message);
+
+    ShimConfig config_;  // values in force; guarded by config_mutex_ for the runtime keys
+    std::mutex config_mutex_;
+    // Limits read on every syscall without a lock (relaxed: each is an independent value;
+    // a request racing a change sees the old or the new one, both valid).
+    std::atomic<uint32_t> max_event_size_;
+    std::atomic<uint32_t> max_nesting_depth_;
+    std::atomic<int64_t> attach_group_;  // -1: root only
+    std::atomic<int64_t> emit_group_;
+    RateLimiter limiter_;
+
+    std::unique_ptr<RingSet> rings_;
+    std::array<uint8_t, 16> boot_id_{};
+
+    int listen_fd_ = -1;
+    std::thread acceptor_;
+    std::atomic<bool> stopping_{false};
+    struct Connection {
+        int fd;
+        std::thread thread;
+        std::atomic<bool> done{false};
+    };
+    std::mutex connections_mutex_;
+    std::list<Connection> connections_;
+
+    std::vector<std::unique_ptr<Generator>> generators_;
+};
+
+}  // namespace kmes::shim

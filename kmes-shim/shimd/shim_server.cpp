@@ -1,0 +1,189 @@
+// The shim socket (DESIGN.md §2): one thread per connection, SOCK_SEQPACKET, the request
+// formats of wire.hpp. A connection that sent ATTACH *is* the attachment.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "../lib/socket_io.hpp"
+#include "identity.hpp"
+#include "shim.hpp"
+
+namespace kmes::shim {
+namespace {
+// A thread per connection is simple and plenty for emitters and consumers; the cap keeps a
+// hostile local user from exhausting threads.
+constexpr size_t kMaxConnections = 1024;
+
+wire::Reply error_reply(int code) {
+    wire::Reply r{};
+    r.error = code;
+    return r;
+}
+}  // namespace
+
+Status Shim::listen_on(const std::string& path) {
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+
+    struct stat st{};
+    if (lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) return Error{EEXIST, path + " exists and is not a socket; remove it or set SocketPath"};
+        int probe = detail::connect_seqpacket(path);
+        if (probe >= 0) {
+            close(probe);
+            return Error{EADDRINUSE, "another kmes-shimd is already listening on " + path};
+        }
+        unlink(path.c_str());  // stale socket of a previous run
+    }
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) return Error{ENAMETOOLONG, "socket path too long: " + path};
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) return errno_error("socket");
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return errno_error("bind " + path);
+    // Anyone may connect; every request is authorised on the peer's credentials.
+    if (chmod(path.c_str(), 0666) != 0) return errno_error("chmod 0666 " + path);
+    if (listen(listen_fd_, 128) != 0) return errno_error("listen " + path);
+    return {};
+}
+
+void Shim::accept_loop() {
+    for (;;) {
+        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (stopping_.load()) {
+            if (fd >= 0) close(fd);
+            return;
+        }
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            continue;
+        }
+        std::lock_guard lock(connections_mutex_);
+        // Reap finished connections.
+        for (auto it = connections_.begin(); it != connections_.end();) {
+            if (it->done.load()) {
+                it->thread.join();
+                close(it->fd);
+                it = connections_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        if (connections_.size() >= kMaxConnections) {
+            spdlog::warn("connection refused: {} connections open (limit)", connections_.size());
+            close(fd);
+            continue;
+        }
+        Connection& c = connections_.emplace_back();
+        c.fd = fd;
+        c.thread = std::thread([this, &c] {
+            serve(c.fd);
+            c.done.store(true);
+        });
+    }
+}
+
+void Shim::stop() {
+    if (stopping_.exchange(true)) return;
+    for (auto& g : generators_) g->stop();
+    if (listen_fd_ >= 0) {
+        shutdown(listen_fd_, SHUT_RDWR);  // wakes accept4
+        if (acceptor_.joinable()) acceptor_.join();
+        close(listen_fd_);
+        listen_fd_ = -1;
+        unlink(config_.socket_path.c_str());
+    }
+    std::lock_guard lock(connections_mutex_);
+    for (Connection& c : connections_) shutdown(c.fd, SHUT_RDWR);
+    for (Connection& c : connections_) {
+        c.thread.join();
+        close(c.fd);
+    }
+    connections_.clear();
+}
+
+void Shim::serve(int fd) {
+    auto peer = peer_credentials(fd);
+    if (!peer) {
+        spdlog::warn("dropping a connection: {}", peer.error().message);
+        return;
+    }
+    const Identity identity = identity_of(*peer, boot_id_);
+    std::shared_ptr<ProducerRing> attached;  // set by ATTACH; keeps that ring alive
+    std::vector<uint8_t> message(wire::kMaxPacket);
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        message.resize(wire::kMaxPacket);
+        const ssize_t n = recv(fd, message.data(), message.size(), 0);
+        if (n <= 0) return;  // peer closed (or shutdown): the attachment ends here
+        message.resize(static_cast<size_t>(n));
+        wire::RequestHeader header;
+        if (message.size() < sizeof header) return;
+        std::memcpy(&header, message.data(), sizeof header);
+        const bool multi_packet = header.total_len != message.size();
+        const auto op = static_cast<wire::Op>(header.op);
+        if (header.magic != wire::kMagic || header.total_len < message.size() ||
+            (multi_packet && op != wire::Op::Emit && op != wire::Op::EmitBatch)) {
+            spdlog::warn("pid {}: malformed request (op {}), closing the connection", peer->pid, header.op);
+            (void)detail::send_reply(fd, error_reply(EPROTO));
+            return;
+        }
+        wire::Reply reply{};
+        switch (op) {
+            case wire::Op::Attach: reply = attach(*peer, header.cpu, attached); break;
+            case wire::Op::Map:
+                map(fd, std::span(message).subspan(sizeof header), attached);
+                continue;  // map() replies itself (with descriptors)
+            case wire::Op::Emit:
+            case wire::Op::EmitBatch: reply = emit(fd, *peer, identity, header, message); break;
+            case wire::Op::BootId: std::memcpy(reply.boot_id, boot_id_.data(), 16); break;
+            default: reply = error_reply(EOPNOTSUPP); break;
+        }
+        if (detail::send_reply(fd, reply) != 0) return;
+    }
+}
+
+// v0.22 §4.1.4 kmes_attach(cpu_id): privilege first, then the CPU range.
+wire::Reply Shim::attach(const PeerCredentials& peer, uint32_t cpu, std::shared_ptr<ProducerRing>& attached) {
+    const int64_t group = attach_group_.load(std::memory_order_relaxed);
+    if (!peer.is_root() && (group < 0 || !peer.in_group(static_cast<gid_t>(group)))) return error_reply(EPERM);
+    if (cpu >= rings_->cpu_count()) return error_reply(EINVAL);
+    if (attached) return error_reply(EINVAL);  // one ring per attachment
+    attached = rings_->ring(cpu);
+    wire::Reply reply{};
+    reply.capacity = attached->capacity();
+    reply.generation = attached->generation();
+    std::memcpy(reply.boot_id, boot_id_.data(), 16);
+    return reply;
+}
+
+void Shim::map(int fd, std::span<const uint8_t> body, const std::shared_ptr<ProducerRing>& attached) {
+    if (!attached) {
+        (void)detail::send_reply(fd, error_reply(EBADF));
+        return;
+    }
+    uint64_t capacity = 0;
+    if (body.size() == sizeof capacity) std::memcpy(&capacity, body.data(), sizeof capacity);
+    if (capacity != attached->capacity()) {
+        (void)detail::send_reply(fd, error_reply(EINVAL));
+        return;
+    }
+    wire::Reply reply{};
+    reply.capacity = attached->capacity();
+    reply.generation = attached->generation();
+    const int fds[wire::kMapFdCount] = {attached->consumer_producer_fd(), attached->consumer_page_fd(),
+                                        attached->consumer_data_fd()};
+    (void)detail::send_reply(fd, reply, fds);
+}
+
+}  // namespace kmes::shim
