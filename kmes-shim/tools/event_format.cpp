@@ -1,0 +1,95 @@
+#include "event_format.hpp"
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace kmes::tools {
+
+std::string guid_string(const Guid& g) {
+    return fmt::format("{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
+                       "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                       g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13],
+                       g[14], g[15]);
+}
+
+std::string iso_timestamp(uint64_t ns) {
+    const time_t secs = static_cast<time_t>(ns / 1'000'000'000u);
+    struct tm utc{};
+    gmtime_r(&secs, &utc);
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
+                       utc.tm_hour, utc.tm_min, utc.tm_sec, ns % 1'000'000'000u);
+}
+
+namespace {
+std::string hex(std::span<const uint8_t> bytes) {
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (uint8_t b : bytes) out += fmt::format("{:02x}", b);
+    return out;
+}
+
+nlohmann::json guid_or_null(const EventView& event, const Guid& guid) {
+    if (!event.has_identity()) return nullptr;
+    return guid_string(guid);
+}
+}  // namespace
+
+void add_payload(nlohmann::json& out, std::span<const uint8_t> payload) {
+    if (payload.empty()) {
+        out["payload"] = nullptr;
+        return;
+    }
+    try {
+        out["payload"] = nlohmann::json::from_msgpack(payload.begin(), payload.end());
+    } catch (const nlohmann::json::exception& e) {
+        out["payload_error"] = e.what();
+        out["payload_hex"] = hex(payload);
+    }
+}
+
+nlohmann::json event_json(const EventView& event) {
+    nlohmann::json out = nlohmann::json::object();
+    out["event_size"] = event.event_size();
+    out["header_size"] = event.header_size();
+    out["timestamp"] = event.timestamp();
+    out["sequence"] = event.sequence();
+    out["cpu_id"] = event.cpu_id();
+    out["origin_class"] = event.origin_class();
+    out["type"] = std::string(event.type());
+    out["effective_token"] = guid_or_null(event, event.effective_token());
+    out["true_token"] = guid_or_null(event, event.true_token());
+    out["process"] = guid_or_null(event, event.process());
+    add_payload(out, event.payload());
+    return out;
+}
+
+std::string event_line(const EventView& event) {
+    nlohmann::json payload = nlohmann::json::object();
+    add_payload(payload, event.payload());
+    std::string shown = payload.contains("payload")
+                            ? dump_line(payload["payload"])
+                            : "<undecodable msgpack: " + payload["payload_error"].get<std::string>() +
+                                  "> hex=" + payload["payload_hex"].get<std::string>();
+    return fmt::format("{} cpu={} seq={} origin={} type={} {}", iso_timestamp(event.timestamp()), event.cpu_id(),
+                       event.sequence(), unsigned{event.origin_class()}, event.type(), shown);
+}
+
+nlohmann::json gap_json(const Gap& gap) {
+    return {{"gap",
+             {{"cpu_id", gap.cpu_id},
+              {"first_sequence", gap.first_sequence},
+              {"last_sequence", gap.last_sequence},
+              {"count", gap.count()}}}};
+}
+
+std::string gap_line(const Gap& gap) {
+    return fmt::format("# cpu={} gap: sequences {}..{} lost ({} events)", gap.cpu_id, gap.first_sequence,
+                       gap.last_sequence, gap.count());
+}
+
+std::string dump_line(const nlohmann::json& value) {
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace kmes::tools
