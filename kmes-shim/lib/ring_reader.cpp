@@ -83,7 +83,7 @@ Result<RingReader> RingReader::open(uint32_t cpu, ReaderOptions options) {
 RingReader::RingReader(uint32_t cpu, RingMapping mapping, ReaderOptions options)
     : cpu_(cpu), mapping_(std::move(mapping)), options_(std::move(options)) {
     if (!options_.reattach) options_.reattach = [](uint32_t c) { return RingMapping::attach(c); };
-    copy_.resize(mapping_.capacity());
+    copy_.resize(4096);
     generation_ = view(mapping_).generation().load(std::memory_order_acquire);
     // §5.1.9: a first attach SHOULD start at tail_pos.
     read_pos_ = view(mapping_).tail_pos().load(std::memory_order_acquire);
@@ -130,7 +130,10 @@ std::optional<EventView> RingReader::read_one() {
         const uint32_t header_size = detail::RingView::load_le<uint32_t>(src + KMES_HDR_HEADER_SIZE);
         const bool plausible = event_size > 0 && event_size >= header_size && header_size >= KMES_BASE_HEADER_SIZE &&
                                event_size <= write - read_pos_;
-        if (plausible) std::memcpy(copy_.data(), src, event_size);
+        if (plausible) {
+            if (copy_.size() < event_size) copy_.resize(event_size);  // grows to the largest event seen
+            std::memcpy(copy_.data(), src, event_size);
+        }
         // The copy must complete before tail_pos is re-read (seqlock reader pattern); pairs
         // with the release fence after the producer's tail_pos store.
         std::atomic_thread_fence(std::memory_order_acquire);
@@ -176,7 +179,6 @@ Status RingReader::switch_generation() {
     if (!fresh) return fresh.error();
     if (Status s = fresh->verify(); !s) return s;
     mapping_ = std::move(*fresh);           // step 6: old fd closed, old ring unmapped
-    copy_.resize(std::max<size_t>(copy_.size(), mapping_.capacity()));
     generation_ = view(mapping_).generation().load(std::memory_order_acquire);  // step 4
     ++stats_.generation_changes;
     seek_after_sequence(noted);             // step 5

@@ -53,6 +53,7 @@ Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint
     if (!consumer) return consumer.error();
     ring->consumer_fd_ = *consumer;
     auto data = make_memfd(tag + "-data", capacity, options.hugepages);
+    if (!data && options.hugepages) data = make_memfd(tag + "-data", capacity, false);  // none reserved: fall back
     if (!data) return data.error();
     ring->data_fd_ = *data;
     auto ro_producer = reopen_read_only(ring->producer_fd_);
@@ -64,6 +65,11 @@ Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint
 
     auto base = detail::map_ring_region(ring->producer_fd_, ring->consumer_fd_, ring->data_fd_, capacity,
                                         detail::MapAccess::Producer);
+    if (!base && options.hugepages) {  // hugetlb memfd without reserved pages: retry on normal pages
+        RingOptions plain = options;
+        plain.hugepages = false;
+        return create(cpu_id, capacity, generation, plain);
+    }
     if (!base) return base.error();
     ring->base_ = *base;
     ring->view_ = detail::view_of(ring->base_, capacity);

@@ -114,7 +114,7 @@ private:
     uint64_t read_pos_ = 0;
     uint64_t generation_ = 0;
     uint64_t last_sequence_ = 0;
-    std::vector<uint8_t> copy_;  // copy-out buffer (capacity / 2 bytes: the largest event)
+    std::vector<uint8_t> copy_;  // copy-out buffer; grows to the largest event read
     ReaderStats stats_;
 };
 
