@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kmes/kmes.h"
@@ -18,6 +19,12 @@ using namespace kmes;
 namespace {
 
 using wire::kEntryFault;
+
+// No event can be larger than the largest MaxEventSize (PSD-003 §6.1: 4 MiB), and the shim
+// rejects a larger entry on its declared lengths alone (EINVAL overflow / ENOSPC, §4.1.2
+// steps 4–5) before it looks at any bytes. Such an entry, and every later one (never
+// processed), travels without bytes: a bogus payload_len must not make the caller copy GiBs.
+constexpr uint64_t kLargestEventSize = 4194304;
 
 // The process's emit connection. A C API standing in for syscalls has no handle to carry
 // it, so it is process-wide state; the pid check makes a forked child open its own (the
@@ -54,49 +61,119 @@ void append(std::vector<uint8_t>& out, const T& value) {
     out.insert(out.end(), p, p + sizeof value);
 }
 
-// Copy `len` bytes from a caller pointer, detecting an inaccessible range the way a kernel
-// copy_from_user would (EFAULT) instead of crashing the caller: process_vm_readv on our own
-// pid fails cleanly on a bad address.
-bool copy_from_caller(uint8_t* dst, const void* src, size_t len) {
-    if (len == 0) return true;
-    if (src == nullptr) return false;
-    iovec local{dst, len};
-    iovec remote{const_cast<void*>(src), len};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (n == static_cast<ssize_t>(len)) return true;
-    if (n < 0 && (errno == ENOSYS || errno == EPERM)) {  // sandboxed: fall back to a plain copy
-        std::memcpy(dst, src, len);
-        return true;
+enum class MergedCopy { Copied, Fault, Unsupported };
+
+// process_vm_readv pins the pages of every remote range separately (~1 µs a range on the
+// benchmark machine, docs/PERFORMANCE.md), and a batch's 512 ranges usually come from a few
+// buffers: one type string, one payload array. So the ranges are merged into address spans
+// (sorted; a gap under a page is bridged, which reads no page outside the two ranges' own),
+// the spans read with one call into a scratch buffer, and each range copied out of it. Any
+// fault is left to the exact range-by-range path below.
+MergedCopy copy_merged(uint8_t* dst, const std::vector<iovec>& ranges) {
+    constexpr uintptr_t kBridge = 4096;
+    std::vector<size_t> order;
+    order.reserve(ranges.size());
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        const auto start = reinterpret_cast<uintptr_t>(ranges[i].iov_base);
+        if (ranges[i].iov_len == 0) continue;
+        if (start + ranges[i].iov_len < start) return MergedCopy::Fault;  // wraps the address space
+        order.push_back(i);
     }
-    return false;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a].iov_base < ranges[b].iov_base; });
+    std::vector<iovec> spans;
+    std::vector<size_t> at(ranges.size());  // offset of each range in the scratch buffer
+    size_t scratch_len = 0;
+    uintptr_t span_start = 0, span_end = 0;
+    for (size_t i : order) {
+        const auto start = reinterpret_cast<uintptr_t>(ranges[i].iov_base);
+        const uintptr_t end = start + ranges[i].iov_len;
+        if (spans.empty() || start >= span_end + kBridge) {
+            if (!spans.empty()) scratch_len += span_end - span_start;
+            spans.push_back(iovec{ranges[i].iov_base, 0});
+            span_start = start;
+            span_end = end;
+        }
+        span_end = std::max(span_end, end);
+        spans.back().iov_len = span_end - span_start;
+        at[i] = scratch_len + (start - span_start);
+    }
+    if (spans.empty()) return MergedCopy::Copied;
+    scratch_len += span_end - span_start;
+    std::vector<uint8_t> scratch(scratch_len);
+    iovec local{scratch.data(), scratch_len};
+    const ssize_t n = process_vm_readv(getpid(), &local, 1, spans.data(), spans.size(), 0);
+    if (n < 0 && (errno == ENOSYS || errno == EPERM)) return MergedCopy::Unsupported;
+    if (n != static_cast<ssize_t>(scratch_len)) return MergedCopy::Fault;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        if (ranges[i].iov_len == 0) continue;
+        std::memcpy(dst, scratch.data() + at[i], ranges[i].iov_len);
+        dst += ranges[i].iov_len;
+    }
+    return MergedCopy::Copied;
+}
+
+// Copy the caller's byte ranges back to back into `dst`, detecting an inaccessible range the
+// way a kernel copy_from_user would (EFAULT) instead of crashing the caller: process_vm_readv
+// on our own pid fails cleanly on a bad address. Returns how many leading ranges were copied
+// whole; the copy stops at the first inaccessible one.
+size_t copy_from_caller(uint8_t* dst, const std::vector<iovec>& ranges) {
+    switch (copy_merged(dst, ranges)) {
+        case MergedCopy::Copied: return ranges.size();
+        case MergedCopy::Unsupported: {  // sandboxed: fall back to a plain copy
+            size_t whole = 0;
+            for (const iovec& r : ranges) {
+                if (r.iov_len > 0 && r.iov_base == nullptr) break;
+                if (r.iov_len > 0) std::memcpy(dst, r.iov_base, r.iov_len);
+                dst += r.iov_len;
+                ++whole;
+            }
+            return whole;
+        }
+        case MergedCopy::Fault: break;
+    }
+    // Something is inaccessible: read range by range to find exactly which.
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        if (ranges[i].iov_len == 0) continue;
+        iovec local{dst, ranges[i].iov_len};
+        if (process_vm_readv(getpid(), &local, 1, &ranges[i], 1, 0) != static_cast<ssize_t>(ranges[i].iov_len))
+            return i;
+        dst += ranges[i].iov_len;
+    }
+    return ranges.size();
 }
 
 // Build an EMIT / EMIT_BATCH message: header, entry table, then type+payload bytes of each
 // entry. From the first entry whose memory is inaccessible on, entries carry kEntryFault and
 // no bytes: the shim emits the ones before it and stops there with EFAULT (§4.1.3 step 8).
 std::vector<uint8_t> build_emit(wire::Op op, const kmes_emit_entry* entries, uint32_t count, uint32_t cpu) {
-    std::vector<uint8_t> table;
-    std::vector<uint8_t> body;
-    bool faulted = false;
+    // Type and payload of every entry before the first one rejected on its lengths (see above).
+    std::vector<iovec> ranges;
+    ranges.reserve(2 * size_t{count});
+    size_t body_len = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        const kmes_emit_entry& e = entries[i];
+        const uint64_t declared = uint64_t{KMES_BASE_HEADER_SIZE} + KMES_IDENTITY_SIZE + e.event_type_len + e.payload_len;
+        if (declared > kLargestEventSize) break;  // rejected on its lengths (see above)
+        ranges.push_back(iovec{const_cast<char*>(e.event_type), e.event_type_len});
+        ranges.push_back(iovec{const_cast<void*>(e.payload), e.payload_len});
+        body_len += size_t{e.event_type_len} + e.payload_len;
+    }
+    const size_t table_at = sizeof(wire::RequestHeader);
+    const size_t body_at = table_at + size_t{count} * sizeof(wire::WireEntry);
+    std::vector<uint8_t> message(body_at + body_len);
+    // An entry is sent with its bytes only if both its ranges were copied whole.
+    const size_t copied = copy_from_caller(message.data() + body_at, ranges) / 2;
+    size_t body_used = 0;
     for (uint32_t i = 0; i < count; ++i) {
         const kmes_emit_entry& e = entries[i];
         wire::WireEntry w{e.event_type_len, 0, e.payload_len};
-        if (!faulted) {
-            const size_t at = body.size();
-            body.resize(at + size_t{e.event_type_len} + e.payload_len);
-            faulted = !copy_from_caller(body.data() + at, e.event_type, e.event_type_len) ||
-                      !copy_from_caller(body.data() + at + e.event_type_len, e.payload, e.payload_len);
-            if (faulted) body.resize(at);
-        }
-        if (faulted) w.reserved = kEntryFault;
-        append(table, w);
+        if (i < copied) body_used += size_t{e.event_type_len} + e.payload_len;
+        else w.reserved = kEntryFault;
+        std::memcpy(message.data() + table_at + i * sizeof w, &w, sizeof w);
     }
-    std::vector<uint8_t> message;
-    const uint64_t total = sizeof(wire::RequestHeader) + table.size() + body.size();
-    message.reserve(total);
-    append(message, header_for(op, cpu, count, total));
-    message.insert(message.end(), table.begin(), table.end());
-    message.insert(message.end(), body.begin(), body.end());
+    message.resize(body_at + body_used);
+    const wire::RequestHeader header = header_for(op, cpu, count, message.size());
+    std::memcpy(message.data(), &header, sizeof header);
     return message;
 }
 

@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
     signal(SIGPIPE, SIG_IGN);
     const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
 
+    // Watch before the first read: a change made after this point is seen by the main loop
+    // (a watch set up after READY=1 would miss edits made right after readiness).
+    ConfigWatch watch(config_path);
     ShimConfig defaults;
     ConfigLoad initial = load_config(config_path, defaults);
     if (initial.file_error) spdlog::error("{} — starting with defaults", *initial.file_error);
@@ -118,7 +121,6 @@ int main(int argc, char** argv) {
     sd_notifyf(0, "STATUS=%u rings of %llu bytes", (*shim)->rings().cpu_count(),
                static_cast<unsigned long long>((*shim)->rings().capacity()));
 
-    ConfigWatch watch(config_path);
     auto reload = [&](const char* why) {
         spdlog::info("reloading {} ({})", config_path, why);
         ConfigLoad next = load_config(config_path, (*shim)->config());

@@ -103,7 +103,13 @@ void ProducerRing::make_room(uint64_t size) {
     if (frontier_ + size - tail_ <= cap) return;
     uint64_t tail = tail_;
     while (frontier_ + size - tail > cap) {
-        uint32_t victim = detail::RingView::load_le<uint32_t>(view_.at(tail) + KMES_HDR_EVENT_SIZE);
+        const uint32_t victim = detail::RingView::load_le<uint32_t>(view_.at(tail) + KMES_HDR_EVENT_SIZE);
+        // Only the shim writes the data region, so a size that does not lead to the next event
+        // means its memory was corrupted: give up the whole ring rather than walk forever.
+        if (victim == 0 || victim > frontier_ - tail) {
+            tail = frontier_;
+            break;
+        }
         tail += victim;
     }
     // A batch larger than the ring would move tail_pos past the still-unpublished part of the

@@ -29,27 +29,38 @@ std::string hex(std::span<const uint8_t> bytes) {
     return out;
 }
 
-nlohmann::json guid_or_null(const EventView& event, const Guid& guid) {
+// Human lines show msgpack bin as "hex:…" instead of nlohmann's {"bytes":[…],"subtype":…}.
+// Depth is bounded by from_msgpack's own recursion, which produced the value.
+void show_binary_as_hex(nlohmann::ordered_json& value) {
+    if (value.is_binary()) {
+        value = "hex:" + hex(value.get_binary());
+        return;
+    }
+    if (value.is_structured())
+        for (auto& child : value) show_binary_as_hex(child);
+}
+
+nlohmann::ordered_json guid_or_null(const EventView& event, const Guid& guid) {
     if (!event.has_identity()) return nullptr;
     return guid_string(guid);
 }
 }  // namespace
 
-void add_payload(nlohmann::json& out, std::span<const uint8_t> payload) {
+void add_payload(nlohmann::ordered_json& out, std::span<const uint8_t> payload) {
     if (payload.empty()) {
         out["payload"] = nullptr;
         return;
     }
     try {
-        out["payload"] = nlohmann::json::from_msgpack(payload.begin(), payload.end());
-    } catch (const nlohmann::json::exception& e) {
+        out["payload"] = nlohmann::ordered_json::from_msgpack(payload.begin(), payload.end());
+    } catch (const nlohmann::ordered_json::exception& e) {
         out["payload_error"] = e.what();
         out["payload_hex"] = hex(payload);
     }
 }
 
-nlohmann::json event_json(const EventView& event) {
-    nlohmann::json out = nlohmann::json::object();
+nlohmann::ordered_json event_json(const EventView& event) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
     out["event_size"] = event.event_size();
     out["header_size"] = event.header_size();
     out["timestamp"] = event.timestamp();
@@ -65,8 +76,9 @@ nlohmann::json event_json(const EventView& event) {
 }
 
 std::string event_line(const EventView& event) {
-    nlohmann::json payload = nlohmann::json::object();
+    nlohmann::ordered_json payload = nlohmann::ordered_json::object();
     add_payload(payload, event.payload());
+    if (payload.contains("payload")) show_binary_as_hex(payload["payload"]);
     std::string shown = payload.contains("payload")
                             ? dump_line(payload["payload"])
                             : "<undecodable msgpack: " + payload["payload_error"].get<std::string>() +
@@ -75,7 +87,7 @@ std::string event_line(const EventView& event) {
                        event.sequence(), unsigned{event.origin_class()}, event.type(), shown);
 }
 
-nlohmann::json gap_json(const Gap& gap) {
+nlohmann::ordered_json gap_json(const Gap& gap) {
     return {{"gap",
              {{"cpu_id", gap.cpu_id},
               {"first_sequence", gap.first_sequence},
@@ -88,8 +100,8 @@ std::string gap_line(const Gap& gap) {
                        gap.last_sequence, gap.count());
 }
 
-std::string dump_line(const nlohmann::json& value) {
-    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string dump_line(const nlohmann::ordered_json& value) {
+    return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace kmes::tools

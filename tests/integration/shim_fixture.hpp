@@ -1,0 +1,100 @@
+// A real kmes-shimd for one test: its own temporary directory under /tmp (mode 0755, so a
+// probe running as `nobody` can reach the socket), a kmes.json written by the test, the
+// socket at <dir>/kmes.sock, and readiness through the real systemd protocol — the fixture
+// owns the NOTIFY_SOCKET datagram socket and waits for "READY=1" (sd_notify in the shim).
+// Teardown sends SIGTERM and checks the shim exits with status 0.
+//
+// The binary is taken from $KMES_SHIMD (set by tests/integration/meson.build).
+// Constructing a ShimProcess also points this process's libkmes at it ($KMES_SOCKET).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kmes::it {
+
+// mkdtemp under /tmp, chmod 0755, removed recursively on destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return path_; }
+    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+struct ShimOptions {
+    nlohmann::json config = nlohmann::json::object();  // written as <dir>/etc/kmes.json
+    std::optional<std::string> raw_config;              // written verbatim instead (malformed files)
+    uint32_t cpus = 0;                                  // --cpus when non-zero
+    std::vector<std::string> extra_args;                // e.g. {"--generate", "rate=…"}
+    std::optional<std::string> socket_path;             // default <dir>/kmes.sock
+    // <dir>/etc/kmes.json is a symlink to <dir>/real/kmes.json: a test can then change the
+    // configuration without the shim's inotify watch (on <dir>/etc) seeing it.
+    bool config_via_symlink = false;
+    // start(): also wait for the "STATUS=… rings of …" notification the shim sends after it
+    // applied the configuration file (after ConfigDelayMs). Off to observe the boot rings.
+    bool wait_configured = true;
+};
+
+class ShimProcess {
+public:
+    // Spawns the shim (does not wait). Use start() unless the test expects a failure.
+    explicit ShimProcess(ShimOptions options = {});
+    // Spawn, then REQUIRE readiness (and the configured status unless disabled).
+    static std::unique_ptr<ShimProcess> start(ShimOptions options = {});
+    ~ShimProcess();  // SIGTERM if still running; CHECKs a clean exit
+    ShimProcess(const ShimProcess&) = delete;
+    ShimProcess& operator=(const ShimProcess&) = delete;
+
+    // Wait for a notification containing `text` ("READY=1", "STATUS=…"). False on timeout
+    // or when the shim exited first; *why says which, with the tail of the shim's log.
+    bool wait_notification(const std::string& text, std::chrono::milliseconds timeout, std::string* why);
+    bool wait_ready(std::string* why) { return wait_notification("READY=1", std::chrono::seconds(10), why); }
+
+    // The raw wait status once the process has exited within `timeout`.
+    std::optional<int> wait_exit(std::chrono::milliseconds timeout);
+    // SIGTERM and wait (SIGKILL after 10 s). Returns the wait status.
+    int terminate();
+    void signal(int signo) const;
+
+    pid_t pid() const { return pid_; }
+    bool running() const { return !exit_status_; }
+    const std::string& dir() const { return dir_.path(); }
+    const std::string& socket_path() const { return socket_path_; }
+    const std::string& config_path() const { return config_path_; }
+    std::string log() const;  // the shim's stdout+stderr so far
+
+    // Rewrite the configuration in place (through the symlink when config_via_symlink).
+    void write_config(const nlohmann::json& config) const;
+    void write_raw_config(const std::string& text) const;
+    // The file the configuration content lives in (the symlink target when config_via_symlink).
+    const std::string& config_file() const { return config_file_; }
+
+private:
+    TempDir dir_;
+    std::string socket_path_;
+    std::string config_path_;
+    std::string config_file_;
+    std::string log_path_;
+    int notify_fd_ = -1;
+    pid_t pid_ = -1;
+    std::optional<int> exit_status_;
+    std::vector<std::string> notifications_;  // every datagram received so far
+};
+
+// The wait status as text ("exit 0", "signal SIGSEGV") for test messages.
+std::string describe_status(int status);
+
+}  // namespace kmes::it

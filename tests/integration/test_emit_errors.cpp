@@ -1,0 +1,282 @@
+// One test per emission errno of kmes_emit / kmes_emit_batch (PSD-003 §4.1.2, §4.1.3),
+// including the order of the checks where two of them could apply.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <catch2/catch.hpp>
+
+#include "emit_checks.hpp"
+#include "kmes/kmes.h"
+#include "probe_runner.hpp"
+#include "shim_fixture.hpp"
+
+using namespace kmes::it;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint32_t kRings = 2;
+constexpr uint32_t kIdentityOverhead = KMES_BASE_HEADER_SIZE + KMES_IDENTITY_SIZE;  // 77 bytes
+
+ShimOptions rate_limited() {
+    return ShimOptions{.config = {{"AttachGroup", kAttachGid}, {"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}},
+                       .cpus = kRings};
+}
+
+int emit_batch(const std::vector<kmes_emit_entry>& entries, uint32_t* emitted) {
+    const int rc = kmes_emit_batch(entries.data(), uint32_t(entries.size()), emitted);
+    return rc == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+// ---- EPERM -------------------------------------------------------------------------------
+
+TEST_CASE("emit EPERM: a caller neither root nor in EmitGroup, checked before anything else", "[emit-errors]") {
+    auto shim = ShimProcess::start(rate_limited());
+    SECTION("no groups") {
+        const ProbeRun run = run_probe(as_nobody(), {"emit:1", "emit-invalid:1", "batch-count:0", "batch:3"});
+        INFO(run.output());
+        CHECK(run.get("emit", "err") == "EPERM");
+        CHECK(run.get("emit-invalid", "other") == "EPERM");  // EPERM, not EINVAL for the empty type
+        CHECK(run.get("batch-count", "err") == "EPERM");     // EPERM, not EINVAL for count 0
+        CHECK(run.get("batch", "err") == "EPERM");
+    }
+    SECTION("in AttachGroup only") {
+        const ProbeRun run = run_probe(as_nobody({kAttachGid}), {"emit:1", "batch:3"});
+        INFO(run.output());
+        CHECK(run.get("emit", "err") == "EPERM");
+        CHECK(run.get("batch", "err") == "EPERM");
+    }
+    require_no_sequence_gap(kRings, 0);
+}
+
+// ---- EAGAIN ------------------------------------------------------------------------------
+
+TEST_CASE("emit EAGAIN: a non-root emitter gets a burst of MaxEmitRatePerProcess, then EAGAIN", "[emit-errors]") {
+    auto shim = ShimProcess::start(rate_limited());
+    const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"batch:100", "emit:1"});
+    INFO(run.output());
+    CHECK(run.get("batch", "rc") == "0");
+    CHECK(run.get("batch", "emitted_out") == "100");
+    CHECK(run.get("emit", "ok") == "0");
+    CHECK(run.get("emit", "err") == "EAGAIN");
+    require_no_sequence_gap(kRings, 100);
+}
+
+TEST_CASE("emit EAGAIN: single emits stop after the bucket's 100 tokens plus what refilled meanwhile",
+          "[emit-errors]") {
+    auto shim = ShimProcess::start(rate_limited());
+    const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"emit:10000"});
+    INFO(run.output());
+    REQUIRE(run.get("emit", "err") == "EAGAIN");
+    const long ok = std::stol(run.get("emit", "ok"));
+    const long elapsed_us = std::stol(run.get("emit", "elapsed_us"));
+    CHECK(ok >= 100);
+    CHECK(ok <= 100 + elapsed_us * 100 / 1'000'000 + 1);  // refill is 100 tokens per second
+}
+
+TEST_CASE("emit EAGAIN: the rate limit is checked before the event's content", "[emit-errors]") {
+    auto shim = ShimProcess::start(rate_limited());
+    const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"batch:100", "emit-invalid:1"});
+    INFO(run.output());
+    CHECK(run.get("batch", "emitted_out") == "100");
+    CHECK(run.get("emit-invalid", "other") == "EAGAIN");  // §4.1.2 step 2 precedes step 3
+}
+
+TEST_CASE("emit EAGAIN: only emitted events are charged — failed validations cost no token", "[emit-errors]") {
+    auto shim = ShimProcess::start(rate_limited());
+    const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"emit-invalid:300", "batch:100:50", "batch:50", "emit:1"});
+    INFO(run.output());
+    CHECK(run.get("emit-invalid", "einval") == "300");  // never EAGAIN: rejected emits are free
+    CHECK(run.get("emit-invalid", "other") == "-");
+    CHECK(run.get("batch", "err", 0) == "EINVAL");  // entry 50 invalid: 50 emitted, 50 charged
+    CHECK(run.get("batch", "emitted_out", 0) == "50");
+    CHECK(run.get("batch", "rc", 1) == "0");        // so 50 tokens are left
+    CHECK(run.get("batch", "emitted_out", 1) == "50");
+    CHECK(run.get("emit", "err") == "EAGAIN");      // and then none
+    require_no_sequence_gap(kRings, 100);
+}
+
+TEST_CASE("emit EAGAIN: root is exempt from the rate limit", "[emit-errors]") {
+    auto shim = ShimProcess::start(rate_limited());
+    int failures = 0;
+    for (int i = 0; i < 300; ++i) failures += emit("root.unlimited", json{{"i", i}}) != 0;
+    CHECK(failures == 0);
+    require_no_sequence_gap(kRings, 300);
+}
+
+// ---- EINVAL ------------------------------------------------------------------------------
+
+TEST_CASE("emit EINVAL: an empty type", "[emit-errors]") {
+    auto shim = ShimProcess::start({.cpus = kRings});
+    CHECK(errno_name(emit("", json::object())) == "EINVAL");
+    REQUIRE(emit("after", json::object()) == 0);
+    require_no_sequence_gap(kRings, 1);
+}
+
+TEST_CASE("emit EINVAL: a type that is not valid UTF-8", "[emit-errors]") {
+    auto shim = ShimProcess::start({.cpus = kRings});
+    for (const std::string type : {"\xff", "bad\xc3", "\xc0\xaf" /* overlong */, "\xed\xa0\x80" /* surrogate */,
+                                   "\xf4\x90\x80\x80" /* > U+10FFFF */}) {
+        INFO("type bytes of length " << type.size());
+        CHECK(errno_name(emit(type, json::object())) == "EINVAL");
+    }
+    CHECK(emit("caf\xc3\xa9.\xe2\x82\xac", json::object()) == 0);  // valid multi-byte UTF-8 passes
+    require_no_sequence_gap(kRings, 1);
+}
+
+TEST_CASE("emit EINVAL: a payload that is not exactly one msgpack value", "[emit-errors]") {
+    auto shim = ShimProcess::start({.cpus = kRings});
+    const std::vector<std::vector<uint8_t>> invalid{
+        {0xc1},              // never-used byte
+        {0x92, 0x01},        // array of 2 with one element
+        {0xa5, 'a', 'b'},    // string shorter than its length
+        {0x01, 0x02},        // two values
+        {},                  // no value at all
+    };
+    for (const auto& payload : invalid) {
+        INFO("payload of " << payload.size() << " bytes");
+        CHECK(errno_name(emit("bad.msgpack", payload)) == "EINVAL");
+    }
+    REQUIRE(emit("after", json{{"ok", true}}) == 0);
+    require_no_sequence_gap(kRings, 1);
+}
+
+TEST_CASE("emit EINVAL: a payload nested deeper than MaxNestingDepth", "[emit-errors]") {
+    auto shim = ShimProcess::start({.config = {{"MaxNestingDepth", 4}}, .cpus = kRings});
+    CHECK(emit("depth.4", nested_arrays(4)) == 0);
+    CHECK(errno_name(emit("depth.5", nested_arrays(5))) == "EINVAL");
+    CHECK(errno_name(emit("depth.200", nested_arrays(200))) == "EINVAL");
+    require_no_sequence_gap(kRings, 1);
+}
+
+TEST_CASE("emit EINVAL: a batch count of 0 or more than 256", "[emit-errors]") {
+    auto shim = ShimProcess::start({.cpus = kRings});
+    const auto payload = msgpack(json::object());
+    std::vector<kmes_emit_entry> entries(257, kmes_emit_entry{"t", 1, payload.data(), uint32_t(payload.size())});
+    for (uint32_t count : {0u, 257u, 100000u}) {
+        uint32_t emitted = 4242;
+        INFO("count " << count);
+        CHECK(kmes_emit_batch(entries.data(), count, &emitted) == -1);
+        CHECK(errno_name(errno) == "EINVAL");
+        CHECK(emitted == 4242);  // failure before §4.1.3 step 4: emitted_out untouched
+    }
+    uint32_t emitted = 0;
+    CHECK(kmes_emit_batch(entries.data(), 256, &emitted) == 0);  // the bound itself is fine
+    CHECK(emitted == 256);
+    require_no_sequence_gap(kRings, 256);
+}
+
+TEST_CASE("emit EINVAL: an empty type is rejected before the size checks (single emit)", "[emit-errors]") {
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    CHECK(errno_name(emit("", msgpack_of_size(4000))) == "EINVAL");  // §4.1.2 step 3 before step 5
+    require_no_sequence_gap(kRings, 0);
+}
+
+// ---- ENOSPC ------------------------------------------------------------------------------
+
+TEST_CASE("emit ENOSPC: an event larger than MaxEventSize", "[emit-errors]") {
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    const std::string type = "big";
+    // The size compared is the event's size in the ring, identity stamps included.
+    const size_t fits = 1024 - kIdentityOverhead - type.size();
+    CHECK(emit(type, msgpack_of_size(fits)) == 0);
+    CHECK(errno_name(emit(type, msgpack_of_size(fits + 1))) == "ENOSPC");
+    CHECK(errno_name(emit(type, msgpack_of_size(100000))) == "ENOSPC");
+    const auto events = all_events(kRings);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].view().event_size() == 1024);
+    require_no_sequence_gap(kRings, 1);
+}
+
+TEST_CASE("emit ENOSPC: an event larger than half the ring capacity", "[emit-errors]") {
+    auto shim = ShimProcess::start(
+        {.config = {{"BufferCapacity", 65536}, {"MaxEventSize", 4194304}}, .cpus = kRings});
+    REQUIRE(attach_capacity(0) == 65536);
+    const std::string type = "half";
+    const size_t fits = 32768 - kIdentityOverhead - type.size();
+    CHECK(emit(type, msgpack_of_size(fits)) == 0);
+    CHECK(errno_name(emit(type, msgpack_of_size(fits + 1))) == "ENOSPC");
+    CHECK(errno_name(emit(type, msgpack_of_size(60000))) == "ENOSPC");
+    const auto events = all_events(kRings);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].view().event_size() == 32768);
+    require_no_sequence_gap(kRings, 1);
+}
+
+TEST_CASE("emit ENOSPC: the size checks come before the UTF-8 and msgpack checks", "[emit-errors]") {
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    std::vector<uint8_t> bad_msgpack(2000, 0xc1);
+    CHECK(errno_name(emit("\xff\xfe", msgpack_of_size(2000))) == "ENOSPC");  // §4.1.2 step 5 before 7
+    CHECK(errno_name(emit("t", bad_msgpack)) == "ENOSPC");                   // step 5 before 8
+    require_no_sequence_gap(kRings, 0);
+}
+
+TEST_CASE("emit ENOSPC: in a batch the size checks come before the type checks of an entry", "[emit-errors]") {
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    const auto small = msgpack(json::object());
+    const auto large = msgpack_of_size(2000);
+    const std::vector<kmes_emit_entry> entries{
+        {"ok", 2, small.data(), uint32_t(small.size())},
+        {"", 0, large.data(), uint32_t(large.size())},  // empty type AND too large: §4.1.3 step 7 first
+    };
+    uint32_t emitted = 4242;
+    CHECK(errno_name(emit_batch(entries, &emitted)) == "ENOSPC");
+    CHECK(emitted == 1);
+    require_no_sequence_gap(kRings, 1);
+}
+
+// ---- EFAULT ------------------------------------------------------------------------------
+
+TEST_CASE("emit EFAULT: a NULL payload pointer in batch entry 2 emits entries 0-1 and reports 2", "[emit-errors]") {
+    auto shim = ShimProcess::start({.cpus = kRings});
+    const auto payload = msgpack(json{{"k", "v"}});
+    const std::vector<kmes_emit_entry> entries{
+        {"fault.0", 7, payload.data(), uint32_t(payload.size())},
+        {"fault.1", 7, payload.data(), uint32_t(payload.size())},
+        {"fault.2", 7, nullptr, 16},
+        {"fault.3", 7, payload.data(), uint32_t(payload.size())},
+    };
+    uint32_t emitted = 4242;
+    CHECK(errno_name(emit_batch(entries, &emitted)) == "EFAULT");
+    CHECK(emitted == 2);
+    const auto events = all_events(kRings);
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].type() == "fault.0");
+    CHECK(events[1].type() == "fault.1");
+    require_no_sequence_gap(kRings, 2);
+}
+
+TEST_CASE("emit EFAULT: a type or payload pointer to unmapped memory", "[emit-errors]") {
+    auto shim = ShimProcess::start({.cpus = kRings});
+    void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(page != MAP_FAILED);
+    REQUIRE(munmap(page, 4096) == 0);  // now an address nothing is mapped at
+    const auto payload = msgpack(json::object());
+    CHECK(kmes_emit("t", 1, page, 8) == -1);
+    CHECK(errno_name(errno) == "EFAULT");
+    CHECK(kmes_emit(static_cast<const char*>(page), 4, payload.data(), uint32_t(payload.size())) == -1);
+    CHECK(errno_name(errno) == "EFAULT");
+    CHECK(kmes_emit(nullptr, 4, payload.data(), uint32_t(payload.size())) == -1);
+    CHECK(errno_name(errno) == "EFAULT");
+    require_no_sequence_gap(kRings, 0);
+}
+
+TEST_CASE("emit EFAULT: a NULL emitted_out emits nothing", "[emit-errors]") {
+    auto shim = ShimProcess::start({.cpus = kRings});
+    const auto payload = msgpack(json::object());
+    const std::vector<kmes_emit_entry> entries(3, kmes_emit_entry{"t", 1, payload.data(), uint32_t(payload.size())});
+    CHECK(kmes_emit_batch(entries.data(), 3, nullptr) == -1);
+    CHECK(errno_name(errno) == "EFAULT");
+    require_no_sequence_gap(kRings, 0);
+}
+
+TEST_CASE("emit EFAULT: the size checks come before the payload is touched", "[emit-errors]") {
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    CHECK(kmes_emit("t", 1, nullptr, 5000) == -1);  // §4.1.2 steps 5–6 before the copy of step 7
+    CHECK(errno_name(errno) == "ENOSPC");
+    require_no_sequence_gap(kRings, 0);
+}

@@ -1,0 +1,114 @@
+// kmes-shimd as a service: readiness, clean shutdown, one shim per socket, stale sockets,
+// and emitters that survive a shim restart (which is a KMES "reboot": sequences from 1).
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "kmes/kmes.h"
+#include "ring_capture.hpp"
+#include "shim_fixture.hpp"
+
+using namespace kmes::it;
+using nlohmann::json;
+
+namespace {
+
+// A socket file with no listener, as a crashed shim leaves behind.
+void make_stale_socket(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    REQUIRE(fd >= 0);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    close(fd);
+}
+
+bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+}  // namespace
+
+TEST_CASE("lifecycle: SIGTERM ends the shim with exit status 0 and removes the socket file", "[lifecycle]") {
+    auto shim = ShimProcess::start({.cpus = 1});
+    REQUIRE(exists(shim->socket_path()));
+    const int status = shim->terminate();
+    INFO(shim->log());
+    CHECK(describe_status(status) == "exit 0");
+    CHECK_FALSE(exists(shim->socket_path()));
+}
+
+TEST_CASE("lifecycle: SIGINT ends the shim with exit status 0 while clients are attached", "[lifecycle]") {
+    auto shim = ShimProcess::start({.cpus = 1});
+    auto ring = attach_ring(0);  // an open attachment must not hold up the shutdown
+    REQUIRE(emit("x", json::object()) == 0);
+    shim->signal(SIGINT);
+    const auto status = shim->wait_exit(std::chrono::seconds(10));
+    REQUIRE(status);
+    CHECK(describe_status(*status) == "exit 0");
+}
+
+TEST_CASE("lifecycle: a second shim on the same socket refuses to start and the first keeps serving",
+          "[lifecycle]") {
+    auto first = ShimProcess::start({.cpus = 1});
+    ShimProcess second(ShimOptions{.cpus = 1, .socket_path = first->socket_path()});
+    const auto status = second.wait_exit(std::chrono::seconds(10));
+    REQUIRE(status);
+    CHECK(describe_status(*status) != "exit 0");
+    CHECK(second.log().find("already listening") != std::string::npos);
+    std::string why;
+    CHECK_FALSE(second.wait_notification("READY=1", std::chrono::milliseconds(0), &why));
+    CHECK(exists(first->socket_path()));
+    CHECK(attach_capacity(0) == KMES_DEFAULT_BUFFER_CAPACITY);  // the first shim still answers
+    CHECK(emit("first.alive", json::object()) == 0);
+}
+
+TEST_CASE("lifecycle: a stale socket file without a listener is replaced", "[lifecycle]") {
+    TempDir dir;
+    const std::string path = dir / "kmes.sock";
+    make_stale_socket(path);
+    auto shim = ShimProcess::start({.cpus = 1, .socket_path = path});
+    CHECK(emit("after.stale", json::object()) == 0);
+    CHECK(of_type(capture_ring(0), "after.stale").size() == 1);
+}
+
+TEST_CASE("lifecycle: a file at the socket path that is not a socket is left alone and the shim refuses",
+          "[lifecycle]") {
+    TempDir dir;
+    const std::string path = dir / "kmes.sock";
+    std::ofstream(path) << "precious";
+    ShimProcess shim(ShimOptions{.cpus = 1, .socket_path = path});
+    const auto status = shim.wait_exit(std::chrono::seconds(10));
+    REQUIRE(status);
+    CHECK(describe_status(*status) != "exit 0");
+    std::string content;
+    std::ifstream(path) >> content;
+    CHECK(content == "precious");
+}
+
+TEST_CASE("lifecycle: an emitter reconnects after a shim restart, which starts sequences and boot id anew",
+          "[lifecycle]") {
+    TempDir dir;
+    const std::string path = dir / "kmes.sock";
+    uint8_t first_boot[16], second_boot[16];
+    {
+        auto shim = ShimProcess::start({.cpus = 1, .socket_path = path});
+        REQUIRE(kmes_boot_id(first_boot) == 0);
+        REQUIRE(emit("one", json::object()) == 0);
+        REQUIRE(emit("two", json::object()) == 0);
+    }
+    auto shim = ShimProcess::start({.cpus = 1, .socket_path = path});
+    REQUIRE(emit("again", json::object()) == 0);  // same process, same emit connection object
+    REQUIRE(kmes_boot_id(second_boot) == 0);
+    CHECK(std::memcmp(first_boot, second_boot, 16) != 0);
+    const auto events = capture_ring(0);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].type() == "again");
+    CHECK(events[0].sequence() == 1);
+}
