@@ -12,7 +12,7 @@
 //   +--------+--------+--------+--------+------------------+
 //   EMIT / EMIT_BATCH body: count × WireEntry {u16 type_len, u16 0, u32 payload_len},
 //   then for each entry its type bytes followed by its payload bytes.
-//   ATTACH: cpu = requested ring. MAP: count = 0, total_len = 24, cpu = 0,
+//   ATTACH: cpu = requested ring. MAP: count = 0, total_len = 32, cpu = 0,
 //   and the capacity the caller expects in the body as one u64.
 //
 //   Reply (40 bytes): i32 error (0 or errno), u32 emitted, u64 capacity, u8 boot_id[16],
@@ -51,6 +51,8 @@ struct WireEntry {
 static_assert(sizeof(WireEntry) == 8);
 // Bit in WireEntry::reserved: the caller's memory for this entry was inaccessible; the shim
 // stops at the first such entry with EFAULT (§4.1.3 step 8). Such entries carry no bytes.
+// libkmes also sets it on an entry larger than any MaxEventSize allows (and on later ones):
+// the shim rejects that entry on its lengths (EINVAL/ENOSPC) before it checks this bit.
 inline constexpr uint16_t kEntryFault = 1;
 
 struct Reply {

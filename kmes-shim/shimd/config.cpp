@@ -14,6 +14,10 @@ using nlohmann::json;
 
 bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+// A non-negative integer. The parser stores those as unsigned, but a document built in code
+// (json{{"BufferCapacity", 65536}}) holds a signed integer with the same meaning.
+bool is_count(const json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0); }
+
 // Applies one key of the document to `target` when valid, else records a Rejection.
 class Applier {
 public:
@@ -23,7 +27,7 @@ public:
     void integer(const char* key, T& target, uint64_t min, uint64_t max, bool power_of_two = false) {
         if (!doc_.contains(key)) return;
         const json& v = doc_[key];
-        const bool ok = v.is_number_unsigned() && v.get<uint64_t>() >= min && v.get<uint64_t>() <= max &&
+        const bool ok = is_count(v) && v.get<uint64_t>() >= min && v.get<uint64_t>() <= max &&
                         (!power_of_two || is_power_of_two(v.get<uint64_t>()));
         if (ok) target = static_cast<T>(v.get<uint64_t>());
         else reject(key, v, json(target));
@@ -50,7 +54,7 @@ public:
         const json retained = target ? json(*target) : json(nullptr);
         if (v.is_null()) {
             target.reset();
-        } else if (v.is_number_unsigned() && v.get<uint64_t>() < 0xffffffffu) {
+        } else if (is_count(v) && v.get<uint64_t>() < 0xffffffffu) {
             target = static_cast<gid_t>(v.get<uint64_t>());
         } else if (v.is_string()) {
             const struct group* g = getgrnam(v.get<std::string>().c_str());
@@ -72,7 +76,7 @@ public:
             if (!ok) break;
             auto number = [&](const char* k, auto& field, uint64_t max) {
                 if (!g.contains(k)) return;
-                if (g[k].is_number_unsigned() && g[k].get<uint64_t>() <= max) field = g[k].get<uint64_t>();
+                if (is_count(g[k]) && g[k].get<uint64_t>() <= max) field = g[k].get<uint64_t>();
                 else ok = false;
             };
             number("Rate", spec.rate, 100'000'000);
@@ -84,7 +88,7 @@ public:
                 ok = ok && types.is_object() && !types.empty();
                 if (ok) {
                     for (auto it = types.begin(); it != types.end(); ++it) {
-                        ok = ok && !it.key().empty() && it.value().is_number_unsigned() &&
+                        ok = ok && !it.key().empty() && is_count(it.value()) &&
                              it.value().get<uint64_t>() > 0 && it.value().get<uint64_t>() <= 1'000'000;
                         if (ok) spec.types[it.key()] = it.value().get<uint32_t>();
                     }
@@ -149,9 +153,16 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
         const std::string key = field.substr(0, eq);
         const std::string value = eq == std::string::npos ? "" : field.substr(eq + 1);
         try {
-            if (key == "rate") spec.rate = std::stoull(value);
-            else if (key == "payload") spec.payload_size = static_cast<uint32_t>(std::stoul(value));
-            else if (key == "origin") spec.origin_class = static_cast<uint8_t>(std::stoul(value));
+            // Same ranges as the Generators JSON form (Applier::generators).
+            auto bounded = [&](uint64_t max) {
+                if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) throw std::invalid_argument(value);
+                const uint64_t v = std::stoull(value);
+                if (v > max) throw std::out_of_range(value);
+                return v;
+            };
+            if (key == "rate") spec.rate = bounded(100'000'000);
+            else if (key == "payload") spec.payload_size = static_cast<uint32_t>(bounded(1u << 20));
+            else if (key == "origin") spec.origin_class = static_cast<uint8_t>(bounded(255));
             else if (key == "types") {
                 spec.types.clear();
                 std::istringstream list(value);
@@ -167,7 +178,9 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
                 throw std::invalid_argument(key);
             }
         } catch (const std::exception&) {
-            if (error) *error = "bad --generate field '" + field + "' (want rate=N,payload=BYTES,origin=N,types=a:3+b:1)";
+            if (error)
+                *error = "bad --generate field '" + field +
+                         "' (want rate=0..100000000,payload=0..1048576,origin=0..255,types=a:3+b:1)";
             return std::nullopt;
         }
     }

@@ -6,6 +6,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -103,9 +104,14 @@ int main(int argc, char** argv) {
         }
         boot.generators.push_back(*spec);
     }
-    initial.config.socket_path = boot.socket_path;  // overrides are not configuration changes
-    initial.config.cpus = boot.cpus;
-    initial.config.generators = boot.generators;
+    // Command-line overrides win over the file at every (re)load; they are not config changes.
+    auto with_overrides = [&boot](ConfigLoad load) {
+        load.config.socket_path = boot.socket_path;
+        load.config.cpus = boot.cpus;
+        load.config.generators = boot.generators;
+        return load;
+    };
+    initial = with_overrides(std::move(initial));
 
     auto shim = Shim::start(boot);
     if (!shim) {
@@ -115,24 +121,38 @@ int main(int argc, char** argv) {
     (*shim)->start_generators(boot.generators);
     sd_notify(0, "READY=1\nSTATUS=rings live at the boot capacity");
 
-    // §6.1.3: the "registry" becomes available after ConfigDelayMs; apply its keys then.
-    if (boot.config_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(boot.config_delay_ms));
-    (*shim)->apply_registry(initial);
-    sd_notifyf(0, "STATUS=%u rings of %llu bytes", (*shim)->rings().cpu_count(),
-               static_cast<unsigned long long>((*shim)->rings().capacity()));
+    // §6.1.3: the "registry" becomes available ConfigDelayMs after boot; its keys are applied
+    // then, by the main loop, which keeps answering signals meanwhile.
+    using Clock = std::chrono::steady_clock;
+    const auto registry_due = Clock::now() + std::chrono::milliseconds(boot.config_delay_ms);
+    bool registry_applied = false;
+    auto apply_registry_now = [&] {
+        (*shim)->apply_registry(initial);
+        registry_applied = true;
+        sd_notifyf(0, "STATUS=%u rings of %llu bytes", (*shim)->rings().cpu_count(),
+                   static_cast<unsigned long long>((*shim)->rings().capacity()));
+    };
+    if (boot.config_delay_ms == 0) apply_registry_now();
 
     auto reload = [&](const char* why) {
+        if (!registry_applied) return;  // the delayed first read will see the file as it is then
         spdlog::info("reloading {} ({})", config_path, why);
-        ConfigLoad next = load_config(config_path, (*shim)->config());
-        next.config.socket_path = boot.socket_path;
-        next.config.cpus = boot.cpus;
-        next.config.generators = boot.generators;
-        (*shim)->apply_registry(next);
+        (*shim)->apply_registry(with_overrides(load_config(config_path, (*shim)->config())));
     };
     int exit_code = 0;
     for (bool running = true; running;) {
         pollfd fds[2] = {{signal_fd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
-        const int ready = poll(fds, 2, 10'000);
+        int timeout_ms = 10'000;
+        if (!registry_applied) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(registry_due - Clock::now());
+            timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout_ms));
+        }
+        const int ready = poll(fds, 2, timeout_ms);
+        if (!registry_applied && Clock::now() >= registry_due) {
+            // Re-read the file: it may have been edited during the delay.
+            initial = with_overrides(load_config(config_path, defaults));
+            apply_registry_now();
+        }
         if (ready == 0) {
             (*shim)->collect_garbage();
             continue;
