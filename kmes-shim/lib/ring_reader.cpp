@@ -102,7 +102,10 @@ uint64_t RingReader::write_pos_now() const { return view(mapping_).write_pos().l
 uint64_t RingReader::tail_pos_now() const { return view(mapping_).tail_pos().load(std::memory_order_acquire); }
 
 // PSD-003 §5.1.9.1, one event. Returns nullopt when read_pos has caught up with write_pos.
-std::optional<EventView> RingReader::read_one() {
+// inline (only this file calls it) so next() absorbs it: as an exported out-of-line call it
+// went through the PLT and handed the optional back through memory, a third of the cost of
+// draining ~100 B events (bench/consumer_bench.cpp, docs/PERFORMANCE.md).
+inline std::optional<EventView> RingReader::read_one() {
     const detail::RingView v = view(mapping_);
     for (;;) {
         // Step 1. Acquire pairs with the producer's release store of write_pos (§5.1.8 step 8).
@@ -175,11 +178,20 @@ Result<std::optional<EventView>> RingReader::next() {
 
 Status RingReader::switch_generation() {
     const uint64_t noted = last_sequence_;  // step 1
+    // The old ring was bumped to the generation its swap gave the successor (§5.1.9.4
+    // steps 3 and 5).
+    const uint64_t trigger = view(mapping_).generation().load(std::memory_order_acquire);
     auto fresh = options_.reattach(cpu_);   // steps 2–3
     if (!fresh) return fresh.error();
     if (Status s = fresh->verify(); !s) return s;
     mapping_ = std::move(*fresh);           // step 6: old fd closed, old ring unmapped
-    generation_ = view(mapping_).generation().load(std::memory_order_acquire);  // step 4
+    // Step 4. A value above `trigger` is either a newer live ring or a ring that another swap
+    // retired between the attach and this load: its bump makes it look like its live
+    // successor, and a reader that took the value would stay on the dead ring for good.
+    // Remember one less then: a retired ring is drained and left at the next check; a live
+    // one costs one more re-attach, which comes back with an exact match.
+    const uint64_t seen = view(mapping_).generation().load(std::memory_order_acquire);
+    generation_ = seen > trigger ? seen - 1 : seen;
     ++stats_.generation_changes;
     seek_after_sequence(noted);             // step 5
     return {};
@@ -207,6 +219,15 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
                v.generation().load(std::memory_order_acquire) != generation_;
     };
     if (data_ready()) return WaitResult::DataReady;
+    // Step 4's optional short spin, done before need_wake is raised: a producer publishing
+    // during the spin then sees need_wake == 0 and makes no FUTEX_WAKE call. Spinning with
+    // need_wake raised cost the producer a wake call for almost every event while nobody
+    // slept (bench/wakeup_bench.cpp, docs/PERFORMANCE.md). After the spin the handshake
+    // below runs unchanged, so this is only a longer poll of the drain loop.
+    for (uint32_t i = 0; i < options_.spin_iterations; ++i) {
+        _mm_pause();
+        if (data_ready()) return WaitResult::DataReady;
+    }
 
     uint32_t counter = 0;
     if (options_.wait_order == WaitOrder::Safe) {
@@ -233,13 +254,6 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
         }
         KMES_SYNC_POINT("RingReader::wait:after_recheck");
         counter = v.futex_counter().load(std::memory_order_acquire);
-    }
-    for (uint32_t i = 0; i < options_.spin_iterations; ++i) {  // step 4: optional short spin
-        _mm_pause();
-        if (data_ready()) {
-            v.need_wake().store(0, std::memory_order_relaxed);
-            return WaitResult::DataReady;
-        }
     }
     KMES_SYNC_POINT("RingReader::wait:before_futex_wait");
     ++stats_.sleeps;

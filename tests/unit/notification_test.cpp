@@ -1,0 +1,140 @@
+// The notification handshake (PSD-003 §5.1.9.2, §5.1.8 step 9) in the order of DESIGN.md §7,
+// with the lost-wake-up interleaving forced deterministically through sync points.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "ring_harness.hpp"
+
+using namespace kmes;
+using namespace kmes::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::vector<uint8_t> kPayload = {0xc0};  // msgpack nil
+
+void write_event(shim::RingSet& set) { REQUIRE(write_one(set, 0, kPayload) == 1); }
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+TEST_CASE("a reader sleeping in wait() wakes on a write long before its timeout", "[notification]") {
+    SyncPointGuard guard;
+    auto set = make_ring_set(kSmallRing);
+    RingReader reader = reader_of(*set, 0);
+    std::atomic<bool> about_to_sleep{false};
+    sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
+
+    WaitResult result = WaitResult::TimedOut;
+    std::chrono::steady_clock::time_point woke;
+    std::thread sleeper([&] {
+        result = reader.wait(1s);
+        woke = std::chrono::steady_clock::now();
+    });
+    while (!about_to_sleep.load()) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms);  // let it reach futex_wait
+    const auto written = std::chrono::steady_clock::now();
+    write_event(*set);
+    sleeper.join();
+
+    CHECK((result == WaitResult::Woken || result == WaitResult::DataReady));
+    CHECK(woke - written < 900ms);  // woken by the write, not by the 1 s timeout
+    using Micros = std::chrono::duration<double, std::micro>;
+    WARN("wake-up latency " << Micros(woke - written).count() << " µs");
+    CHECK(set->ring(0)->futex_wake_calls() == 1);
+    CHECK(drain_sequences(reader) == std::vector<uint64_t>{1});
+}
+
+TEST_CASE("with need_wake 0 the producer makes no futex call", "[notification]") {
+    auto set = make_ring_set(kSmallRing);
+    RingReader reader = reader_of(*set, 0);  // attached, draining, never waiting
+    for (int i = 0; i < 10'000; ++i) {
+        write_event(*set);
+        if (i % 100 == 0) drain_sequences(reader);
+    }
+    CHECK(set->ring(0)->futex_wake_calls() == 0);
+    CHECK(set->ring(0)->view().futex_counter().load() == 0);
+}
+
+TEST_CASE("with need_wake set the producer bumps futex_counter and wakes on every publish", "[notification]") {
+    auto set = make_ring_set(kSmallRing);
+    auto mapping = map_consumer(*set->ring(0));
+    REQUIRE(mapping.ok());
+    mapping->base()[KMES_OFF_NEED_WAKE] = 7;  // any non-zero value counts as 1 (§5.1.7)
+    for (int i = 0; i < 10; ++i) write_event(*set);
+    CHECK(set->ring(0)->futex_wake_calls() == 10);
+    CHECK(set->ring(0)->view().futex_counter().load() == 10);
+
+    mapping->base()[KMES_OFF_NEED_WAKE] = 0;
+    write_event(*set);
+    CHECK(set->ring(0)->futex_wake_calls() == 10);
+}
+
+TEST_CASE("a batch publishes with a single wake-up", "[notification]") {
+    auto set = make_ring_set(kSmallRing);
+    auto mapping = map_consumer(*set->ring(0));
+    REQUIRE(mapping.ok());
+    mapping->base()[KMES_OFF_NEED_WAKE] = 1;
+    std::vector<shim::EventInput> batch(20, shim::EventInput{kType, kPayload});
+    REQUIRE(set->write(0, KMES_ORIGIN_KACS, batch, shim::Identity{}) == 20);
+    CHECK(set->ring(0)->futex_wake_calls() == 1);
+}
+
+TEST_CASE("the spec's literal wait order loses a wake-up when the write lands after the re-check",
+          "[notification][lost-wakeup]") {
+    // Demonstrates the bug DESIGN.md §7 fixes: need_wake = 1, re-check (empty), *write + wake*,
+    // then the counter is read — already incremented — and futex_wait sleeps on the new value.
+    SyncPointGuard guard;
+    auto set = make_ring_set(kSmallRing);
+    ReaderOptions options;
+    options.wait_order = WaitOrder::SpecLiteral;
+    RingReader reader = reader_of(*set, 0, options);
+    sync::set_callback("RingReader::wait:after_recheck", [&] {
+        sync::clear_all();  // once
+        write_event(*set);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const WaitResult result = reader.wait(300ms);
+    CHECK(result == WaitResult::TimedOut);
+    CHECK(ms_since(t0) >= 250);
+    CHECK(reader.write_pos_now() != reader.read_pos());  // the event sat there all along
+    CHECK(drain_sequences(reader) == std::vector<uint64_t>{1});
+}
+
+TEST_CASE("the safe wait order sees a write that lands after the counter read", "[notification][lost-wakeup]") {
+    SyncPointGuard guard;
+    auto set = make_ring_set(kSmallRing);
+    RingReader reader = reader_of(*set, 0);
+    sync::set_callback("RingReader::wait:after_counter_read", [&] {
+        sync::clear_all();
+        write_event(*set);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(reader.wait(5s) == WaitResult::DataReady);  // the final re-check finds it
+    CHECK(ms_since(t0) < 4000);
+    CHECK(reader.stats().sleeps == 0);
+    CHECK(drain_sequences(reader) == std::vector<uint64_t>{1});
+}
+
+TEST_CASE("the safe wait order returns at once when the write lands just before futex_wait",
+          "[notification][lost-wakeup]") {
+    SyncPointGuard guard;
+    auto set = make_ring_set(kSmallRing);
+    RingReader reader = reader_of(*set, 0);
+    sync::set_callback("RingReader::wait:before_futex_wait", [&] {
+        sync::clear_all();
+        write_event(*set);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    // The producer saw need_wake = 1 and bumped futex_counter past the value read before the
+    // re-check, so futex_wait does not sleep.
+    CHECK(reader.wait(5s) == WaitResult::Woken);
+    CHECK(ms_since(t0) < 4000);
+    CHECK(set->ring(0)->futex_wake_calls() == 1);
+    CHECK(drain_sequences(reader) == std::vector<uint64_t>{1});
+}
