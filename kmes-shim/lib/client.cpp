@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "attach.hpp"
 #include "kmes/kmes.h"
 #include "ring_mapping.hpp"
 #include "socket_io.hpp"
@@ -204,11 +205,10 @@ uint32_t current_cpu() {
 
 }  // namespace
 
-extern "C" {
-
-int kmes_attach(uint32_t cpu_id, uint64_t* capacity) {
+namespace kmes::detail {
+int attach_ring(uint32_t cpu_id, uint64_t* capacity, uint64_t* live_generation) {
     if (capacity == nullptr) return set_errno(EFAULT);
-    int fd = detail::connect_seqpacket(detail::shim_socket_path());
+    int fd = connect_seqpacket(shim_socket_path());
     if (fd < 0) return -1;
     std::vector<uint8_t> message;
     append(message, header_for(wire::Op::Attach, cpu_id, 0, sizeof(wire::RequestHeader)));
@@ -219,7 +219,16 @@ int kmes_attach(uint32_t cpu_id, uint64_t* capacity) {
         return set_errno(code);
     }
     *capacity = reply.capacity;
+    if (live_generation) *live_generation = reply.generation;
     return fd;  // the connection is the attachment; closing it ends the attachment
+}
+}  // namespace kmes::detail
+
+extern "C" {
+
+int kmes_attach(uint32_t cpu_id, uint64_t* capacity) {
+    uint64_t live_generation = 0;
+    return detail::attach_ring(cpu_id, capacity, &live_generation);
 }
 
 void* kmes_map(int fd, uint64_t capacity) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "attach.hpp"
 #include "futex.hpp"
 #include "kmes/kmes.h"
 #include "kmes/sync_point.hpp"
@@ -15,13 +16,22 @@
 namespace kmes {
 namespace {
 detail::RingView view(const RingMapping& m) { return detail::view_of(m.base(), m.capacity()); }
+
+// The generation a mapping's ring has while it is live (§5.1.9.3 compares against it). Known
+// exactly when the shim reported it at attach. Read from the ring otherwise — which is wrong
+// if a swap retired the ring in between: the retired ring's bumped generation equals its
+// successor's (§5.1.9.4 steps 3 and 5), so the reader would never see it change.
+uint64_t live_generation_of(const RingMapping& m) {
+    return m.live_generation() != 0 ? m.live_generation() : view(m).generation().load(std::memory_order_acquire);
+}
 }  // namespace
 
 // ---- RingMapping ---------------------------------------------------------------------------
 
 Result<RingMapping> RingMapping::attach(uint32_t cpu) {
     uint64_t capacity = 0;
-    int fd = kmes_attach(cpu, &capacity);
+    uint64_t live_generation = 0;
+    int fd = detail::attach_ring(cpu, &capacity, &live_generation);
     if (fd < 0) return errno_error("kmes_attach(cpu " + std::to_string(cpu) + ")");
     void* base = kmes_map(fd, capacity);
     if (base == nullptr) {
@@ -29,17 +39,18 @@ Result<RingMapping> RingMapping::attach(uint32_t cpu) {
         close(fd);
         return e;
     }
-    RingMapping mapping(fd, static_cast<uint8_t*>(base), capacity, true);
+    RingMapping mapping(fd, static_cast<uint8_t*>(base), capacity, true, live_generation);
     if (Status s = mapping.verify(); !s) return s.error();
     return mapping;
 }
 
-RingMapping::RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_mapping)
-    : fd_(fd), base_(base), capacity_(capacity), owns_(owns_mapping) {}
+RingMapping::RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_mapping, uint64_t live_generation)
+    : fd_(fd), base_(base), capacity_(capacity), owns_(owns_mapping), live_generation_(live_generation) {}
 
 RingMapping::RingMapping(RingMapping&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)), base_(std::exchange(other.base_, nullptr)),
-      capacity_(other.capacity_), owns_(std::exchange(other.owns_, false)) {}
+      capacity_(other.capacity_), owns_(std::exchange(other.owns_, false)),
+      live_generation_(other.live_generation_) {}
 
 RingMapping& RingMapping::operator=(RingMapping&& other) noexcept {
     if (this != &other) {
@@ -48,6 +59,7 @@ RingMapping& RingMapping::operator=(RingMapping&& other) noexcept {
         base_ = std::exchange(other.base_, nullptr);
         capacity_ = other.capacity_;
         owns_ = std::exchange(other.owns_, false);
+        live_generation_ = other.live_generation_;
     }
     return *this;
 }
@@ -84,7 +96,7 @@ RingReader::RingReader(uint32_t cpu, RingMapping mapping, ReaderOptions options)
     : cpu_(cpu), mapping_(std::move(mapping)), options_(std::move(options)) {
     if (!options_.reattach) options_.reattach = [](uint32_t c) { return RingMapping::attach(c); };
     copy_.resize(4096);
-    generation_ = view(mapping_).generation().load(std::memory_order_acquire);
+    generation_ = live_generation_of(mapping_);
     // §5.1.9: a first attach SHOULD start at tail_pos.
     read_pos_ = view(mapping_).tail_pos().load(std::memory_order_acquire);
     if (options_.start == StartAt::End) {
@@ -178,20 +190,13 @@ Result<std::optional<EventView>> RingReader::next() {
 
 Status RingReader::switch_generation() {
     const uint64_t noted = last_sequence_;  // step 1
-    // The old ring was bumped to the generation its swap gave the successor (§5.1.9.4
-    // steps 3 and 5).
-    const uint64_t trigger = view(mapping_).generation().load(std::memory_order_acquire);
     auto fresh = options_.reattach(cpu_);   // steps 2–3
     if (!fresh) return fresh.error();
     if (Status s = fresh->verify(); !s) return s;
     mapping_ = std::move(*fresh);           // step 6: old fd closed, old ring unmapped
-    // Step 4. A value above `trigger` is either a newer live ring or a ring that another swap
-    // retired between the attach and this load: its bump makes it look like its live
-    // successor, and a reader that took the value would stay on the dead ring for good.
-    // Remember one less then: a retired ring is drained and left at the next check; a live
-    // one costs one more re-attach, which comes back with an exact match.
-    const uint64_t seen = view(mapping_).generation().load(std::memory_order_acquire);
-    generation_ = seen > trigger ? seen - 1 : seen;
+    // Step 4. If another swap retired the fresh ring already, its generation differs from
+    // this value and the next check re-attaches again.
+    generation_ = live_generation_of(mapping_);
     ++stats_.generation_changes;
     seek_after_sequence(noted);             // step 5
     return {};

@@ -44,6 +44,7 @@ Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint
                                                            const RingOptions& options) {
     std::unique_ptr<ProducerRing> ring(new ProducerRing());
     ring->cpu_id_ = cpu_id;
+    ring->created_generation_ = generation;
     const std::string tag = "kmes-ring-" + std::to_string(cpu_id) + "-g" + std::to_string(generation);
 
     auto producer = make_memfd(tag + "-producer", KMES_PAGE_SIZE, false);

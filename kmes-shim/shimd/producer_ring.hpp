@@ -62,6 +62,9 @@ public:
     uint64_t capacity() const { return view_.capacity; }
     uint16_t cpu_id() const { return cpu_id_; }
     uint64_t generation() const { return view_.generation().load(std::memory_order_acquire); }
+    // The generation the ring was created with: its value for as long as it is live. Once
+    // retired (§5.1.9.4 step 5) the ring's generation differs from this.
+    uint64_t created_generation() const { return created_generation_; }
     const detail::RingView& view() const { return view_; }
 
     // File descriptions handed to consumers by MAP: read-only for producer page and data.
@@ -90,6 +93,7 @@ private:
     void notify_if_needed();
 
     uint16_t cpu_id_ = 0;
+    uint64_t created_generation_ = 0;
     detail::RingView view_{};
     uint8_t* base_ = nullptr;
     int producer_fd_ = -1, consumer_fd_ = -1, data_fd_ = -1;

@@ -162,7 +162,7 @@ wire::Reply Shim::attach(const PeerCredentials& peer, uint32_t cpu, std::shared_
     attached = rings_->ring(cpu);
     wire::Reply reply{};
     reply.capacity = attached->capacity();
-    reply.generation = attached->generation();
+    reply.generation = attached->created_generation();  // lets the reader spot a retired ring exactly
     std::memcpy(reply.boot_id, boot_id_.data(), 16);
     return reply;
 }
@@ -180,7 +180,7 @@ void Shim::map(int fd, std::span<const uint8_t> body, const std::shared_ptr<Prod
     }
     wire::Reply reply{};
     reply.capacity = attached->capacity();
-    reply.generation = attached->generation();
+    reply.generation = attached->created_generation();  // lets the reader spot a retired ring exactly
     const int fds[wire::kMapFdCount] = {attached->consumer_producer_fd(), attached->consumer_page_fd(),
                                         attached->consumer_data_fd()};
     (void)detail::send_reply(fd, reply, fds);

@@ -36,7 +36,7 @@ inline Result<RingMapping> map_consumer(const shim::ProducerRing& ring) {
     auto base = detail::map_ring_region(ring.consumer_producer_fd(), ring.consumer_page_fd(),
                                         ring.consumer_data_fd(), ring.capacity(), detail::MapAccess::Consumer);
     if (!base) return base.error();
-    return RingMapping(-1, *base, ring.capacity(), /*owns_mapping=*/true);
+    return RingMapping(-1, *base, ring.capacity(), /*owns_mapping=*/true, ring.created_generation());
 }
 
 // Reader options whose re-attach (after a resize) maps the RingSet's current ring of the CPU.

@@ -206,6 +206,25 @@ TEST_CASE("a reader whose fresh ring is swapped again before it reads the genera
     CHECK(reader.generation() == 3);
 }
 
+TEST_CASE("a reader constructed on a ring that a swap retired after the attach still follows", "[swap]") {
+    // The attach reports the ring's live generation; a swap then retires that ring before the
+    // reader exists. Reading the generation from the ring would take the retired ring's bumped
+    // value (equal to its successor's) and never leave it.
+    auto set = make_ring_set(kSmallRing);
+    write_checked(*set, 1);
+    auto mapping = map_consumer(*set->ring(0));  // attached: live generation 1
+    REQUIRE(mapping.ok());
+    REQUIRE(set->resize(2 * kSmallRing).ok());  // retires it: its generation becomes 2
+    RingReader reader(0, std::move(*mapping), attached_to(*set));
+    write_checked(*set, 2);  // lands on the new ring only
+    std::vector<uint64_t> delivered;
+    for (int round = 0; round < 3; ++round)
+        for (uint64_t s : drain_sequences(reader)) delivered.push_back(s);
+    CHECK(delivered == std::vector<uint64_t>{1, 2});
+    CHECK(reader.capacity() == 2 * kSmallRing);
+    CHECK(reader.generation() == 2);
+}
+
 TEST_CASE("a reader running through resizes up and down sees every sequence exactly once", "[swap][stress]") {
     const uint64_t total = 200'000;
     const std::vector<uint64_t> capacities = {2 * kSmallRing, kSmallRing,      16 * kSmallRing, kSmallRing,

@@ -28,7 +28,9 @@ public:
     // kmes_attach(cpu) + kmes_map.
     static Result<RingMapping> attach(uint32_t cpu);
     // Adopt an existing mapping (fd may be -1). With owns_mapping the destructor unmaps it.
-    RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_mapping);
+    // live_generation: the generation the ring was created with, if known (0: unknown, read
+    // from the ring instead — racy against a swap that retires the ring meanwhile).
+    RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_mapping, uint64_t live_generation = 0);
     RingMapping(RingMapping&& other) noexcept;
     RingMapping& operator=(RingMapping&& other) noexcept;
     ~RingMapping();
@@ -36,6 +38,9 @@ public:
     uint8_t* base() const { return base_; }
     uint64_t capacity() const { return capacity_; }
     int fd() const { return fd_; }
+    // The ring's generation while it is live, as the shim reported at attach; 0 if unknown.
+    // A ring whose current generation differs has been retired by a swap (§5.1.9.4).
+    uint64_t live_generation() const { return live_generation_; }
 
     // Verify magic, version and the capacity in the header (DESIGN.md §4 startup checks).
     Status verify() const;
@@ -46,6 +51,7 @@ private:
     uint8_t* base_ = nullptr;
     uint64_t capacity_ = 0;
     bool owns_ = false;
+    uint64_t live_generation_ = 0;
 };
 
 enum class StartAt { Tail, End };  // oldest surviving event, or only events written from now on
