@@ -161,11 +161,13 @@ inline std::optional<EventView> RingReader::read_one() {
             continue;
         }
         EventView event(std::span<const uint8_t>(copy_.data(), plausible ? event_size : 0));
-        // Step 6: invalid size → corrupt. Jump to tail_pos; if we already are at tail_pos the
-        // event boundaries are lost up to write_pos, so skip to there rather than loop forever.
+        // Step 6: invalid size → corrupt. The spec says jump to tail_pos, but step 5 just
+        // established tail_pos <= read_pos: jumping back would deliver events twice, staying
+        // would loop forever. The event boundaries are lost up to write_pos, so go there; the
+        // skipped events surface as a sequence gap.
         if (!plausible || !event.well_formed()) {
             ++stats_.corrupt_skips;
-            read_pos_ = tail_after > read_pos_ ? tail_after : write;
+            read_pos_ = write;
             continue;
         }
         // Step 7.
