@@ -6,7 +6,8 @@
 
 namespace kmes::detail {
 
-// As kmes_attach(); *live_generation receives the attached ring's creation generation.
-int attach_ring(uint32_t cpu_id, uint64_t* capacity, uint64_t* live_generation);
+// As kmes_attach(); *live_generation receives the attached ring's creation generation and
+// boot_id (if not null) the KMES boot id of the shim that owns it.
+int attach_ring(uint32_t cpu_id, uint64_t* capacity, uint64_t* live_generation, uint8_t* boot_id = nullptr);
 
 }  // namespace kmes::detail

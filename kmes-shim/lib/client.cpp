@@ -206,7 +206,7 @@ uint32_t current_cpu() {
 }  // namespace
 
 namespace kmes::detail {
-int attach_ring(uint32_t cpu_id, uint64_t* capacity, uint64_t* live_generation) {
+int attach_ring(uint32_t cpu_id, uint64_t* capacity, uint64_t* live_generation, uint8_t* boot_id) {
     if (capacity == nullptr) return set_errno(EFAULT);
     int fd = connect_seqpacket(shim_socket_path());
     if (fd < 0) return -1;
@@ -220,6 +220,7 @@ int attach_ring(uint32_t cpu_id, uint64_t* capacity, uint64_t* live_generation) 
     }
     *capacity = reply.capacity;
     if (live_generation) *live_generation = reply.generation;
+    if (boot_id) std::memcpy(boot_id, reply.boot_id, 16);
     return fd;  // the connection is the attachment; closing it ends the attachment
 }
 }  // namespace kmes::detail

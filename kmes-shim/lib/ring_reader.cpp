@@ -31,7 +31,8 @@ uint64_t live_generation_of(const RingMapping& m) {
 Result<RingMapping> RingMapping::attach(uint32_t cpu) {
     uint64_t capacity = 0;
     uint64_t live_generation = 0;
-    int fd = detail::attach_ring(cpu, &capacity, &live_generation);
+    Guid boot_id{};
+    int fd = detail::attach_ring(cpu, &capacity, &live_generation, boot_id.data());
     if (fd < 0) return errno_error("kmes_attach(cpu " + std::to_string(cpu) + ")");
     void* base = kmes_map(fd, capacity);
     if (base == nullptr) {
@@ -40,6 +41,7 @@ Result<RingMapping> RingMapping::attach(uint32_t cpu) {
         return e;
     }
     RingMapping mapping(fd, static_cast<uint8_t*>(base), capacity, true, live_generation);
+    mapping.boot_id_ = boot_id;
     if (Status s = mapping.verify(); !s) return s.error();
     return mapping;
 }
@@ -50,7 +52,7 @@ RingMapping::RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_map
 RingMapping::RingMapping(RingMapping&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)), base_(std::exchange(other.base_, nullptr)),
       capacity_(other.capacity_), owns_(std::exchange(other.owns_, false)),
-      live_generation_(other.live_generation_) {}
+      live_generation_(other.live_generation_), boot_id_(other.boot_id_) {}
 
 RingMapping& RingMapping::operator=(RingMapping&& other) noexcept {
     if (this != &other) {
@@ -60,6 +62,7 @@ RingMapping& RingMapping::operator=(RingMapping&& other) noexcept {
         capacity_ = other.capacity_;
         owns_ = std::exchange(other.owns_, false);
         live_generation_ = other.live_generation_;
+        boot_id_ = other.boot_id_;
     }
     return *this;
 }
@@ -195,6 +198,11 @@ Status RingReader::switch_generation() {
     auto fresh = options_.reattach(cpu_);   // steps 2–3
     if (!fresh) return fresh.error();
     if (Status s = fresh->verify(); !s) return s;
+    // A ring of another KMES boot (the shim restarted): its sequences restarted at 1, so
+    // resuming "after sequence N" would silently skip events. The caller must start over.
+    const Guid unknown{};
+    if (fresh->boot_id() != unknown && mapping_.boot_id() != unknown && fresh->boot_id() != mapping_.boot_id())
+        return Error{ESTALE, "kmes-shimd restarted (new KMES boot id): sequences restart at 1; open a new reader"};
     mapping_ = std::move(*fresh);           // step 6: old fd closed, old ring unmapped
     // Step 4. If another swap retired the fresh ring already, its generation differs from
     // this value and the next check re-attaches again.

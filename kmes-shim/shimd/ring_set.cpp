@@ -83,6 +83,13 @@ Status RingSet::resize(uint64_t capacity) {
     return {};
 }
 
+void RingSet::retire_all() {
+    for (auto& slot : slots_) {
+        std::lock_guard lock(slot->writer);
+        slot->ring->retire();
+    }
+}
+
 RingStats RingSet::stats(uint32_t cpu) {
     Slot& slot = *slots_.at(cpu);
     std::lock_guard lock(slot.writer);

@@ -44,6 +44,10 @@ public:
 
     RingStats stats(uint32_t cpu);
 
+    // Shutdown: retire every ring (generation bump + wake, as after a swap) so consumers
+    // notice at once instead of waiting on rings nobody writes any more.
+    void retire_all();
+
 private:
     struct Slot {
         std::mutex writer;  // DESIGN.md §2: at most one writer per ring at any instant

@@ -104,6 +104,7 @@ void Shim::stop() {
         listen_fd_ = -1;
         unlink(config_.socket_path.c_str());
     }
+    rings_->retire_all();  // after the socket is gone, so re-attaching consumers fail fast
     std::lock_guard lock(connections_mutex_);
     for (Connection& c : connections_) shutdown(c.fd, SHUT_RDWR);
     for (Connection& c : connections_) {

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -111,4 +112,52 @@ TEST_CASE("lifecycle: an emitter reconnects after a shim restart, which starts s
     REQUIRE(events.size() == 1);
     CHECK(events[0].type() == "again");
     CHECK(events[0].sequence() == 1);
+}
+
+TEST_CASE("lifecycle: a reader waiting on a ring wakes when the shim stops and next() reports the shim gone",
+          "[lifecycle]") {
+    auto shim = ShimProcess::start({.cpus = 1});
+    auto reader = kmes::RingReader::open(0);
+    REQUIRE(reader.ok());
+    REQUIRE(emit("before.stop", json::object()) == 0);
+    auto first = reader->next();
+    REQUIRE(first.ok());
+    REQUIRE(first->has_value());
+
+    // Stop the shim while the reader sleeps: the shutdown retires the ring (generation bump
+    // and wake-up), so the 10 s wait ends long before its timeout.
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        CHECK(shim->terminate() == 0);
+    });
+    const auto started = std::chrono::steady_clock::now();
+    const kmes::WaitResult woke = reader->wait(std::chrono::seconds(10));
+    const auto waited = std::chrono::steady_clock::now() - started;
+    stopper.join();
+    CHECK(woke != kmes::WaitResult::TimedOut);
+    CHECK(waited < std::chrono::seconds(5));
+
+    // The old ring is drained; re-attaching finds no shim: an error, not an endless empty ring.
+    auto after = reader->next();
+    REQUIRE_FALSE(after.ok());
+    CHECK((after.error().code == ENOENT || after.error().code == ECONNREFUSED));
+}
+
+TEST_CASE("lifecycle: a reader refuses to resume on the rings of a restarted shim (new boot id)", "[lifecycle]") {
+    TempDir dir;
+    const std::string path = dir / "kmes.sock";
+    auto first = ShimProcess::start({.cpus = 1, .socket_path = path});
+    auto reader = kmes::RingReader::open(0);
+    REQUIRE(reader.ok());
+    REQUIRE(emit("first.boot", json::object()) == 0);
+    REQUIRE(reader->next().ok());
+    REQUIRE(first->terminate() == 0);
+    first.reset();
+    auto second = ShimProcess::start({.cpus = 1, .socket_path = path});
+    REQUIRE(emit("second.boot", json::object()) == 0);  // sequence 1 again
+
+    // Resuming "after sequence 1" on the new boot would skip this event silently.
+    auto next = reader->next();
+    REQUIRE_FALSE(next.ok());
+    CHECK(next.error().code == ESTALE);
 }

@@ -41,6 +41,8 @@ public:
     // The ring's generation while it is live, as the shim reported at attach; 0 if unknown.
     // A ring whose current generation differs has been retired by a swap (§5.1.9.4).
     uint64_t live_generation() const { return live_generation_; }
+    // KMES boot id of the shim the ring belongs to (all zero if unknown, e.g. adopted).
+    const Guid& boot_id() const { return boot_id_; }
 
     // Verify magic, version and the capacity in the header (DESIGN.md §4 startup checks).
     Status verify() const;
@@ -52,6 +54,7 @@ private:
     uint64_t capacity_ = 0;
     bool owns_ = false;
     uint64_t live_generation_ = 0;
+    Guid boot_id_{};
 };
 
 enum class StartAt { Tail, End };  // oldest surviving event, or only events written from now on
