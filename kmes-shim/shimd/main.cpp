@@ -1,7 +1,6 @@
 // kmes-shimd: plays the kernel's part of KMES (DESIGN.md §2). See docs/KMES-SHIM.md.
 #include <poll.h>
 #include <signal.h>
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -15,48 +14,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "kmes/file_watch.hpp"
 #include "shim.hpp"
 
 using namespace kmes::shim;
 
-namespace {
-
-// Watches the config file's directory, so editors that replace the file are seen too.
-class ConfigWatch {
-public:
-    explicit ConfigWatch(const std::string& path) : name_(std::filesystem::path(path).filename()) {
-        fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        auto dir = std::filesystem::path(path).parent_path();
-        if (dir.empty()) dir = ".";
-        if (fd_ >= 0 && inotify_add_watch(fd_, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
-            spdlog::warn("cannot watch {} for configuration changes; SIGHUP still reloads", dir.string());
-        }
-    }
-    ~ConfigWatch() {
-        if (fd_ >= 0) close(fd_);
-    }
-    int fd() const { return fd_; }
-    // Drain pending events; true if one concerned the config file.
-    bool changed() {
-        alignas(inotify_event) char buffer[4096];
-        bool hit = false;
-        ssize_t n;
-        while ((n = read(fd_, buffer, sizeof buffer)) > 0) {
-            for (char* p = buffer; p < buffer + n;) {
-                auto* ev = reinterpret_cast<inotify_event*>(p);
-                if (ev->len && name_ == ev->name) hit = true;
-                p += sizeof(inotify_event) + ev->len;
-            }
-        }
-        return hit;
-    }
-
-private:
-    int fd_ = -1;
-    std::string name_;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"kmes-shimd — the KMES per-CPU event rings (the kernel's part of eventd's pipeline).\n"
@@ -88,7 +50,9 @@ int main(int argc, char** argv) {
 
     // Watch before the first read: a change made after this point is seen by the main loop
     // (a watch set up after READY=1 would miss edits made right after readiness).
-    ConfigWatch watch(config_path);
+    kmes::FileWatch watch(config_path);
+    if (!watch.watching())
+        spdlog::warn("cannot watch the directory of {} for configuration changes; SIGHUP still reloads", config_path);
     ShimConfig defaults;
     ConfigLoad initial = load_config(config_path, defaults);
     if (initial.file_error) spdlog::error("{} — starting with defaults", *initial.file_error);
