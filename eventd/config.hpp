@@ -1,0 +1,62 @@
+// eventd configuration: /etc/eventd/eventd.json, the Linux stand-in for the registry subtree
+// Machine\System\eventd\ (DESIGN.md §2, PSD-008 §12.1). Reference: docs/CONFIGURATION.md.
+//
+// Required keys (EventStorePath, QuerySocketPath) missing or invalid → eventd refuses to start,
+// naming the key. Optional keys: an invalid value keeps the compiled-in default at startup, the
+// value in force at runtime (DESIGN.md §8); either way it is logged. Unknown keys are ignored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kmes/result.hpp"
+
+namespace eventd {
+
+struct EventdConfig {
+    // Required; restart to change.
+    std::string event_store_path;
+    std::string query_socket_path;
+    // Optional; restart to change.
+    std::string kmes_socket_path = "/run/kmes/kmes.sock";
+    uint32_t storage_shards = 0;  // 0 = CPU count
+    // Tuning; applied at once on reload (§12.1), each change recorded as synthetic.config_change.
+    uint32_t max_batch_size = 10000;
+    uint32_t max_batch_latency_ms = 100;
+    uint32_t event_retention_days = 30;
+    uint64_t event_retention_max_bytes = 0;  // 0 = no limit
+    uint32_t retention_check_interval_minutes = 60;
+    // Test-only: each writer sleeps this long before every COMMIT, to make a slow disk for
+    // the backpressure test (docs/CONFIGURATION.md). Never set it in production.
+    uint32_t test_commit_delay_ms = 0;
+};
+
+struct ConfigProblem {
+    std::string key;
+    std::string message;  // what was wrong and what is used instead
+};
+
+struct LoadedConfig {
+    EventdConfig config;
+    std::vector<ConfigProblem> problems;  // invalid optional values (logged, not fatal)
+};
+
+// Read and validate `path`. `base` supplies the values kept for invalid optional keys.
+kmes::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& base = {});
+kmes::Result<LoadedConfig> parse_eventd_config(const nlohmann::json& document, const EventdConfig& base = {});
+
+// A runtime change of one tuning key (for synthetic.config_change).
+struct ConfigChange {
+    std::string key;
+    nlohmann::json old_value;  // null when the key was absent
+    nlohmann::json new_value;
+};
+// Tuning keys that differ between `from` and `to`. Restart-only keys are reported in
+// *restart_only (logged; they apply at the next start).
+std::vector<ConfigChange> tuning_changes(const EventdConfig& from, const EventdConfig& to,
+                                         std::vector<std::string>* restart_only);
+
+}  // namespace eventd

@@ -1,0 +1,77 @@
+// The eventd daemon object (DESIGN.md §4). Split by concern: daemon_startup.cpp (§10.1
+// phases), daemon_shutdown.cpp (§10.2), daemon_runtime.cpp (reload, retention, query socket).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config.hpp"
+#include "drain_thread.hpp"
+#include "shard_writer.hpp"
+#include "store/sequence_ranges.hpp"
+
+namespace eventd {
+
+class Daemon {
+public:
+    // Phases 1–7 of §10.1 except readiness, which main signals. Any failure: an Error, no threads left.
+    static kmes::Result<std::unique_ptr<Daemon>> start(const EventdConfig& config);
+    ~Daemon();
+
+    // §10.2 graceful shutdown. With dump (SIGQUIT) a diagnostic dump goes to stderr first.
+    void shutdown(bool dump);
+    // Runtime configuration change (SIGHUP, file change): tuning keys at once, each recorded
+    // as synthetic.config_change; restart-only keys logged.
+    void reload(const std::string& config_path);
+    // A drain thread lost its ring for good (shim stopped or restarted): main exits non-zero.
+    bool failed() const { return failed_.load(); }
+    const std::string& failure() const { return failure_; }
+    std::string status_line() const;
+    void dump_diagnostics() const;
+
+private:
+    explicit Daemon(const EventdConfig& config);
+
+    // daemon_startup.cpp
+    kmes::Status open_shards(uint32_t count);
+    kmes::Status attach_rings(std::vector<kmes::RingReader>& readers);
+    kmes::Status open_query_socket();
+
+    // daemon_runtime.cpp
+    void query_loop();
+    void retention_loop();
+    void run_retention();
+    void post_daemon_record(store::EventRow row, uint32_t avoid_shard = UINT32_MAX);
+    void on_storage_error(uint32_t shard, const std::string& error);
+
+    EventdConfig config_;
+    std::mutex config_mutex_;
+    WriterSettings settings_;
+    store::Guid boot_id_{};
+    std::string os_boot_id_;
+    bool restart_ = false;
+    store::SequenceState accounted_;  // union of every shard's sequence_state at startup
+
+    std::vector<std::unique_ptr<ShardWriter>> writers_;
+    std::vector<std::unique_ptr<DrainThread>> drains_;
+    // storage_error records from opening shards, with the shard they describe
+    std::vector<std::pair<uint32_t, store::EventRow>> startup_errors_;
+
+    int query_fd_ = -1;
+    std::thread query_thread_;
+    std::thread retention_thread_;
+    std::mutex retention_mutex_;
+    std::condition_variable retention_wake_;
+    bool retention_requested_ = false;
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> failed_{false};
+    std::string failure_;
+    bool shut_down_ = false;
+};
+
+}  // namespace eventd

@@ -1,0 +1,150 @@
+// eventd while running: configuration reload, daemon-wide records, storage-error handling,
+// retention (PSD-008 §3.4), and the query socket — which answers every request with an error
+// frame until the query language lands (next issue).
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon.hpp"
+#include "synthetic.hpp"
+
+namespace eventd {
+
+void Daemon::post_daemon_record(store::EventRow row, uint32_t avoid_shard) {
+    // §2.6.3: shard 0, or the lowest shard that can take it; never the shard a storage
+    // error describes.
+    for (auto& w : writers_) {
+        if (w->index() == avoid_shard) continue;
+        w->post(HandoffItem{std::move(row), std::nullopt});
+        return;
+    }
+    spdlog::warn("no other shard can take the {} record; it is only logged", row.event_type);
+}
+
+void Daemon::on_storage_error(uint32_t shard, const std::string& error) {
+    post_daemon_record(synthetic::storage_error(boot_id_, shard, error), shard);
+    {
+        std::lock_guard lock(retention_mutex_);  // §11.1: free space as soon as possible
+        retention_requested_ = true;
+    }
+    retention_wake_.notify_all();
+}
+
+void Daemon::reload(const std::string& config_path) {
+    std::lock_guard lock(config_mutex_);
+    auto loaded = load_eventd_config(config_path, config_);
+    if (!loaded) {
+        spdlog::error("configuration not reloaded, values in force kept: {}", loaded.error().message);
+        return;
+    }
+    for (const ConfigProblem& p : loaded->problems) spdlog::warn("configuration key {}: {}", p.key, p.message);
+    std::vector<std::string> restart_only;
+    const auto changes = tuning_changes(config_, loaded->config, &restart_only);
+    for (const std::string& key : restart_only) spdlog::warn("configuration key {} changed; it applies at the next start", key);
+    EventdConfig next = config_;
+    next.max_batch_size = loaded->config.max_batch_size;
+    next.max_batch_latency_ms = loaded->config.max_batch_latency_ms;
+    next.event_retention_days = loaded->config.event_retention_days;
+    next.event_retention_max_bytes = loaded->config.event_retention_max_bytes;
+    next.retention_check_interval_minutes = loaded->config.retention_check_interval_minutes;
+    next.test_commit_delay_ms = loaded->config.test_commit_delay_ms;
+    config_ = next;
+    settings_.max_batch_size.store(next.max_batch_size);
+    settings_.max_batch_latency_ms.store(next.max_batch_latency_ms);
+    settings_.test_commit_delay_ms.store(next.test_commit_delay_ms);
+    for (const ConfigChange& c : changes) {
+        spdlog::info("configuration key {} changed from {} to {}", c.key, c.old_value.dump(), c.new_value.dump());
+        post_daemon_record(synthetic::config_change(boot_id_, c.key, c.old_value, c.new_value));
+    }
+    retention_wake_.notify_all();  // the interval may have changed
+}
+
+void Daemon::retention_loop() {
+    for (;;) {
+        std::unique_lock lock(retention_mutex_);
+        uint32_t minutes;
+        {
+            std::lock_guard config_lock(config_mutex_);
+            minutes = config_.retention_check_interval_minutes;
+        }
+        retention_wake_.wait_for(lock, std::chrono::minutes(minutes),
+                                 [&] { return stopping_.load() || retention_requested_; });
+        if (stopping_.load()) return;
+        retention_requested_ = false;
+        lock.unlock();
+        run_retention();
+    }
+}
+
+// §3.4: per shard, bounded delete batches under the writer's lock, released in between.
+void Daemon::run_retention() {
+    uint64_t days, max_bytes;
+    {
+        std::lock_guard lock(config_mutex_);
+        days = config_.event_retention_days;
+        max_bytes = config_.event_retention_max_bytes;
+    }
+    constexpr uint32_t kBatch = 1000;
+    const uint64_t cutoff = synthetic::now_ns() - days * 86'400ull * 1'000'000'000ull;
+    uint64_t deleted = 0;
+    for (auto& w : writers_) {
+        for (;;) {
+            if (stopping_.load()) return;
+            auto n = w->exclusive([&](store::ShardDb& db) { return db.delete_oldest(cutoff, kBatch); });
+            if (!n || *n == 0) break;
+            deleted += *n;
+            if (*n < kBatch) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));  // let the writer in
+        }
+    }
+    if (max_bytes != 0) {
+        // Over the byte limit: delete the oldest rows, a batch per shard in turn, until under it
+        // or nothing more can go (freed pages are reused, files shrink only by VACUUM).
+        auto total = [&] {
+            uint64_t sum = 0;
+            for (auto& w : writers_) sum += w->exclusive([](store::ShardDb& db) { return db.size_bytes(); });
+            return sum;
+        };
+        for (int round = 0; round < 1000 && total() > max_bytes && !stopping_.load(); ++round) {
+            uint64_t this_round = 0;
+            for (auto& w : writers_) {
+                auto n = w->exclusive([&](store::ShardDb& db) { return db.delete_oldest(0, kBatch); });
+                if (n) this_round += *n;
+            }
+            deleted += this_round;
+            if (this_round == 0) break;
+        }
+    }
+    if (deleted) spdlog::info("retention deleted {} rows", deleted);
+}
+
+namespace {
+// §8.8 frame: u32 little-endian length + msgpack map.
+void send_frame(int fd, const nlohmann::json& body) {
+    const std::vector<uint8_t> bytes = nlohmann::json::to_msgpack(body);
+    const uint32_t len = static_cast<uint32_t>(bytes.size());
+    uint8_t header[4] = {uint8_t(len), uint8_t(len >> 8), uint8_t(len >> 16), uint8_t(len >> 24)};
+    (void)!send(fd, header, 4, MSG_NOSIGNAL);
+    (void)!send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+}
+}  // namespace
+
+void Daemon::query_loop() {
+    for (;;) {
+        pollfd p{query_fd_, POLLIN, 0};
+        if (poll(&p, 1, 200) < 0 && errno != EINTR) return;
+        if (stopping_.load()) return;
+        if (!(p.revents & POLLIN)) continue;
+        const int fd = accept4(query_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        // Placeholder until the query server (issue 4): every request gets an error frame.
+        send_frame(fd, {{"status", "error"}, {"error", "queries are not available yet in this eventd version"}});
+        close(fd);
+    }
+}
+
+}  // namespace eventd

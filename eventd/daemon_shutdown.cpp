@@ -1,0 +1,86 @@
+// Graceful shutdown (PSD-008 §10.2) and diagnostics.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon.hpp"
+#include "synthetic.hpp"
+
+namespace eventd {
+
+Daemon::~Daemon() { shutdown(false); }
+
+void Daemon::shutdown(bool dump) {
+    if (shut_down_) return;
+    shut_down_ = true;
+    if (dump) dump_diagnostics();
+    // 1. Stop accepting queries.
+    stopping_.store(true);
+    retention_wake_.notify_all();
+    if (query_thread_.joinable()) query_thread_.join();
+    if (query_fd_ >= 0) {
+        close(query_fd_);
+        unlink(config_.query_socket_path.c_str());
+        query_fd_ = -1;
+    }
+    if (retention_thread_.joinable()) retention_thread_.join();
+    // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
+    for (auto& d : drains_) d->stop();
+    // 4. Final commits: writers commit what they hold and stop.
+    for (auto& w : writers_) w->finish();
+    // 5–6. The sequence state was committed with every batch; synthetic.shutdown reports the
+    // highest persisted sequence per CPU of this boot, written to shard 0 (or the lowest
+    // shard that takes it).
+    std::map<uint16_t, uint64_t> highest;
+    for (auto& w : writers_)
+        for (const auto& [key, ranges] : w->committed_state())
+            if (key.boot_id == boot_id_) highest[key.cpu_id] = std::max(highest[key.cpu_id], ranges.highest());
+    std::vector<synthetic::CpuSequence> last;
+    for (auto& d : drains_) last.push_back({static_cast<uint16_t>(d->cpu()), highest[static_cast<uint16_t>(d->cpu())]});
+    const store::EventRow record = synthetic::shutdown(boot_id_, last);
+    for (auto& w : writers_) {
+        const bool written = w->exclusive([&](store::ShardDb& db) {
+            kmes::Status s = db.begin();
+            if (s) s = db.insert(record);
+            if (s) s = db.commit();
+            else db.rollback();
+            return s.ok();
+        });
+        if (written) break;
+        spdlog::warn("shard {} could not take the shutdown record", w->index());
+    }
+    // 7–8. Close connections, unmap rings (destructors).
+    drains_.clear();
+    writers_.clear();
+    spdlog::info("eventd stopped");
+}
+
+std::string Daemon::status_line() const {
+    uint64_t events = 0, lost = 0;
+    for (const auto& d : drains_) {
+        events += d->stats().events.load();
+        lost += d->stats().lost_events.load();
+    }
+    return "ingested " + std::to_string(events) + " events, " + std::to_string(lost) + " lost (gaps)";
+}
+
+void Daemon::dump_diagnostics() const {
+    spdlog::info("diagnostics: boot {} ({})", synthetic::guid_string(boot_id_), restart_ ? "restart" : "new boot");
+    for (const auto& d : drains_) {
+        const DrainStats& s = d->stats();
+        spdlog::info("  cpu {}: events {}, skipped {}, gaps {} ({} lost), last sequence {}, resumed after {}", d->cpu(),
+                     s.events.load(), s.skipped.load(), s.gaps.load(), s.lost_events.load(), s.last_sequence.load(),
+                     d->resume_point());
+    }
+    for (const auto& w : writers_) {
+        const WriterStats& s = w->stats();
+        spdlog::info("  shard {}: rows {}, batches {}, failed batches {} ({} events lost), queued {}", w->index(),
+                     s.rows.load(), s.batches.load(), s.failed_batches.load(), s.lost_events.load(),
+                     const_cast<ShardWriter&>(*w).handoff().size());
+    }
+}
+
+}  // namespace eventd

@@ -1,0 +1,157 @@
+// eventd startup (PSD-008 §10.1, DESIGN.md §4.1). Phase order: configuration (main) →
+// storage (store directory, sequence state) → boot boundary → KMES attach → shards (their
+// count needs the CPU count when StorageShards is 0) → query socket → threads →
+// synthetic.startup. main signals READY=1 after start() succeeds.
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon.hpp"
+#include "kmes/kmes.h"
+#include "shard_routing.hpp"
+#include "synthetic.hpp"
+
+namespace eventd {
+
+using kmes::Error;
+using kmes::Result;
+using kmes::Status;
+
+Daemon::Daemon(const EventdConfig& config) : config_(config) {
+    settings_.max_batch_size.store(config.max_batch_size);
+    settings_.max_batch_latency_ms.store(config.max_batch_latency_ms);
+    settings_.test_commit_delay_ms.store(config.test_commit_delay_ms);
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::start(const EventdConfig& config) {
+    std::unique_ptr<Daemon> d(new Daemon(config));
+
+    // Phase 2: the store directory and the persisted per-boot sequence state of every shard
+    // file (active, historical, quarantined) — never a scan of `events`.
+    std::error_code ec;
+    std::filesystem::create_directories(config.event_store_path, ec);
+    if (ec) return Error{ec.value(), "cannot create EventStorePath " + config.event_store_path + ": " + ec.message()};
+
+    // Phase 3: boot boundary. The KMES boot id keys every row (DESIGN.md §2).
+    if (kmes_boot_id(d->boot_id_.data()) != 0)
+        return kmes::errno_error("cannot reach kmes-shimd at " + config.kmes_socket_path + " (kmes_boot_id)");
+    std::ifstream os_boot("/proc/sys/kernel/random/boot_id");
+    std::getline(os_boot, d->os_boot_id_);
+
+    // Phase 4: attach every CPU's ring (cpu 0, 1, … until EINVAL); attach failure is fatal.
+    std::vector<kmes::RingReader> readers;
+    if (Status s = d->attach_rings(readers); !s) return s.error();
+    const auto cpus = static_cast<uint32_t>(readers.size());
+    const uint32_t shard_count = config.storage_shards == 0 ? cpus : config.storage_shards;
+
+    if (Status s = d->open_shards(shard_count); !s) return s.error();
+    std::vector<std::string> unreadable;
+    d->accounted_ = store::load_sequence_state(config.event_store_path, &unreadable);
+    for (const std::string& f : unreadable) spdlog::warn("sequence state of {} could not be read", f);
+    for (const auto& [key, ranges] : d->accounted_)
+        if (key.boot_id == d->boot_id_) d->restart_ = true;  // this boot was ingested before
+    spdlog::info("KMES boot {} ({}), {} CPU ring(s), {} shard(s)", synthetic::guid_string(d->boot_id_),
+                 d->restart_ ? "restart within the boot" : "new boot", cpus, shard_count);
+
+    // Phase 5: the query socket.
+    if (Status s = d->open_query_socket(); !s) return s.error();
+
+    // Phase 6: threads — writers first, so drains always have somewhere to hand events.
+    for (auto& w : d->writers_) w->start();
+    const auto routing = shards_of_cpus(cpus, shard_count);
+    std::vector<synthetic::CpuSequence> resume_points;
+    for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+        std::vector<ShardWriter*> shards;
+        for (uint32_t s : routing[cpu]) shards.push_back(d->writers_[s].get());
+        store::SequenceRanges accounted;
+        if (auto it = d->accounted_.find({d->boot_id_, static_cast<uint16_t>(cpu)}); it != d->accounted_.end())
+            accounted = it->second;
+        resume_points.push_back({static_cast<uint16_t>(cpu), accounted.highest()});
+        Daemon* raw = d.get();
+        d->drains_.push_back(std::make_unique<DrainThread>(
+            cpu, std::move(readers[cpu]), d->boot_id_, std::move(accounted), std::move(shards),
+            [raw](const std::string& why) {
+                if (raw->failed_.exchange(true)) return;
+                raw->failure_ = why;
+                spdlog::critical("lost the KMES ring: {}; exiting so eventd restarts on the current boot", why);
+            }));
+    }
+    for (auto& drain : d->drains_) drain->start();
+    d->query_thread_ = std::thread([raw = d.get()] { raw->query_loop(); });
+    d->retention_thread_ = std::thread([raw = d.get()] { raw->retention_loop(); });
+
+    // Phase 7: synthetic.startup. It also marks the boot as started (sequence 0 of CPU 0,
+    // which KMES never assigns), so a restart without any event is still known as one.
+    HandoffItem startup{synthetic::startup(d->boot_id_, d->os_boot_id_, d->restart_, shard_count, resume_points),
+                        Accounting{0, 0, 0}};
+    d->writers_.front()->post(std::move(startup));
+    for (auto& [shard, record] : d->startup_errors_) d->post_daemon_record(std::move(record), shard);
+    d->startup_errors_.clear();
+    return d;
+}
+
+Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
+    for (uint32_t cpu = 0;; ++cpu) {
+        auto reader = kmes::RingReader::open(cpu, kmes::ReaderOptions{});  // from tail_pos (§2.2.2)
+        if (!reader) {
+            if (reader.error().code == EINVAL && cpu > 0) return {};  // past the last CPU
+            return Error{reader.error().code, "cannot attach the KMES ring of cpu " + std::to_string(cpu) + ": " +
+                                                  reader.error().message};
+        }
+        readers.push_back(std::move(*reader));
+    }
+}
+
+Status Daemon::open_shards(uint32_t count) {
+    for (uint32_t index = 0; index < count; ++index) {
+        auto db = store::ShardDb::open(config_.event_store_path, index);
+        if (!db) {
+            // DESIGN.md §8: never write it again, never delete it; a fresh file takes its place.
+            const std::string error = db.error().message;
+            auto moved = store::quarantine_shard(config_.event_store_path, index);
+            if (!moved) return Error{moved.error().code, "shard " + std::to_string(index) + " is unusable (" + error +
+                                                             ") and could not be set aside: " + moved.error().message};
+            spdlog::error("shard {} excluded from writes: {}; kept as {}", index, error, *moved);
+            startup_errors_.emplace_back(index, synthetic::storage_error(boot_id_, index, error + "; kept as " + *moved));
+            db = store::ShardDb::open(config_.event_store_path, index);
+            if (!db) return Error{db.error().code, "cannot create shard " + std::to_string(index) + ": " + db.error().message};
+        }
+        Daemon* raw = this;
+        writers_.push_back(std::make_unique<ShardWriter>(
+            std::move(*db), boot_id_, settings_,
+            WriterHooks{[raw](uint32_t shard, const std::string& e) { raw->on_storage_error(shard, e); }}));
+    }
+    return {};
+}
+
+Status Daemon::open_query_socket() {
+    const std::string& path = config_.query_socket_path;
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    struct stat st{};
+    if (lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) return Error{EEXIST, path + " exists and is not a socket; remove it or set QuerySocketPath"};
+        unlink(path.c_str());  // stale socket of an earlier run (§10.1 step 15)
+    }
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) return Error{ENAMETOOLONG, "QuerySocketPath too long: " + path};
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    query_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (query_fd_ < 0) return kmes::errno_error("socket");
+    if (bind(query_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return kmes::errno_error("bind " + path);
+    if (chmod(path.c_str(), 0666) != 0) return kmes::errno_error("chmod 0666 " + path);  // authorisation is per query
+    if (listen(query_fd_, 64) != 0) return kmes::errno_error("listen " + path);
+    return {};
+}
+
+}  // namespace eventd

@@ -1,0 +1,110 @@
+#include "drain_thread.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "shard_routing.hpp"
+#include "synthetic.hpp"
+
+namespace eventd {
+namespace {
+constexpr size_t kChunk = 256;  // events handed over per channel lock
+constexpr auto kIdleWait = std::chrono::milliseconds(100);  // bounded: see docs/ABI.md (shared need_wake)
+
+store::EventRow row_of(const kmes::EventView& e, const store::Guid& boot_id) {
+    store::EventRow row;
+    row.boot_id = boot_id;
+    row.timestamp = e.timestamp();
+    row.cpu_id = e.cpu_id();
+    row.sequence = e.sequence();
+    row.origin_class = e.origin_class();
+    row.event_type = std::string(e.type());
+    if (e.has_identity()) {
+        row.effective_token = e.effective_token();
+        row.true_token = e.true_token();
+        row.process = e.process();
+    } else {
+        row.effective_token = row.true_token = row.process = store::Guid{};  // §3.1: zeros if unavailable
+    }
+    const auto payload = e.payload();
+    if (!payload.empty()) row.payload = std::vector<uint8_t>(payload.begin(), payload.end());  // raw, never re-encoded
+    return row;
+}
+}  // namespace
+
+DrainThread::DrainThread(uint32_t cpu, kmes::RingReader reader, const store::Guid& boot_id,
+                         store::SequenceRanges accounted, std::vector<ShardWriter*> shards,
+                         std::function<void(const std::string&)> on_fatal)
+    : cpu_(cpu), reader_(std::move(reader)), boot_id_(boot_id), tracker_(std::move(accounted)),
+      resume_point_(tracker_.highest()), shards_(std::move(shards)), on_fatal_(std::move(on_fatal)),
+      pending_(shards_.size()) {
+    run_left_ = kRunLength;
+}
+
+DrainThread::~DrainThread() { stop(); }
+
+void DrainThread::start() { thread_ = std::thread([this] { run(); }); }
+
+void DrainThread::stop() {
+    if (!thread_.joinable()) return;
+    stopping_.store(true);
+    thread_.join();
+}
+
+void DrainThread::run() {
+    for (;;) {
+        const bool stopping = stopping_.load();  // read before the cycle: a stop gets one more full drain
+        if (!drain_available()) return;
+        if (!flush() || stopping) return;
+        reader_.wait(kIdleWait);
+    }
+}
+
+bool DrainThread::drain_available() {
+    for (;;) {
+        auto next = reader_.next();
+        if (!next.ok()) {
+            // The shim stopped or restarted (a new KMES boot): eventd must start over.
+            on_fatal_("cpu " + std::to_string(cpu_) + ": " + next.error().message);
+            return false;
+        }
+        if (!next->has_value()) return true;
+        const kmes::EventView& event = **next;
+        const auto decision = tracker_.observe(event.sequence(), event.timestamp());
+        for (const Gap& gap : decision.gaps) {  // §2.5.2, written before the revealing event
+            route(HandoffItem{synthetic::gap(boot_id_, static_cast<uint16_t>(cpu_), gap.first, gap.last,
+                                             gap.last_seen_timestamp, event.timestamp()),
+                              Accounting{static_cast<uint16_t>(cpu_), gap.first, gap.last}});
+            stats_.gaps.fetch_add(1, std::memory_order_relaxed);
+            stats_.lost_events.fetch_add(gap.last - gap.first + 1, std::memory_order_relaxed);
+        }
+        stats_.last_sequence.store(event.sequence(), std::memory_order_relaxed);
+        if (!decision.store) {
+            stats_.skipped.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
+        // §2.2.3: the row owns a copy; nothing points into the ring.
+        route(HandoffItem{row_of(event, boot_id_), Accounting{static_cast<uint16_t>(cpu_), event.sequence(), event.sequence()}});
+        stats_.events.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void DrainThread::route(HandoffItem item) {
+    if (shards_.size() > 1 && run_left_-- == 0) {  // next shard after a contiguous run
+        current_shard_ = (current_shard_ + 1) % shards_.size();
+        run_left_ = kRunLength - 1;
+    }
+    auto& chunk = pending_[current_shard_];
+    chunk.push_back(std::move(item));
+    if (chunk.size() >= kChunk) {
+        // Blocks while the writer's channel is full: the ring absorbs meanwhile (§2.3.4).
+        shards_[current_shard_]->handoff().push(chunk);
+    }
+}
+
+bool DrainThread::flush() {
+    for (size_t i = 0; i < pending_.size(); ++i)
+        if (!pending_[i].empty() && !shards_[i]->handoff().push(pending_[i])) return false;
+    return true;
+}
+
+}  // namespace eventd

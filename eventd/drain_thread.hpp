@@ -1,0 +1,63 @@
+// One drain thread per CPU (PSD-008 §2.2): reads its ring with kmes::RingReader (the whole
+// PSD-003 §5.1.9 protocol, copy-out, generation changes), runs gap detection (GapTracker),
+// and hands events and gap records to its shard writer(s). It sleeps on the ring's futex when
+// idle and blocks when a writer's channel is full (backpressure, never a drop).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "gap_tracker.hpp"
+#include "kmes/ring_reader.hpp"
+#include "shard_writer.hpp"
+
+namespace eventd {
+
+struct DrainStats {
+    std::atomic<uint64_t> events{0};       // handed to writers
+    std::atomic<uint64_t> skipped{0};      // already accounted for (restart resume)
+    std::atomic<uint64_t> gaps{0};         // gap records
+    std::atomic<uint64_t> lost_events{0};  // sum of gap counts
+    std::atomic<uint64_t> last_sequence{0};
+};
+
+class DrainThread {
+public:
+    DrainThread(uint32_t cpu, kmes::RingReader reader, const store::Guid& boot_id, store::SequenceRanges accounted,
+                std::vector<ShardWriter*> shards, std::function<void(const std::string&)> on_fatal);
+    ~DrainThread();
+
+    void start();
+    // Final drain cycle (§10.2 step 3), then stop. Blocks until the thread has ended.
+    void stop();
+    const DrainStats& stats() const { return stats_; }
+    uint32_t cpu() const { return cpu_; }
+    uint64_t resume_point() const { return resume_point_; }  // highest accounted at startup
+
+private:
+    void run();
+    bool drain_available();  // false when the reader failed (shim gone)
+    void route(HandoffItem item);
+    bool flush();
+
+    uint32_t cpu_;
+    kmes::RingReader reader_;
+    store::Guid boot_id_;
+    GapTracker tracker_;
+    uint64_t resume_point_;
+    std::vector<ShardWriter*> shards_;
+    std::function<void(const std::string&)> on_fatal_;
+    std::thread thread_;
+    std::atomic<bool> stopping_{false};
+    DrainStats stats_;
+
+    // Round-robin in contiguous runs over this CPU's shards.
+    size_t current_shard_ = 0;
+    uint64_t run_left_ = 0;
+    std::vector<std::vector<HandoffItem>> pending_;  // per shard, pushed in chunks
+};
+
+}  // namespace eventd

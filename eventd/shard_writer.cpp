@@ -1,0 +1,195 @@
+#include "shard_writer.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "synthetic.hpp"
+
+namespace eventd {
+using kmes::Status;
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr double kSmoothing = 0.2;  // EWMA weight of a new observation
+
+std::string describe(const std::vector<Accounting>& ranges) {
+    std::string out;
+    for (const Accounting& a : ranges) {
+        if (!out.empty()) out += ", ";
+        out += "cpu " + std::to_string(a.cpu_id) + " sequences " + std::to_string(a.first) + ".." + std::to_string(a.last);
+    }
+    return out.empty() ? "no KMES events" : out;
+}
+
+// Coalesce per CPU (the lost list grows one batch at a time).
+std::vector<Accounting> coalesce(const std::vector<Accounting>& ranges) {
+    std::map<uint16_t, store::SequenceRanges> per_cpu;
+    for (const Accounting& a : ranges) per_cpu[a.cpu_id].add(a.first, a.last);
+    std::vector<Accounting> out;
+    for (const auto& [cpu, set] : per_cpu)
+        for (const auto& [first, last] : set.ranges()) out.push_back(Accounting{cpu, first, last});
+    return out;
+}
+}  // namespace
+
+ShardWriter::ShardWriter(std::unique_ptr<store::ShardDb> db, const store::Guid& boot_id, WriterSettings& settings,
+                         WriterHooks hooks)
+    : db_(std::move(db)), boot_id_(boot_id), settings_(settings), hooks_(std::move(hooks)),
+      handoff_(settings.max_batch_size.load()) {}
+
+ShardWriter::~ShardWriter() { finish(); }
+
+void ShardWriter::post(HandoffItem item) {
+    {
+        std::lock_guard lock(urgent_mutex_);
+        urgent_.push_back(std::move(item));
+    }
+    handoff_.kick();
+}
+
+void ShardWriter::start() { thread_ = std::thread([this] { run(); }); }
+
+void ShardWriter::finish() {
+    if (!thread_.joinable()) return;
+    finishing_.store(true);
+    handoff_.close();
+    thread_.join();
+}
+
+store::SequenceState ShardWriter::committed_state() {
+    std::lock_guard lock(db_mutex_);
+    return db_->sequence_state();
+}
+
+void ShardWriter::run() {
+    std::vector<HandoffItem> items;
+    std::unique_lock<std::mutex> db_lock(db_mutex_, std::defer_lock);
+    for (;;) {
+        const uint32_t max_batch = settings_.max_batch_size.load(std::memory_order_relaxed);
+        const auto latency = std::chrono::milliseconds(settings_.max_batch_latency_ms.load(std::memory_order_relaxed));
+        handoff_.set_capacity(max_batch);
+
+        // Wait for events: long when idle, only until the latency bound inside a batch.
+        auto timeout = std::chrono::milliseconds(100);
+        if (in_transaction_) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(batch_started_ + latency - Clock::now());
+            timeout = std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(2));
+        }
+        items.clear();
+        {
+            std::lock_guard lock(urgent_mutex_);
+            for (auto& u : urgent_) items.push_back(std::move(u));
+            urgent_.clear();
+        }
+        const size_t room = batch_count_ < max_batch ? max_batch - batch_count_ : 0;
+        if (items.empty()) handoff_.pop(items, room, timeout);
+        else handoff_.pop(items, room, std::chrono::milliseconds(0));
+
+        if (items.empty() && finishing_.load() && handoff_.empty()) {
+            if (in_transaction_) commit_batch();
+            return;
+        }
+        if (!items.empty()) {
+            const auto now = Clock::now();
+            if (last_arrival_ != Clock::time_point{}) {
+                const double dt = std::max(1e-6, std::chrono::duration<double>(now - last_arrival_).count());
+                arrival_rate_ = (1 - kSmoothing) * arrival_rate_ + kSmoothing * (items.size() / dt);
+            }
+            last_arrival_ = now;
+            if (!in_transaction_) {
+                db_lock.lock();  // retention waits between our transactions
+                in_transaction_ = true;
+                batch_failed_ = false;
+                batch_count_ = 0;
+                batch_accounting_.clear();
+                batch_started_ = now;
+                if (Status s = db_->begin(); !s) {
+                    batch_failed_ = true;
+                    batch_error_ = s.error().message;
+                }
+                write_lost_ranges();  // §11.1: before any new event
+            }
+            for (HandoffItem& item : items) {
+                if (item.accounting) batch_accounting_.push_back(*item.accounting);
+                if (batch_failed_) continue;
+                Status s = db_->insert(item.row);
+                if (s && item.accounting)
+                    s = db_->account(boot_id_, item.accounting->cpu_id, item.accounting->first, item.accounting->last);
+                if (!s) {
+                    batch_failed_ = true;
+                    batch_error_ = s.error().message;
+                }
+            }
+            batch_count_ += items.size();
+        }
+        if (!in_transaction_) continue;
+
+        // Commit decision (§2.4.2).
+        const bool full = batch_count_ >= max_batch;
+        const bool late = Clock::now() - batch_started_ >= latency;
+        // Idle: commit unless more events than the batch holds are expected to arrive during
+        // one commit anyway (then batching them costs no latency and saves a commit).
+        const bool idle = handoff_.empty() && arrival_rate_ * commit_seconds_ < double(batch_count_);
+        if (full || late || idle || finishing_.load()) {
+            commit_batch();
+            db_lock.unlock();
+        }
+    }
+}
+
+// Gap records for the ranges of earlier failed batches, first in the new transaction.
+void ShardWriter::write_lost_ranges() {
+    if (lost_.empty() || batch_failed_) return;
+    const uint64_t now = synthetic::now_ns();
+    for (const Accounting& a : coalesce(lost_)) {
+        Status s = db_->insert(synthetic::gap(boot_id_, a.cpu_id, a.first, a.last, std::nullopt, now));
+        if (s) s = db_->account(boot_id_, a.cpu_id, a.first, a.last);
+        if (!s) {
+            batch_failed_ = true;
+            batch_error_ = s.error().message;
+            return;
+        }
+    }
+}
+
+void ShardWriter::commit_batch() {
+    in_transaction_ = false;
+    if (const uint32_t delay = settings_.test_commit_delay_ms.load(std::memory_order_relaxed))
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay));  // test-only slow disk
+    if (batch_failed_) {
+        db_->rollback();
+        fail_batch(batch_error_);
+        return;
+    }
+    const auto started = Clock::now();
+    if (Status s = db_->commit(); !s) {
+        fail_batch(s.error().message);
+        return;
+    }
+    const double took = std::chrono::duration<double>(Clock::now() - started).count();
+    commit_seconds_ = commit_seconds_ == 0 ? took : (1 - kSmoothing) * commit_seconds_ + kSmoothing * took;
+    if (!lost_.empty()) {
+        spdlog::info("shard {}: recorded earlier lost ranges as gaps: {}", db_->index(), describe(coalesce(lost_)));
+        lost_.clear();
+    }
+    stats_.rows.fetch_add(batch_count_, std::memory_order_relaxed);
+    stats_.batches.fetch_add(1, std::memory_order_relaxed);
+    db_->checkpoint_if_needed();
+}
+
+void ShardWriter::fail_batch(const std::string& error) {
+    // §11.1: the batch is lost (already consumed from the rings). Keep its ranges — together
+    // with earlier lost ones — to write as gaps at the next successful commit; say so now.
+    uint64_t events = 0;
+    for (const Accounting& a : batch_accounting_) events += a.last - a.first + 1;
+    lost_.insert(lost_.end(), batch_accounting_.begin(), batch_accounting_.end());
+    lost_ = coalesce(lost_);
+    stats_.failed_batches.fetch_add(1, std::memory_order_relaxed);
+    stats_.lost_events.fetch_add(events, std::memory_order_relaxed);
+    spdlog::error("shard {}: commit of {} records failed: {}; lost {}", db_->index(), batch_count_, error,
+                  describe(coalesce(batch_accounting_)));
+    if (hooks_.on_storage_error) hooks_.on_storage_error(db_->index(), error);
+}
+
+}  // namespace eventd

@@ -1,0 +1,99 @@
+// One writer thread per shard (PSD-008 §2.3.3, §2.4): the only user of the shard's read-write
+// connection. Adaptive batches: commit at once when idle and the batch is non-empty, within
+// MaxBatchLatencyMs of the batch's first event, and at MaxBatchSize; in between, batch about
+// as many events as arrive during one commit (smoothed estimates, so bursty load does not
+// flip between tiny and huge batches). Failed commits become gap records (§11.1).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "handoff.hpp"
+#include "store/shard_db.hpp"
+
+namespace eventd {
+
+struct WriterSettings {
+    std::atomic<uint32_t> max_batch_size{10000};
+    std::atomic<uint32_t> max_batch_latency_ms{100};
+    std::atomic<uint32_t> test_commit_delay_ms{0};
+};
+
+struct WriterStats {
+    std::atomic<uint64_t> rows{0};
+    std::atomic<uint64_t> batches{0};
+    std::atomic<uint64_t> failed_batches{0};
+    std::atomic<uint64_t> lost_events{0};
+};
+
+struct WriterHooks {
+    // A commit failed: post a storage_error somewhere else (never this shard) and run retention.
+    std::function<void(uint32_t shard_index, const std::string& error)> on_storage_error;
+};
+
+class ShardWriter {
+public:
+    ShardWriter(std::unique_ptr<store::ShardDb> db, const store::Guid& boot_id, WriterSettings& settings,
+                WriterHooks hooks);
+    ~ShardWriter();
+
+    uint32_t index() const { return db_->index(); }
+    Handoff& handoff() { return handoff_; }
+    // Queue a daemon-wide synthetic record regardless of the channel's capacity (rare).
+    void post(HandoffItem item);
+    void start();
+    // After every producer has stopped: commit what is queued, then stop the thread.
+    void finish();
+    const WriterStats& stats() const { return stats_; }
+
+    // Retention runs its delete batches through this, between the writer's transactions
+    // (PSD-008 §3.4 "per-shard mutex taken by retention for each batch").
+    template <class F>
+    auto exclusive(F&& f) {
+        std::lock_guard lock(db_mutex_);
+        return f(*db_);
+    }
+
+    // Highest sequence per (boot, cpu) committed in this shard (for synthetic.shutdown).
+    store::SequenceState committed_state();
+
+private:
+    void run();
+    void write_lost_ranges();
+    void commit_batch();
+    void fail_batch(const std::string& error);
+
+    std::unique_ptr<store::ShardDb> db_;
+    std::mutex db_mutex_;  // held for the whole of each transaction
+    store::Guid boot_id_;
+    WriterSettings& settings_;
+    WriterHooks hooks_;
+    Handoff handoff_;
+    std::mutex urgent_mutex_;
+    std::vector<HandoffItem> urgent_;  // daemon-wide synthetic records
+    std::thread thread_;
+    std::atomic<bool> finishing_{false};
+    WriterStats stats_;
+
+    // The open batch.
+    bool in_transaction_ = false;
+    bool batch_failed_ = false;
+    std::string batch_error_;
+    size_t batch_count_ = 0;
+    std::chrono::steady_clock::time_point batch_started_;
+    std::vector<Accounting> batch_accounting_;
+    std::vector<Accounting> lost_;  // ranges of failed batches, written as gaps at the next commit
+
+    // Smoothed estimates for the adaptive batch size.
+    double arrival_rate_ = 0;     // events per second
+    double commit_seconds_ = 0;   // duration of one COMMIT
+    std::chrono::steady_clock::time_point last_arrival_;
+};
+
+}  // namespace eventd

@@ -1,0 +1,97 @@
+#include "synthetic.hpp"
+
+#include <ctime>
+
+namespace eventd::synthetic {
+namespace {
+
+using nlohmann::json;
+
+EventRow make(const Guid& boot_id, std::string type, const json& payload) {
+    EventRow row;
+    row.boot_id = boot_id;
+    row.timestamp = now_ns();
+    row.event_type = std::move(type);
+    row.payload = json::to_msgpack(payload);
+    return row;
+}
+
+json cpu_sequences(const std::vector<CpuSequence>& list) {
+    json out = json::array();
+    for (const auto& cs : list) out.push_back({{"cpu_id", cs.cpu_id}, {"sequence", cs.sequence}});
+    return out;
+}
+
+// Values as decimal/plain strings, with their JSON type name; "absent" + nil for a key that
+// was added or removed (issue 3, synthetic.config_change).
+std::pair<json, std::string> typed(const json& v) {
+    if (v.is_null()) return {nullptr, "absent"};
+    if (v.is_string()) return {v.get<std::string>(), "string"};
+    if (v.is_boolean()) return {v.get<bool>() ? "true" : "false", "bool"};
+    if (v.is_number_integer()) return {v.dump(), "integer"};
+    if (v.is_number()) return {v.dump(), "number"};
+    return {v.dump(), v.type_name()};
+}
+
+}  // namespace
+
+uint64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+std::string guid_string(const Guid& g) {
+    static const char* hex = "0123456789abcdef";
+    std::string s;
+    for (size_t i = 0; i < g.size(); ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+        s += hex[g[i] >> 4];
+        s += hex[g[i] & 15];
+    }
+    return s;
+}
+
+EventRow startup(const Guid& boot_id, const std::string& os_boot_id, bool restart, uint32_t shard_count,
+                 const std::vector<CpuSequence>& resume_points) {
+    return make(boot_id, "synthetic.startup",
+                {{"boot_id", guid_string(boot_id)},
+                 {"os_boot_id", os_boot_id},
+                 {"restart", restart},
+                 {"shard_count", shard_count},
+                 {"resume_points", cpu_sequences(resume_points)}});
+}
+
+EventRow shutdown(const Guid& boot_id, const std::vector<CpuSequence>& last_sequences) {
+    return make(boot_id, "synthetic.shutdown", {{"last_sequences", cpu_sequences(last_sequences)}});
+}
+
+EventRow gap(const Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last,
+             std::optional<uint64_t> last_seen_timestamp, uint64_t revealing_timestamp) {
+    EventRow row = make(boot_id, "synthetic.gap",
+                        {{"cpu_id", cpu_id},
+                         {"first_sequence", first},
+                         {"last_sequence", last},
+                         {"count", last - first + 1},
+                         {"last_seen_timestamp", last_seen_timestamp ? json(*last_seen_timestamp) : json(nullptr)},
+                         {"revealing_timestamp", revealing_timestamp}});
+    row.cpu_id = cpu_id;  // §2.5.4: gap rows carry the CPU where the gap was detected
+    return row;
+}
+
+EventRow storage_error(const Guid& boot_id, uint32_t shard_index, const std::string& error) {
+    return make(boot_id, "synthetic.storage_error", {{"store", "event"}, {"shard_index", shard_index}, {"error", error}});
+}
+
+EventRow config_change(const Guid& boot_id, const std::string& key, const json& old_value, const json& new_value) {
+    auto [old_text, old_type] = typed(old_value);
+    auto [new_text, new_type] = typed(new_value);
+    return make(boot_id, "synthetic.config_change",
+                {{"key", key},
+                 {"old_value", old_text},
+                 {"old_value_type", old_type},
+                 {"new_value", new_text},
+                 {"new_value_type", new_type}});
+}
+
+}  // namespace eventd::synthetic

@@ -1,0 +1,29 @@
+// One row of a shard's `events` table (PSD-008 §3.1.1). KMES events carry every header
+// field; synthetic rows (§2.6) leave sequence, origin_class and the identity GUIDs NULL and
+// set cpu_id only for gap records.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace eventd::store {
+
+using Guid = std::array<uint8_t, 16>;
+
+struct EventRow {
+    Guid boot_id{};
+    uint64_t timestamp = 0;  // ns since the epoch
+    std::optional<uint16_t> cpu_id;
+    std::optional<uint64_t> sequence;
+    std::optional<uint8_t> origin_class;
+    std::string event_type;
+    std::optional<Guid> effective_token;
+    std::optional<Guid> true_token;
+    std::optional<Guid> process;
+    std::optional<std::vector<uint8_t>> payload;  // NULL when absent; never re-encoded
+};
+
+}  // namespace eventd::store

@@ -1,0 +1,37 @@
+// The shard schema (drawn in shard_db.hpp; PSD-008 §3.1): creating it in the §3.2 order,
+// verifying an existing file against it, and reading its sequence_state table.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "kmes/result.hpp"
+#include "sequence_ranges.hpp"
+
+namespace eventd::store::detail {
+
+// True when the file holds no table at all: a fresh file, or one whose creation transaction
+// never committed (crash between `PRAGMA journal_mode=WAL` and COMMIT) — both safe to create.
+kmes::Result<bool> has_no_tables(sqlite3* db, const std::filesystem::path& file);
+
+// §3.2 creation: journal_mode=WAL, synchronous=FULL, then — in one transaction, so a crash
+// never leaves half a shard — events, metadata, idx_events_timestamp, the metadata rows and
+// sequence_state.
+kmes::Status create_schema(sqlite3* db, const std::filesystem::path& file);
+
+// §3.2 opening checks, read-only: schema_version must be 1 (else EPROTO), and events,
+// metadata, sequence_state and idx_events_timestamp must match the drawing (else EIO).
+kmes::Status verify_schema(sqlite3* db, const std::filesystem::path& file);
+
+// journal_mode=WAL (checked: a filesystem without shared memory refuses it) and
+// synchronous=FULL (§2.4.1).
+kmes::Status set_durability(sqlite3* db, const std::filesystem::path& file);
+
+kmes::Result<bool> has_table(sqlite3* db, const char* name, const std::filesystem::path& file);
+
+// All rows of sequence_state; a malformed row (boot_id not 16 bytes, cpu_id out of range,
+// first > last) is an EIO Error naming the row.
+kmes::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesystem::path& file);
+
+}  // namespace eventd::store::detail

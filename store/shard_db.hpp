@@ -1,0 +1,110 @@
+// One shard database (PSD-008 §3.1–§3.2): `shard-NNNN.db` in EventStorePath, WAL,
+// synchronous=FULL, the §3.1 schema, plus this implementation's `sequence_state` table.
+//
+//   events(id INTEGER PRIMARY KEY, boot_id BLOB NOT NULL, timestamp INTEGER NOT NULL,
+//          cpu_id INTEGER, sequence INTEGER, origin_class INTEGER, event_type TEXT NOT NULL,
+//          effective_token_guid BLOB, true_token_guid BLOB, process_guid BLOB, payload BLOB)
+//   idx_events_timestamp ON events(timestamp)            -- the only index at creation (§3.1.3)
+//   metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL)  -- schema_version '1', created_at ISO 8601
+//   sequence_state(boot_id BLOB NOT NULL, cpu_id INTEGER NOT NULL,
+//                  first_sequence INTEGER NOT NULL, last_sequence INTEGER NOT NULL,
+//                  PRIMARY KEY (boot_id, cpu_id, first_sequence)) WITHOUT ROWID
+//     -- accounted sequence ranges of this shard, coalesced, updated in the same
+//        transaction as the rows (and gap records) they cover (DESIGN.md §4.3)
+//
+// Exactly one ShardDb (one read-write connection) per shard file, owned by its writer thread.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "event_row.hpp"
+#include "kmes/result.hpp"
+#include "sequence_ranges.hpp"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace eventd::store {
+
+using kmes::Error;
+using kmes::Result;
+using kmes::Status;
+
+inline constexpr int kSchemaVersion = 1;
+
+// "shard-0003.db"
+std::string shard_file_name(uint32_t index);
+
+class ShardDb {
+public:
+    // Open shard `index` in `dir` for writing; create it (§3.2 creation order) if absent.
+    // Error if it exists with an unknown schema_version or a broken structure, or SQLite
+    // cannot open it (the caller then quarantines it, DESIGN.md §8).
+    static Result<std::unique_ptr<ShardDb>> open(const std::filesystem::path& dir, uint32_t index);
+    ~ShardDb();
+    ShardDb(const ShardDb&) = delete;
+    ShardDb& operator=(const ShardDb&) = delete;
+
+    uint32_t index() const { return index_; }
+    const std::filesystem::path& path() const { return path_; }
+    // This shard's sequence_state as loaded at open and extended by every commit.
+    const SequenceState& sequence_state() const { return state_; }
+
+    // One transaction: begin(), insert()…, account()…, commit() — or rollback() on failure.
+    Status begin();
+    Status insert(const EventRow& row);  // the prepared INSERT (§2.4.5)
+    // Mark [first, last] of (boot, cpu) as accounted for in this transaction.
+    Status account(const Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last);
+    Status commit();  // the durability boundary (§2.4.1); on failure the transaction is rolled back
+    void rollback();
+
+    // PASSIVE checkpoint once the WAL has passed `threshold_pages` (§2.4.4); never blocks.
+    void checkpoint_if_needed(int threshold_pages = 1000);
+
+    // Retention (§3.4): delete at most `limit` of the oldest rows with timestamp < cutoff
+    // (or simply the oldest when cutoff is 0). Returns rows deleted.
+    Result<uint64_t> delete_oldest(uint64_t cutoff_ns, uint32_t limit);
+    // Bytes of the database file plus its WAL.
+    uint64_t size_bytes() const;
+    // Smallest `timestamp` in `events`, nullopt when empty: lets retention find the globally
+    // oldest rows across shards (§3.4 step 2). Uses idx_events_timestamp.
+    Result<std::optional<uint64_t>> oldest_timestamp();
+
+    bool in_transaction() const;
+    // Frames in the WAL as of the last commit (sqlite3_wal_hook); reset by a full checkpoint.
+    int wal_pages() const { return wal_pages_; }
+
+private:
+    ShardDb() = default;
+    Status prepare_statements();
+    Status write_ranges(const BootCpu& key, const SequenceRanges& ranges);
+
+    sqlite3* db_ = nullptr;
+    sqlite3_stmt* insert_ = nullptr;
+    sqlite3_stmt* delete_ranges_ = nullptr;      // sequence_state rows of one key inside [first, last]
+    sqlite3_stmt* insert_range_ = nullptr;       // one sequence_state row
+    sqlite3_stmt* delete_before_ = nullptr;      // retention with a cutoff
+    sqlite3_stmt* delete_oldest_ = nullptr;      // retention without a cutoff
+    sqlite3_stmt* oldest_ = nullptr;
+    int wal_pages_ = 0;
+    uint32_t index_ = 0;
+    std::filesystem::path path_;
+    SequenceState state_;          // committed
+    SequenceState pending_;        // accounted in the open transaction
+};
+
+// Rename shard-NNNN.db (and its -wal/-shm) to shard-NNNN.quarantined-<unix-time>.db so it is
+// never written again but stays readable (DESIGN.md §8). Returns the new file name.
+Result<std::string> quarantine_shard(const std::filesystem::path& dir, uint32_t index);
+
+// Union of sequence_state over every `.db` file in `dir` (active, historical, quarantined),
+// opened read-only; files that cannot be read are skipped and listed in *unreadable.
+// Never scans `events` (startup must stay fast).
+SequenceState load_sequence_state(const std::filesystem::path& dir, std::vector<std::string>* unreadable = nullptr);
+
+}  // namespace eventd::store

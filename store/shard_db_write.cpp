@@ -1,0 +1,191 @@
+// ShardDb: the writer's transaction (PSD-008 §2.4), sequence accounting (DESIGN.md §4.3),
+// WAL checkpoints (§2.4.4) and retention deletes (§3.4).
+#include <algorithm>
+#include <cerrno>
+#include <iterator>
+#include <limits>
+#include <system_error>
+
+#include "shard_db.hpp"
+#include "sqlite_util.hpp"
+
+namespace eventd::store {
+
+namespace fs = std::filesystem;
+using detail::sqlite_error;
+using detail::to_sql;
+
+namespace {
+
+Error misuse(const fs::path& file, const std::string& what) { return {EINVAL, file.string() + ": " + what}; }
+
+void bind_guid(sqlite3_stmt* stmt, int i, const Guid& guid) {
+    sqlite3_bind_blob(stmt, i, guid.data(), static_cast<int>(guid.size()), SQLITE_STATIC);
+}
+
+void bind_optional_guid(sqlite3_stmt* stmt, int i, const std::optional<Guid>& guid) {
+    if (guid) bind_guid(stmt, i, *guid);  // unbound parameters are NULL
+}
+
+// Step a statement that returns no rows, then make it reusable.
+int run(sqlite3_stmt* stmt) {
+    const int rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+// The ranges of `state` that overlap or touch [first, last].
+void add_touching(const SequenceRanges& state, uint64_t first, uint64_t last, SequenceRanges& out) {
+    const auto& ranges = state.ranges();
+    auto it = ranges.upper_bound(first);
+    if (it != ranges.begin()) {
+        auto before = std::prev(it);
+        if (before->second >= first || before->second + 1 == first) out.add(before->first, before->second);
+    }
+    for (; it != ranges.end() && (last == std::numeric_limits<uint64_t>::max() || it->first <= last + 1); ++it) {
+        out.add(it->first, it->second);
+    }
+}
+
+}  // namespace
+
+bool ShardDb::in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
+
+Status ShardDb::begin() {
+    if (in_transaction()) return misuse(path_, "begin() inside an open transaction");
+    pending_.clear();
+    return detail::exec(db_, "BEGIN IMMEDIATE", path_);
+}
+
+Status ShardDb::insert(const EventRow& row) {
+    if (!in_transaction()) return misuse(path_, "insert() outside a transaction");
+    sqlite3_stmt* stmt = insert_;
+    bind_guid(stmt, 1, row.boot_id);
+    sqlite3_bind_int64(stmt, 2, to_sql(row.timestamp));
+    if (row.cpu_id) sqlite3_bind_int(stmt, 3, *row.cpu_id);
+    if (row.sequence) sqlite3_bind_int64(stmt, 4, to_sql(*row.sequence));
+    if (row.origin_class) sqlite3_bind_int(stmt, 5, *row.origin_class);
+    sqlite3_bind_text(stmt, 6, row.event_type.data(), static_cast<int>(row.event_type.size()), SQLITE_STATIC);
+    bind_optional_guid(stmt, 7, row.effective_token);
+    bind_optional_guid(stmt, 8, row.true_token);
+    bind_optional_guid(stmt, 9, row.process);
+    if (row.payload) {
+        // A present but empty payload stays an empty BLOB: binding a null pointer would store NULL.
+        if (row.payload->empty()) {
+            sqlite3_bind_zeroblob(stmt, 10, 0);
+        } else {
+            sqlite3_bind_blob(stmt, 10, row.payload->data(), static_cast<int>(row.payload->size()), SQLITE_STATIC);
+        }
+    }
+    const int rc = run(stmt);
+    if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "insert an event");
+    return {};
+}
+
+Status ShardDb::account(const Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last) {
+    if (!in_transaction()) return misuse(path_, "account() outside a transaction");
+    if (first > last) {
+        return misuse(path_, "account() with first " + std::to_string(first) + " > last " + std::to_string(last));
+    }
+    pending_[BootCpu{boot_id, cpu_id}].add(first, last);
+    return {};
+}
+
+// Rewrite the sequence_state rows that the pending ranges of `key` change: every stored
+// range touching a pending one is absorbed into a coalesced range [F, L], so deleting the
+// rows whose first_sequence lies in [F, L] and inserting [F, L] keeps the table coalesced
+// while touching only the rows that changed (a CPU feeding several shards leaves many ranges).
+Status ShardDb::write_ranges(const BootCpu& key, const SequenceRanges& pending) {
+    SequenceRanges changed = pending;
+    if (auto it = state_.find(key); it != state_.end()) {
+        for (const auto& [first, last] : pending.ranges()) add_touching(it->second, first, last, changed);
+    }
+    for (const auto& [first, last] : changed.ranges()) {
+        for (sqlite3_stmt* stmt : {delete_ranges_, insert_range_}) {
+            bind_guid(stmt, 1, key.boot_id);
+            sqlite3_bind_int(stmt, 2, key.cpu_id);
+            sqlite3_bind_int64(stmt, 3, to_sql(first));
+            sqlite3_bind_int64(stmt, 4, to_sql(last));
+            const int rc = run(stmt);
+            if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "update sequence_state");
+        }
+    }
+    return {};
+}
+
+Status ShardDb::commit() {
+    if (!in_transaction()) return misuse(path_, "commit() outside a transaction");
+    for (const auto& [key, ranges] : pending_) {
+        if (auto s = write_ranges(key, ranges); !s) {
+            rollback();
+            return s;
+        }
+    }
+    const int rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) {
+        Error error = sqlite_error(db_, rc, path_, "commit");
+        rollback();
+        return error;
+    }
+    for (const auto& [key, ranges] : pending_) state_[key].add(ranges);
+    pending_.clear();
+    return {};
+}
+
+void ShardDb::rollback() {
+    pending_.clear();
+    // After some errors (SQLITE_FULL among them) SQLite has already rolled back by itself.
+    if (in_transaction()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void ShardDb::checkpoint_if_needed(int threshold_pages) {
+    if (wal_pages_ < threshold_pages || in_transaction()) return;
+    int wal_frames = 0;
+    int checkpointed = 0;
+    // PASSIVE never waits for readers or writers: what a reader still needs stays in the WAL
+    // and the next call retries (§2.4.4).
+    const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &checkpointed);
+    if (rc == SQLITE_OK && checkpointed == wal_frames) wal_pages_ = 0;  // the next commit restarts the WAL
+}
+
+Result<uint64_t> ShardDb::delete_oldest(uint64_t cutoff_ns, uint32_t limit) {
+    if (in_transaction()) return misuse(path_, "delete_oldest() inside the writer's transaction");
+    sqlite3_stmt* stmt = delete_oldest_;
+    if (cutoff_ns != 0) {
+        stmt = delete_before_;
+        const uint64_t cutoff = std::min<uint64_t>(cutoff_ns, std::numeric_limits<int64_t>::max());
+        sqlite3_bind_int64(stmt, 1, to_sql(cutoff));
+        sqlite3_bind_int64(stmt, 2, limit);
+    } else {
+        sqlite3_bind_int64(stmt, 1, limit);
+    }
+    const int rc = run(stmt);  // one statement: its own transaction, committed before return
+    if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "retention delete");
+    return static_cast<uint64_t>(sqlite3_changes64(db_));
+}
+
+Result<std::optional<uint64_t>> ShardDb::oldest_timestamp() {
+    const int rc = sqlite3_step(oldest_);
+    std::optional<uint64_t> oldest;
+    if (rc == SQLITE_ROW && sqlite3_column_type(oldest_, 0) != SQLITE_NULL) {
+        oldest = detail::from_sql(sqlite3_column_int64(oldest_, 0));
+    }
+    sqlite3_reset(oldest_);
+    if (rc != SQLITE_ROW) return sqlite_error(db_, rc, path_, "find the oldest timestamp");
+    return oldest;
+}
+
+uint64_t ShardDb::size_bytes() const {
+    std::error_code ec;
+    uint64_t total = 0;
+    const uint64_t db_size = fs::file_size(path_, ec);
+    if (!ec) total += db_size;
+    fs::path wal = path_;
+    wal += "-wal";
+    const uint64_t wal_size = fs::file_size(wal, ec);
+    if (!ec) total += wal_size;
+    return total;
+}
+
+}  // namespace eventd::store
