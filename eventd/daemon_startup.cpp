@@ -106,6 +106,10 @@ Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
             return Error{reader.error().code, "cannot attach the KMES ring of cpu " + std::to_string(cpu) + ": " +
                                                   reader.error().message};
         }
+        // Every ring must belong to the boot read in phase 3 (a shim restart in between would
+        // mix two boots' sequences under one boot id).
+        if (reader->mapping().boot_id() != boot_id_)
+            return Error{ESTALE, "kmes-shimd restarted during eventd's startup; start eventd again"};
         readers.push_back(std::move(*reader));
     }
 }

@@ -68,7 +68,10 @@ void ShardWriter::run() {
     for (;;) {
         const uint32_t max_batch = settings_.max_batch_size.load(std::memory_order_relaxed);
         const auto latency = std::chrono::milliseconds(settings_.max_batch_latency_ms.load(std::memory_order_relaxed));
-        handoff_.set_capacity(max_batch);
+        if (max_batch != channel_capacity_) {  // MaxBatchSize changed at runtime
+            channel_capacity_ = max_batch;
+            handoff_.set_capacity(max_batch);
+        }
 
         // Wait for events: long when idle, only until the latency bound inside a batch.
         auto timeout = std::chrono::milliseconds(100);
@@ -182,13 +185,20 @@ void ShardWriter::fail_batch(const std::string& error) {
     // §11.1: the batch is lost (already consumed from the rings). Keep its ranges — together
     // with earlier lost ones — to write as gaps at the next successful commit; say so now.
     uint64_t events = 0;
-    for (const Accounting& a : batch_accounting_) events += a.last - a.first + 1;
-    lost_.insert(lost_.end(), batch_accounting_.begin(), batch_accounting_.end());
+    std::vector<Accounting> batch_lost;
+    for (Accounting a : batch_accounting_) {
+        // Sequence 0 is the "boot started" marker of synthetic.startup, never an event.
+        if (a.first == 0) a.first = 1;
+        if (a.first > a.last) continue;
+        events += a.last - a.first + 1;
+        batch_lost.push_back(a);
+    }
+    lost_.insert(lost_.end(), batch_lost.begin(), batch_lost.end());
     lost_ = coalesce(lost_);
     stats_.failed_batches.fetch_add(1, std::memory_order_relaxed);
     stats_.lost_events.fetch_add(events, std::memory_order_relaxed);
     spdlog::error("shard {}: commit of {} records failed: {}; lost {}", db_->index(), batch_count_, error,
-                  describe(coalesce(batch_accounting_)));
+                  describe(coalesce(batch_lost)));
     if (hooks_.on_storage_error) hooks_.on_storage_error(db_->index(), error);
 }
 

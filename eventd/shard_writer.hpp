@@ -79,6 +79,7 @@ private:
     std::vector<HandoffItem> urgent_;  // daemon-wide synthetic records
     std::thread thread_;
     std::atomic<bool> finishing_{false};
+    uint32_t channel_capacity_ = 0;
     WriterStats stats_;
 
     // The open batch.

@@ -19,9 +19,10 @@ namespace {
 // A concurrent read-only query may hold a lock for a moment; wait rather than fail a write.
 constexpr int kBusyTimeoutMs = 5000;
 
-// A -wal without its database can only be a leftover (the file was removed by hand, or a
-// quarantine was interrupted). SQLite would replay it into the fresh file we are about to
-// create, so move it aside under a name query discovery ignores; the -shm is derived data.
+// A -wal without its database is a leftover (the file was removed by hand, or a quarantine
+// was interrupted). SQLite silently deletes the WAL of an empty database file, so move it
+// aside first — under a name query discovery ignores — rather than lose what it holds. The
+// -shm is derived data.
 Status set_aside_orphans(const fs::path& path) {
     fs::path wal = path;
     wal += "-wal";

@@ -57,12 +57,16 @@ Result<std::string> quarantine_shard(const fs::path& dir, uint32_t index) {
     char prefix[40];
     std::snprintf(prefix, sizeof prefix, "shard-%04u.quarantined-%lld", index, static_cast<long long>(std::time(nullptr)));
     std::error_code ec;
+    auto taken = [&](const std::string& name) {
+        return fs::exists(dir / name, ec) || fs::exists(dir / (name + "-wal"), ec) ||
+               fs::exists(dir / (name + "-shm"), ec);
+    };
     std::string name = std::string(prefix) + ".db";
-    for (int n = 2; fs::exists(dir / name, ec); ++n) name = std::string(prefix) + "-" + std::to_string(n) + ".db";
+    for (int n = 2; taken(name); ++n) name = std::string(prefix) + "-" + std::to_string(n) + ".db";
     const fs::path target = dir / name;
 
-    // Side files first: a crash between the renames must never leave the old -wal next to a
-    // fresh shard-NNNN.db (SQLite would replay it into the new file).
+    // Side files first: a crash between the renames then leaves the -wal under the quarantine
+    // name rather than beside the shard-NNNN.db name, where the next fresh shard would meet it.
     for (const char* suffix : {"-wal", "-shm"}) {
         const fs::path from = with_suffix(path, suffix);
         if (!fs::exists(from, ec)) continue;

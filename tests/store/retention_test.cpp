@@ -1,0 +1,96 @@
+// Retention deletes: bounded batches of the oldest rows (PSD-008 §3.4).
+#include <algorithm>
+#include <cerrno>
+#include <numeric>
+#include <random>
+
+#include "store_test_util.hpp"
+
+using namespace store_test;
+
+namespace {
+
+// 100 rows with timestamps 1..100, inserted in shuffled order (ids do not follow time).
+std::unique_ptr<eventd::store::ShardDb> shard_with_100_rows(const fs::path& dir) {
+    auto db = open_shard(dir);
+    std::vector<uint64_t> timestamps(100);
+    std::iota(timestamps.begin(), timestamps.end(), 1);
+    std::shuffle(timestamps.begin(), timestamps.end(), std::mt19937(7));
+    REQUIRE(db->begin().ok());
+    for (size_t i = 0; i < timestamps.size(); ++i) {
+        REQUIRE(db->insert(kmes_row(guid(0xb0), 0, i + 1, timestamps[i])).ok());
+    }
+    REQUIRE(db->account(guid(0xb0), 0, 1, 100).ok());
+    REQUIRE(db->commit().ok());
+    return db;
+}
+
+}  // namespace
+
+TEST_CASE("delete_oldest without a cutoff removes at most limit rows, oldest first", "[retention]") {
+    TempDir dir;
+    auto db = shard_with_100_rows(dir.path());
+    auto deleted = db->delete_oldest(0, 10);
+    REQUIRE(deleted.ok());
+    CHECK(*deleted == 10);
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.count("SELECT count(*) FROM events") == 90);
+    CHECK(raw.count("SELECT min(timestamp) FROM events") == 11);
+}
+
+TEST_CASE("delete_oldest with a cutoff keeps rows at or after it", "[retention]") {
+    TempDir dir;
+    auto db = shard_with_100_rows(dir.path());
+    auto deleted = db->delete_oldest(50, 1000);
+    REQUIRE(deleted.ok());
+    CHECK(*deleted == 49);
+    auto again = db->delete_oldest(50, 1000);
+    REQUIRE(again.ok());
+    CHECK(*again == 0);
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.count("SELECT min(timestamp) FROM events") == 50);
+}
+
+TEST_CASE("delete_oldest with a cutoff still removes at most limit rows", "[retention]") {
+    TempDir dir;
+    auto db = shard_with_100_rows(dir.path());
+    auto deleted = db->delete_oldest(50, 20);
+    REQUIRE(deleted.ok());
+    CHECK(*deleted == 20);
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.count("SELECT min(timestamp) FROM events") == 21);
+}
+
+TEST_CASE("retention deletes leave the sequence state alone", "[retention]") {
+    TempDir dir;
+    auto db = shard_with_100_rows(dir.path());
+    REQUIRE(db->delete_oldest(0, 1000).ok());
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.count("SELECT count(*) FROM events") == 0);
+    CHECK(raw.count("SELECT count(*) FROM sequence_state") == 1);
+    CHECK(db->sequence_state().at({guid(0xb0), 0}).highest() == 100);
+}
+
+TEST_CASE("delete_oldest is refused inside the writer's open transaction", "[retention]") {
+    TempDir dir;
+    auto db = open_shard(dir.path());
+    REQUIRE(db->begin().ok());
+    auto deleted = db->delete_oldest(0, 10);
+    REQUIRE_FALSE(deleted.ok());
+    CHECK(deleted.error().code == EINVAL);
+    db->rollback();
+}
+
+TEST_CASE("oldest_timestamp is the smallest timestamp, or nothing when empty", "[retention]") {
+    TempDir dir;
+    {
+        auto empty = open_shard(dir.path(), 1);
+        auto oldest = empty->oldest_timestamp();
+        REQUIRE(oldest.ok());
+        CHECK_FALSE(oldest->has_value());
+    }
+    auto db = shard_with_100_rows(dir.path());
+    auto oldest = db->oldest_timestamp();
+    REQUIRE(oldest.ok());
+    CHECK(*oldest == std::optional<uint64_t>(1));
+}

@@ -1,0 +1,234 @@
+// Creating, opening, verifying and quarantining shard files (PSD-008 §3.1–§3.2, DESIGN.md §8).
+#include <cerrno>
+#include <regex>
+
+#include "store_test_util.hpp"
+
+using namespace store_test;
+using eventd::store::quarantine_shard;
+using eventd::store::shard_file_name;
+using eventd::store::ShardDb;
+
+namespace {
+using Rows = std::vector<std::vector<std::string>>;
+}
+
+TEST_CASE("shard files are named shard-NNNN.db", "[open]") {
+    CHECK(shard_file_name(0) == "shard-0000.db");
+    CHECK(shard_file_name(3) == "shard-0003.db");
+    CHECK(shard_file_name(255) == "shard-0255.db");
+}
+
+TEST_CASE("creating a shard produces exactly the 3.1 schema", "[open]") {
+    TempDir dir;
+    open_shard(dir.path(), 3);
+    RawDb raw(dir / "shard-0003.db");
+
+    CHECK(raw.rows("SELECT type, name, tbl_name FROM sqlite_master ORDER BY type, name") ==
+          Rows{{"index", "idx_events_timestamp", "events"},
+               {"index", "sqlite_autoindex_metadata_1", "metadata"},
+               {"table", "events", "events"},
+               {"table", "metadata", "metadata"},
+               {"table", "sequence_state", "sequence_state"}});
+    CHECK(raw.rows("SELECT name FROM pragma_index_list('events')") == Rows{{"idx_events_timestamp"}});
+    CHECK(raw.rows("SELECT name FROM pragma_index_info('idx_events_timestamp')") == Rows{{"timestamp"}});
+    CHECK(raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('events')") ==
+          Rows{{"id", "INTEGER", "0", "1"},
+               {"boot_id", "BLOB", "1", "0"},
+               {"timestamp", "INTEGER", "1", "0"},
+               {"cpu_id", "INTEGER", "0", "0"},
+               {"sequence", "INTEGER", "0", "0"},
+               {"origin_class", "INTEGER", "0", "0"},
+               {"event_type", "TEXT", "1", "0"},
+               {"effective_token_guid", "BLOB", "0", "0"},
+               {"true_token_guid", "BLOB", "0", "0"},
+               {"process_guid", "BLOB", "0", "0"},
+               {"payload", "BLOB", "0", "0"}});
+    CHECK(raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('metadata')") ==
+          Rows{{"key", "TEXT", "0", "1"}, {"value", "TEXT", "1", "0"}});
+    CHECK(raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('sequence_state')") ==
+          Rows{{"boot_id", "BLOB", "1", "1"},
+               {"cpu_id", "INTEGER", "1", "2"},
+               {"first_sequence", "INTEGER", "1", "3"},
+               {"last_sequence", "INTEGER", "1", "0"}});
+}
+
+TEST_CASE("a new shard's metadata holds schema_version 1 and an ISO 8601 UTC created_at", "[open]") {
+    TempDir dir;
+    open_shard(dir.path());
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.value("SELECT count(*) FROM metadata") == "2");
+    CHECK(raw.value("SELECT value FROM metadata WHERE key = 'schema_version'") == "1");
+    const std::string created = raw.value("SELECT value FROM metadata WHERE key = 'created_at'");
+    CHECK(std::regex_match(created, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)")));
+}
+
+TEST_CASE("a new shard is in WAL mode", "[open]") {
+    TempDir dir;
+    auto db = open_shard(dir.path());
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.value("PRAGMA journal_mode") == "wal");
+    CHECK(fs::exists(dir / "shard-0000.db-wal"));
+}
+
+TEST_CASE("reopening a shard keeps its rows and sequence state", "[open]") {
+    TempDir dir;
+    const Guid boot = guid(0xb0);
+    eventd::store::SequenceState before;
+    {
+        auto db = open_shard(dir.path());
+        commit_range(*db, boot, 1, 1, 10);
+        commit_range(*db, boot, 2, 5, 7);
+        before = db->sequence_state();
+    }
+    auto db = open_shard(dir.path());
+    CHECK(db->sequence_state() == before);
+    CHECK(db->sequence_state().at({boot, 1}).ranges() == std::map<uint64_t, uint64_t>{{1, 10}});
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.count("SELECT count(*) FROM events") == 13);
+}
+
+TEST_CASE("an unknown schema_version is refused and the file left untouched", "[open]") {
+    TempDir dir;
+    open_shard(dir.path());
+    {
+        RawDb raw(dir / "shard-0000.db");
+        raw.exec("UPDATE metadata SET value = '2' WHERE key = 'schema_version'");
+    }
+    const std::string bytes = read_file(dir / "shard-0000.db");
+
+    auto db = ShardDb::open(dir.path(), 0);
+    REQUIRE_FALSE(db.ok());
+    CHECK(db.error().code == EPROTO);
+    CHECK_THAT(db.error().message, Catch::Contains("'2'") && Catch::Contains("shard-0000.db"));
+    CHECK(read_file(dir / "shard-0000.db") == bytes);
+}
+
+TEST_CASE("a garbage file is refused as not a database", "[open]") {
+    TempDir dir;
+    write_file(dir / "shard-0000.db", std::string(8192, '\x5a'));
+    auto db = ShardDb::open(dir.path(), 0);
+    REQUIRE_FALSE(db.ok());
+    CHECK(db.error().code == EIO);
+    CHECK_THAT(db.error().message, Catch::Contains("file is not a database") && Catch::Contains("shard-0000.db"));
+    CHECK(read_file(dir / "shard-0000.db") == std::string(8192, '\x5a'));
+}
+
+TEST_CASE("a shard without idx_events_timestamp is refused as broken", "[open]") {
+    TempDir dir;
+    open_shard(dir.path());
+    {
+        RawDb raw(dir / "shard-0000.db");
+        raw.exec("DROP INDEX idx_events_timestamp");
+    }
+    auto db = ShardDb::open(dir.path(), 0);
+    REQUIRE_FALSE(db.ok());
+    CHECK(db.error().code == EIO);
+    CHECK_THAT(db.error().message, Catch::Contains("idx_events_timestamp"));
+}
+
+TEST_CASE("a shard without sequence_state is refused as broken", "[open]") {
+    TempDir dir;
+    open_shard(dir.path());
+    {
+        RawDb raw(dir / "shard-0000.db");
+        raw.exec("DROP TABLE sequence_state");
+    }
+    auto db = ShardDb::open(dir.path(), 0);
+    REQUIRE_FALSE(db.ok());
+    CHECK_THAT(db.error().message, Catch::Contains("sequence_state is missing"));
+}
+
+TEST_CASE("a shard whose events table has other columns is refused as broken", "[open]") {
+    TempDir dir;
+    {
+        RawDb raw(dir / "shard-0000.db", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+        raw.exec("CREATE TABLE events (id INTEGER PRIMARY KEY, boot_id BLOB NOT NULL, timestamp TEXT)");
+        raw.exec("CREATE TABLE metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+        raw.exec("INSERT INTO metadata VALUES ('schema_version', '1')");
+    }
+    auto db = ShardDb::open(dir.path(), 0);
+    REQUIRE_FALSE(db.ok());
+    CHECK(db.error().code == EIO);
+    CHECK_THAT(db.error().message, Catch::Contains("events column 2"));
+}
+
+TEST_CASE("an existing file without any table is created in place", "[open]") {
+    TempDir dir;
+    SECTION("empty file") { write_file(dir / "shard-0000.db", ""); }
+    SECTION("creation interrupted after journal_mode=WAL") {
+        RawDb raw(dir / "shard-0000.db", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+        raw.exec("PRAGMA journal_mode=WAL");
+    }
+    open_shard(dir.path());
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.value("SELECT value FROM metadata WHERE key = 'schema_version'") == "1");
+}
+
+TEST_CASE("quarantine renames the shard with its WAL and it stays readable", "[open][quarantine]") {
+    TempDir dir;
+    const Guid boot = guid(0xb1);
+    // Leave committed rows only in the -wal, as a crashed writer would.
+    in_crashing_child([&] {
+        auto db = ShardDb::open(dir.path(), 2);
+        if (!db) return false;
+        auto& shard = *std::move(db).value().release();  // never closed: the child dies like a killed writer
+        if (!shard.begin()) return false;
+        for (uint64_t s = 1; s <= 5; ++s) {
+            if (!shard.insert(kmes_row(boot, 0, s, s))) return false;
+        }
+        return shard.account(boot, 0, 1, 5).ok() && shard.commit().ok();
+    });
+    REQUIRE(fs::exists(dir / "shard-0002.db-wal"));
+
+    auto moved = quarantine_shard(dir.path(), 2);
+    REQUIRE(moved.ok());
+    CHECK(std::regex_match(*moved, std::regex(R"(shard-0002\.quarantined-\d+\.db)")));
+    CHECK_FALSE(fs::exists(dir / "shard-0002.db"));
+    CHECK_FALSE(fs::exists(dir / "shard-0002.db-wal"));
+    CHECK(fs::exists(dir / (*moved + "-wal")));
+
+    RawDb raw(dir / *moved, SQLITE_OPEN_READONLY);
+    CHECK(raw.count("SELECT count(*) FROM events") == 5);
+
+    auto fresh = open_shard(dir.path(), 2);  // a new shard takes its place
+    CHECK(fresh->sequence_state().empty());
+}
+
+TEST_CASE("quarantining twice in one second keeps both files", "[open][quarantine]") {
+    TempDir dir;
+    open_shard(dir.path(), 1);
+    auto first = quarantine_shard(dir.path(), 1);
+    REQUIRE(first.ok());
+    open_shard(dir.path(), 1);
+    auto second = quarantine_shard(dir.path(), 1);
+    REQUIRE(second.ok());
+    CHECK(*first != *second);
+    CHECK(fs::exists(dir / *first));
+    CHECK(fs::exists(dir / *second));
+}
+
+TEST_CASE("a -wal left without its database is set aside before a new shard is created", "[open]") {
+    TempDir dir;
+    const Guid boot = guid(0xb2);
+    in_crashing_child([&] {
+        auto db = ShardDb::open(dir.path(), 0);
+        if (!db) return false;
+        auto& shard = *std::move(db).value().release();  // never closed: the child dies like a killed writer
+        return shard.begin().ok() && shard.insert(kmes_row(boot, 0, 1, 1)).ok() && shard.commit().ok();
+    });
+    fs::remove(dir / "shard-0000.db");
+    REQUIRE(fs::exists(dir / "shard-0000.db-wal"));
+    const std::string wal = read_file(dir / "shard-0000.db-wal");
+
+    open_shard(dir.path());
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.count("SELECT count(*) FROM events") == 0);
+    bool set_aside = false;  // SQLite alone would delete it
+    for (const auto& entry : fs::directory_iterator(dir.path())) {
+        if (entry.path().filename().string().starts_with("shard-0000.db.orphaned-")) {
+            set_aside = read_file(entry.path()) == wal;
+        }
+    }
+    CHECK(set_aside);
+}
