@@ -79,6 +79,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const EventdConfig& config) {
         d->drains_.push_back(std::make_unique<DrainThread>(
             cpu, std::move(readers[cpu]), d->boot_id_, std::move(accounted), std::move(shards),
             [raw](const std::string& why) {
+                if (raw->stopping_.load()) {  // the shim went away during our own shutdown
+                    spdlog::info("final drain ended early: {}", why);
+                    return;
+                }
                 if (raw->failed_.exchange(true)) return;
                 raw->failure_ = why;
                 spdlog::critical("lost the KMES ring: {}; exiting so eventd restarts on the current boot", why);
