@@ -29,17 +29,24 @@ public:
 
     void optional_path(const char* key, std::string& target) {
         if (!doc_.contains(key)) return;
+        out_.present.insert(key);
         const json& v = doc_[key];
         if (v.is_string() && !v.get<std::string>().empty()) target = v.get<std::string>();
         else problem(key, v, json(target));
     }
 
+    // `target` holds the default; an invalid value sets it to `kept` (the value in force).
     template <class T>
-    void number(const char* key, T& target, uint64_t min, uint64_t max) {
+    void number(const char* key, T& target, uint64_t min, uint64_t max, T kept) {
         if (!doc_.contains(key)) return;
+        out_.present.insert(key);
         const json& v = doc_[key];
-        if (is_count(v) && v.get<uint64_t>() >= min && v.get<uint64_t>() <= max) target = static_cast<T>(v.get<uint64_t>());
-        else problem(key, v, json(target), " (valid: " + std::to_string(min) + ".." + std::to_string(max) + ")");
+        if (is_count(v) && v.get<uint64_t>() >= min && v.get<uint64_t>() <= max) {
+            target = static_cast<T>(v.get<uint64_t>());
+        } else {
+            target = kept;
+            problem(key, v, json(kept), " (valid: " + std::to_string(min) + ".." + std::to_string(max) + ")");
+        }
     }
 
 private:
@@ -52,55 +59,64 @@ private:
 
 }  // namespace
 
-kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const EventdConfig& base) {
+kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const EventdConfig& in_force) {
     if (!document.is_object()) return kmes::Error{EINVAL, "the configuration must be a JSON object"};
-    LoadedConfig out{base, {}};
+    LoadedConfig out{EventdConfig{}, {}, {}};
     EventdConfig& c = out.config;
+    const EventdConfig& k = in_force;
     Reader r(document, out);
     if (auto s = r.required_path("EventStorePath", c.event_store_path); !s) return s.error();
     if (auto s = r.required_path("QuerySocketPath", c.query_socket_path); !s) return s.error();
     r.optional_path("KmesSocketPath", c.kmes_socket_path);
     // PSD-008 §12.1 ranges.
-    r.number("StorageShards", c.storage_shards, 0, 256);
-    r.number("MaxBatchSize", c.max_batch_size, 100, 100000);
-    r.number("MaxBatchLatencyMs", c.max_batch_latency_ms, 10, 5000);
-    r.number("EventRetentionDays", c.event_retention_days, 1, 3650);
-    r.number("EventRetentionMaxBytes", c.event_retention_max_bytes, 0, UINT64_MAX);
-    r.number("RetentionCheckIntervalMinutes", c.retention_check_interval_minutes, 1, 1440);
-    r.number("TestCommitDelayMs", c.test_commit_delay_ms, 0, 60000);
+    r.number("StorageShards", c.storage_shards, 0, 256, k.storage_shards);
+    r.number("MaxBatchSize", c.max_batch_size, 100, 100000, k.max_batch_size);
+    r.number("MaxBatchLatencyMs", c.max_batch_latency_ms, 10, 5000, k.max_batch_latency_ms);
+    r.number("EventRetentionDays", c.event_retention_days, 1, 3650, k.event_retention_days);
+    r.number("EventRetentionMaxBytes", c.event_retention_max_bytes, 0, UINT64_MAX, k.event_retention_max_bytes);
+    r.number("RetentionCheckIntervalMinutes", c.retention_check_interval_minutes, 1, 1440,
+             k.retention_check_interval_minutes);
+    r.number("TestCommitDelayMs", c.test_commit_delay_ms, 0, 60000, k.test_commit_delay_ms);
     return out;
 }
 
-kmes::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& base) {
+kmes::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& in_force) {
     std::ifstream in(path);
     if (!in) return kmes::Error{errno, "cannot read configuration " + path + ": " + std::strerror(errno)};
     json document = json::parse(in, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
     if (document.is_discarded()) return kmes::Error{EINVAL, path + " is not valid JSON"};
-    auto loaded = parse_eventd_config(document, base);
+    auto loaded = parse_eventd_config(document, in_force);
     if (!loaded) return kmes::Error{loaded.error().code, path + ": " + loaded.error().message};
     return loaded;
 }
 
-std::vector<ConfigChange> tuning_changes(const EventdConfig& from, const EventdConfig& to,
+std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedConfig& to,
                                          std::vector<std::string>* restart_only) {
     std::vector<ConfigChange> changes;
-    auto tuning = [&](const char* key, auto a, auto b) {
-        if (a != b) changes.push_back(ConfigChange{key, json(a), json(b)});
+    auto value = [](const LoadedConfig& c, const char* key, const json& v) {
+        return c.present.count(key) ? v : json(nullptr);  // absent from the file: nil
     };
-    tuning("MaxBatchSize", from.max_batch_size, to.max_batch_size);
-    tuning("MaxBatchLatencyMs", from.max_batch_latency_ms, to.max_batch_latency_ms);
-    tuning("EventRetentionDays", from.event_retention_days, to.event_retention_days);
-    tuning("EventRetentionMaxBytes", from.event_retention_max_bytes, to.event_retention_max_bytes);
-    tuning("RetentionCheckIntervalMinutes", from.retention_check_interval_minutes, to.retention_check_interval_minutes);
-    tuning("TestCommitDelayMs", from.test_commit_delay_ms, to.test_commit_delay_ms);
+    auto tuning = [&](const char* key, auto a, auto b) {
+        const json before = value(from, key, json(a));
+        const json after = value(to, key, json(b));
+        if (a != b || before.is_null() != after.is_null()) changes.push_back(ConfigChange{key, before, after});
+    };
+    const EventdConfig& f = from.config;
+    const EventdConfig& t = to.config;
+    tuning("MaxBatchSize", f.max_batch_size, t.max_batch_size);
+    tuning("MaxBatchLatencyMs", f.max_batch_latency_ms, t.max_batch_latency_ms);
+    tuning("EventRetentionDays", f.event_retention_days, t.event_retention_days);
+    tuning("EventRetentionMaxBytes", f.event_retention_max_bytes, t.event_retention_max_bytes);
+    tuning("RetentionCheckIntervalMinutes", f.retention_check_interval_minutes, t.retention_check_interval_minutes);
+    tuning("TestCommitDelayMs", f.test_commit_delay_ms, t.test_commit_delay_ms);
     if (restart_only) {
         auto fixed = [&](const char* key, bool differs) {
             if (differs) restart_only->push_back(key);
         };
-        fixed("EventStorePath", from.event_store_path != to.event_store_path);
-        fixed("QuerySocketPath", from.query_socket_path != to.query_socket_path);
-        fixed("KmesSocketPath", from.kmes_socket_path != to.kmes_socket_path);
-        fixed("StorageShards", from.storage_shards != to.storage_shards);
+        fixed("EventStorePath", f.event_store_path != t.event_store_path);
+        fixed("QuerySocketPath", f.query_socket_path != t.query_socket_path);
+        fixed("KmesSocketPath", f.kmes_socket_path != t.kmes_socket_path);
+        fixed("StorageShards", f.storage_shards != t.storage_shards);
     }
     return changes;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,21 +43,23 @@ struct ConfigProblem {
 struct LoadedConfig {
     EventdConfig config;
     std::vector<ConfigProblem> problems;  // invalid optional values (logged, not fatal)
+    std::set<std::string> present;        // keys the file sets (absent ones hold their default)
 };
 
-// Read and validate `path`. `base` supplies the values kept for invalid optional keys.
-kmes::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& base = {});
-kmes::Result<LoadedConfig> parse_eventd_config(const nlohmann::json& document, const EventdConfig& base = {});
+// Read and validate `path`. An absent optional key takes its compiled-in default; an invalid
+// one keeps its value in `in_force` (the defaults at startup, DESIGN.md §8).
+kmes::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& in_force = {});
+kmes::Result<LoadedConfig> parse_eventd_config(const nlohmann::json& document, const EventdConfig& in_force = {});
 
 // A runtime change of one tuning key (for synthetic.config_change).
 struct ConfigChange {
     std::string key;
-    nlohmann::json old_value;  // null when the key was absent
-    nlohmann::json new_value;
+    nlohmann::json old_value;  // null when the key was absent from the file
+    nlohmann::json new_value;  // null when the key was removed (its default applies)
 };
-// Tuning keys that differ between `from` and `to`. Restart-only keys are reported in
-// *restart_only (logged; they apply at the next start).
-std::vector<ConfigChange> tuning_changes(const EventdConfig& from, const EventdConfig& to,
+// Tuning keys whose value or presence differs between `from` and `to`. Restart-only keys
+// that changed are reported in *restart_only (logged; they apply at the next start).
+std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedConfig& to,
                                          std::vector<std::string>* restart_only);
 
 }  // namespace eventd

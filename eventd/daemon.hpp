@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,7 +21,7 @@ namespace eventd {
 class Daemon {
 public:
     // Phases 1–7 of §10.1 except readiness, which main signals. Any failure: an Error, no threads left.
-    static kmes::Result<std::unique_ptr<Daemon>> start(const EventdConfig& config);
+    static kmes::Result<std::unique_ptr<Daemon>> start(const LoadedConfig& loaded);
     ~Daemon();
 
     // §10.2 graceful shutdown. With dump (SIGQUIT) a diagnostic dump goes to stderr first.
@@ -35,7 +36,7 @@ public:
     void dump_diagnostics() const;
 
 private:
-    explicit Daemon(const EventdConfig& config);
+    explicit Daemon(const LoadedConfig& loaded);
 
     // daemon_startup.cpp
     kmes::Status open_shards(uint32_t count);
@@ -49,7 +50,8 @@ private:
     void post_daemon_record(store::EventRow row, uint32_t avoid_shard = UINT32_MAX);
     void on_storage_error(uint32_t shard, const std::string& error);
 
-    EventdConfig config_;
+    EventdConfig config_;             // values in force
+    std::set<std::string> present_;   // keys the configuration file set (for config_change)
     std::mutex config_mutex_;
     WriterSettings settings_;
     store::Guid boot_id_{};

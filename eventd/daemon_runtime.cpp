@@ -43,7 +43,8 @@ void Daemon::reload(const std::string& config_path) {
     }
     for (const ConfigProblem& p : loaded->problems) spdlog::warn("configuration key {}: {}", p.key, p.message);
     std::vector<std::string> restart_only;
-    const auto changes = tuning_changes(config_, loaded->config, &restart_only);
+    const auto changes = tuning_changes(LoadedConfig{config_, {}, present_}, *loaded, &restart_only);
+    present_ = loaded->present;
     for (const std::string& key : restart_only) spdlog::warn("configuration key {} changed; it applies at the next start", key);
     EventdConfig next = config_;
     next.max_batch_size = loaded->config.max_batch_size;
@@ -102,11 +103,12 @@ void Daemon::run_retention() {
         }
     }
     if (max_bytes != 0) {
-        // Over the byte limit: delete the oldest rows, a batch per shard in turn, until under it
-        // or nothing more can go (freed pages are reused, files shrink only by VACUUM).
+        // Over the byte limit: delete the oldest rows, a batch per shard in turn, until the live
+        // pages fit. Measured in used pages, not file sizes: freed pages are reused by later
+        // inserts, but files shrink only by VACUUM, which retention never runs (§3.4).
         auto total = [&] {
             uint64_t sum = 0;
-            for (auto& w : writers_) sum += w->exclusive([](store::ShardDb& db) { return db.size_bytes(); });
+            for (auto& w : writers_) sum += w->exclusive([](store::ShardDb& db) { return db.used_bytes(); });
             return sum;
         };
         for (int round = 0; round < 1000 && total() > max_bytes && !stopping_.load(); ++round) {

@@ -25,14 +25,15 @@ using kmes::Error;
 using kmes::Result;
 using kmes::Status;
 
-Daemon::Daemon(const EventdConfig& config) : config_(config) {
-    settings_.max_batch_size.store(config.max_batch_size);
-    settings_.max_batch_latency_ms.store(config.max_batch_latency_ms);
-    settings_.test_commit_delay_ms.store(config.test_commit_delay_ms);
+Daemon::Daemon(const LoadedConfig& loaded) : config_(loaded.config), present_(loaded.present) {
+    settings_.max_batch_size.store(config_.max_batch_size);
+    settings_.max_batch_latency_ms.store(config_.max_batch_latency_ms);
+    settings_.test_commit_delay_ms.store(config_.test_commit_delay_ms);
 }
 
-Result<std::unique_ptr<Daemon>> Daemon::start(const EventdConfig& config) {
-    std::unique_ptr<Daemon> d(new Daemon(config));
+Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
+    std::unique_ptr<Daemon> d(new Daemon(loaded));
+    const EventdConfig& config = d->config_;
 
     // Phase 2: the store directory and the persisted per-boot sequence state of every shard
     // file (active, historical, quarantined) — never a scan of `events`.

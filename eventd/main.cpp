@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     for (const auto& p : loaded->problems) spdlog::warn("configuration key {}: {}", p.key, p.message);
     setenv("KMES_SOCKET", loaded->config.kmes_socket_path.c_str(), 1);  // libkmes finds the shim here
 
-    auto daemon = eventd::Daemon::start(loaded->config);
+    auto daemon = eventd::Daemon::start(*loaded);
     if (!daemon) {
         spdlog::critical("cannot start: {}", daemon.error().message);
         return 1;  // no READY=1

@@ -85,7 +85,8 @@ void ShardWriter::run() {
             for (auto& u : urgent_) items.push_back(std::move(u));
             urgent_.clear();
         }
-        const size_t room = batch_count_ < max_batch ? max_batch - batch_count_ : 0;
+        // batch_count_ still counts the last committed batch until the next one begins.
+        const size_t room = !in_transaction_ ? max_batch : batch_count_ < max_batch ? max_batch - batch_count_ : 0;
         if (items.empty()) handoff_.pop(items, room, timeout);
         else handoff_.pop(items, room, std::chrono::milliseconds(0));
 

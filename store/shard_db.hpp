@@ -71,6 +71,9 @@ public:
     Result<uint64_t> delete_oldest(uint64_t cutoff_ns, uint32_t limit);
     // Bytes of the database file plus its WAL.
     uint64_t size_bytes() const;
+    // Bytes of live pages ((page_count − freelist_count) × page_size): what retention's byte
+    // limit measures. Deleting rows lowers it at once, while the file shrinks only by VACUUM.
+    uint64_t used_bytes() const;
     // Smallest `timestamp` in `events`, nullopt when empty: lets retention find the globally
     // oldest rows across shards (§3.4 step 2). Uses idx_events_timestamp.
     Result<std::optional<uint64_t>> oldest_timestamp();

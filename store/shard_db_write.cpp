@@ -188,4 +188,15 @@ uint64_t ShardDb::size_bytes() const {
     return total;
 }
 
+uint64_t ShardDb::used_bytes() const {
+    auto pragma = [this](const char* sql) -> uint64_t {
+        auto stmt = detail::prepare(db_, sql, path_);
+        if (!stmt || sqlite3_step(stmt->get()) != SQLITE_ROW) return 0;
+        return detail::from_sql(sqlite3_column_int64(stmt->get(), 0));
+    };
+    const uint64_t pages = pragma("PRAGMA page_count");
+    const uint64_t free_pages = pragma("PRAGMA freelist_count");
+    return (pages > free_pages ? pages - free_pages : 0) * pragma("PRAGMA page_size");
+}
+
 }  // namespace eventd::store
