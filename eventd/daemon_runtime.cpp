@@ -111,14 +111,23 @@ void Daemon::run_retention() {
             for (auto& w : writers_) sum += w->exclusive([](store::ShardDb& db) { return db.used_bytes(); });
             return sum;
         };
-        for (int round = 0; round < 1000 && total() > max_bytes && !stopping_.load(); ++round) {
-            uint64_t this_round = 0;
+        // §3.4 step 2: the globally oldest rows go first — each batch from the shard whose
+        // oldest row is oldest.
+        while (total() > max_bytes && !stopping_.load()) {
+            ShardWriter* oldest = nullptr;
+            uint64_t oldest_ts = UINT64_MAX;
             for (auto& w : writers_) {
-                auto n = w->exclusive([&](store::ShardDb& db) { return db.delete_oldest(0, kBatch); });
-                if (n) this_round += *n;
+                auto ts = w->exclusive([](store::ShardDb& db) { return db.oldest_timestamp(); });
+                if (ts && *ts && **ts < oldest_ts) {
+                    oldest_ts = **ts;
+                    oldest = w.get();
+                }
             }
-            deleted += this_round;
-            if (this_round == 0) break;
+            if (!oldest) break;  // nothing left to delete
+            auto n = oldest->exclusive([&](store::ShardDb& db) { return db.delete_oldest(0, kBatch); });
+            if (!n || *n == 0) break;
+            deleted += *n;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));  // let the writer in
         }
     }
     if (deleted) spdlog::info("retention deleted {} rows", deleted);

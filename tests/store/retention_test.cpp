@@ -94,3 +94,22 @@ TEST_CASE("oldest_timestamp is the smallest timestamp, or nothing when empty", "
     REQUIRE(oldest.ok());
     CHECK(*oldest == std::optional<uint64_t>(1));
 }
+
+TEST_CASE("used_bytes falls when retention deletes rows, while the file keeps its size", "[retention]") {
+    TempDir dir;
+    auto db = shard_with_100_rows(dir.path());
+    REQUIRE(db->begin().ok());
+    for (uint64_t s = 101; s <= 300; ++s) {
+        auto row = kmes_row(guid(0xb0), 0, s, s);
+        row.payload = std::vector<uint8_t>(2000, 0x11);
+        REQUIRE(db->insert(row).ok());
+    }
+    REQUIRE(db->commit().ok());
+    db->checkpoint_if_needed(1);
+    const uint64_t used_before = db->used_bytes();
+    const uint64_t file_before = fs::file_size(dir / "shard-0000.db");
+    REQUIRE(db->delete_oldest(0, 1000).ok());
+    db->checkpoint_if_needed(1);
+    CHECK(db->used_bytes() < used_before / 4);
+    CHECK(fs::file_size(dir / "shard-0000.db") == file_before);  // no automatic VACUUM (§3.4)
+}
