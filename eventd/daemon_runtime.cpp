@@ -57,21 +57,29 @@ void Daemon::reload(const std::string& config_path) {
     settings_.max_batch_size.store(next.max_batch_size);
     settings_.max_batch_latency_ms.store(next.max_batch_latency_ms);
     settings_.test_commit_delay_ms.store(next.test_commit_delay_ms);
+    bool retention_changed = false;
     for (const ConfigChange& c : changes) {
         spdlog::info("configuration key {} changed from {} to {}", c.key, c.old_value.dump(), c.new_value.dump());
         post_daemon_record(synthetic::config_change(boot_id_, c.key, c.old_value, c.new_value));
+        retention_changed |= c.key.rfind("EventRetention", 0) == 0 || c.key == "RetentionCheckIntervalMinutes";
     }
-    retention_wake_.notify_all();  // the interval may have changed
+    if (retention_changed) {  // apply a new limit now rather than at the next interval
+        std::lock_guard retention_lock(retention_mutex_);
+        retention_requested_ = true;
+    }
+    retention_wake_.notify_all();
 }
 
 void Daemon::retention_loop() {
     for (;;) {
-        std::unique_lock lock(retention_mutex_);
+        // Lock order: config_mutex_ before retention_mutex_ (reload() takes both), so the
+        // interval is read before this loop takes its own lock.
         uint32_t minutes;
         {
             std::lock_guard config_lock(config_mutex_);
             minutes = config_.retention_check_interval_minutes;
         }
+        std::unique_lock lock(retention_mutex_);
         retention_wake_.wait_for(lock, std::chrono::minutes(minutes),
                                  [&] { return stopping_.load() || retention_requested_; });
         if (stopping_.load()) return;
