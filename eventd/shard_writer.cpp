@@ -12,6 +12,7 @@ using kmes::Status;
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSmoothing = 0.2;  // EWMA weight of a new observation
+constexpr size_t kMaxRetained = 1000;  // daemon-wide records kept from failed batches
 
 std::string describe(const std::vector<Accounting>& ranges) {
     std::string out;
@@ -90,23 +91,25 @@ void ShardWriter::run() {
         if (items.empty()) handoff_.pop(items, room, timeout);
         else handoff_.pop(items, room, std::chrono::milliseconds(0));
 
-        if (items.empty() && finishing_.load() && handoff_.empty()) {
-            if (in_transaction_) commit_batch();
-            return;
-        }
-        if (!items.empty()) {
+        // §11.1: what failed batches left behind (lost ranges, daemon-wide records) is retried
+        // when idle too — at most every idle wait (100 ms) — so it is recorded once space
+        // returns even if no new event ever arrives for this shard, and at shutdown.
+        const bool retry = items.empty() && !in_transaction_ && (!lost_.empty() || !retained_.empty());
+        const bool last_round = items.empty() && finishing_.load() && handoff_.empty();
+        if (!items.empty() || retry) {
             const auto now = Clock::now();
-            if (last_arrival_ != Clock::time_point{}) {
+            if (!items.empty() && last_arrival_ != Clock::time_point{}) {
                 const double dt = std::max(1e-6, std::chrono::duration<double>(now - last_arrival_).count());
                 arrival_rate_ = (1 - kSmoothing) * arrival_rate_ + kSmoothing * (items.size() / dt);
             }
-            last_arrival_ = now;
+            if (!items.empty()) last_arrival_ = now;
             if (!in_transaction_) {
                 db_lock.lock();  // retention waits between our transactions
                 in_transaction_ = true;
                 batch_failed_ = false;
                 batch_count_ = 0;
                 batch_accounting_.clear();
+                batch_records_.clear();
                 batch_started_ = now;
                 if (Status s = db_->begin(); !s) {
                     batch_failed_ = true;
@@ -116,6 +119,7 @@ void ShardWriter::run() {
             }
             for (HandoffItem& item : items) {
                 if (item.accounting) batch_accounting_.push_back(*item.accounting);
+                else batch_records_.push_back(item.row);  // kept for a retry if the batch fails
                 if (batch_failed_) continue;
                 Status s = db_->insert(item.row);
                 if (s && item.accounting)
@@ -126,6 +130,10 @@ void ShardWriter::run() {
                 }
             }
             batch_count_ += items.size();
+        }
+        if (last_round) {
+            if (in_transaction_) commit_batch();
+            return;
         }
         if (!in_transaction_) continue;
 
@@ -142,9 +150,18 @@ void ShardWriter::run() {
     }
 }
 
-// Gap records for the ranges of earlier failed batches, first in the new transaction.
+// Gap records for the ranges of earlier failed batches, and the daemon-wide records those
+// batches held, first in the new transaction.
 void ShardWriter::write_lost_ranges() {
-    if (lost_.empty() || batch_failed_) return;
+    if (batch_failed_) return;
+    for (const store::EventRow& row : retained_) {
+        if (Status s = db_->insert(row); !s) {
+            batch_failed_ = true;
+            batch_error_ = s.error().message;
+            return;
+        }
+    }
+    if (lost_.empty()) return;
     const uint64_t now = synthetic::now_ns();
     for (const Accounting& a : coalesce(lost_)) {
         Status s = db_->insert(synthetic::gap(boot_id_, a.cpu_id, a.first, a.last, std::nullopt, now));
@@ -177,6 +194,8 @@ void ShardWriter::commit_batch() {
         spdlog::info("shard {}: recorded earlier lost ranges as gaps: {}", db_->index(), describe(coalesce(lost_)));
         lost_.clear();
     }
+    retained_.clear();
+    failing_ = false;
     stats_.rows.fetch_add(batch_count_, std::memory_order_relaxed);
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
     db_->checkpoint_if_needed();
@@ -196,11 +215,21 @@ void ShardWriter::fail_batch(const std::string& error) {
     }
     lost_.insert(lost_.end(), batch_lost.begin(), batch_lost.end());
     lost_ = coalesce(lost_);
+    // Daemon-wide records (storage_error, config_change, startup) are retried, not lost; the
+    // bound only matters if a shard fails for a very long time.
+    for (store::EventRow& row : batch_records_)
+        if (retained_.size() < kMaxRetained) retained_.push_back(std::move(row));
+    batch_records_.clear();
     stats_.failed_batches.fetch_add(1, std::memory_order_relaxed);
     stats_.lost_events.fetch_add(events, std::memory_order_relaxed);
+    if (batch_count_ == 0 && failing_) return;  // an idle retry that failed again: nothing new to say
     spdlog::error("shard {}: commit of {} records failed: {}; lost {}", db_->index(), batch_count_, error,
                   describe(coalesce(batch_lost)));
-    if (hooks_.on_storage_error) hooks_.on_storage_error(db_->index(), error);
+    // One storage_error per failure episode (until the next successful commit): a record per
+    // failed batch would, with every shard full, bounce between shards for ever — each failing
+    // to store the other's record and posting a new one about it.
+    if (!failing_ && hooks_.on_storage_error) hooks_.on_storage_error(db_->index(), error);
+    failing_ = true;
 }
 
 }  // namespace eventd

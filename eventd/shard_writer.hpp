@@ -89,7 +89,10 @@ private:
     size_t batch_count_ = 0;
     std::chrono::steady_clock::time_point batch_started_;
     std::vector<Accounting> batch_accounting_;
+    std::vector<store::EventRow> batch_records_;  // daemon-wide records in the open batch
     std::vector<Accounting> lost_;  // ranges of failed batches, written as gaps at the next commit
+    std::vector<store::EventRow> retained_;  // daemon-wide records of failed batches, retried
+    bool failing_ = false;  // a commit failed and none succeeded since (one storage_error per episode)
 
     // Smoothed estimates for the adaptive batch size.
     double arrival_rate_ = 0;     // events per second

@@ -1,0 +1,74 @@
+#include "pipeline.hpp"
+
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+
+namespace eventd::it {
+
+Pipeline::Pipeline(PipelineOptions options) : cpus_(options.cpus) {
+    store_ = options.store_dir.empty() ? dir() + "/events" : options.store_dir;
+    config_path_ = dir() + "/eventd.json";
+    kmes::it::ShimOptions shim{.config = options.kmes_config, .cpus = options.cpus};
+    if (!options.generate.empty()) shim.extra_args = {"--generate", options.generate};
+    shim_ = kmes::it::ShimProcess::start(std::move(shim));  // also points this process's libkmes at it
+    boot_ = current_boot_id();
+    watch_ = std::make_unique<RingWatch>(cpus_);
+    write_eventd_config(options.eventd);
+}
+
+Pipeline::~Pipeline() {
+    eventd_.reset();  // SIGTERM and a CHECKed clean exit, while the shim still runs
+    watch_.reset();
+    freeze_.reset();
+}
+
+void Pipeline::write_eventd_config(const nlohmann::json& overrides) {
+    nlohmann::json o = overrides;
+    if (!o.contains("EventStorePath")) o["EventStorePath"] = store_;
+    write_json_file(config_path_, eventd_config(dir(), shim_->socket_path(), o));
+}
+
+EventdProcess& Pipeline::start_eventd() {
+    REQUIRE(!eventd_running());
+    eventd_ = EventdProcess::start(dir(), config_path_);
+    return *eventd_;
+}
+
+std::string Pipeline::stop_eventd() {
+    REQUIRE(eventd_);
+    const int status = eventd_->terminate();
+    const std::string log = eventd_->log();
+    INFO("eventd ended with " << kmes::it::describe_status(status) << "; log:\n" << log);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    return log;
+}
+
+EventdProcess& Pipeline::spawn_eventd() {
+    REQUIRE(!eventd_running());
+    eventd_ = std::make_unique<EventdProcess>(dir(), config_path_);
+    return *eventd_;
+}
+
+void Pipeline::kill_eventd() {
+    REQUIRE(eventd_);
+    const int status = eventd_->kill();
+    REQUIRE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+}
+
+Highest Pipeline::stop_emission() {
+    if (!freeze_) freeze_.emplace(shim_->pid());
+    return watch_->highest();
+}
+
+Highest Pipeline::finish(std::chrono::milliseconds timeout) {
+    const Highest highest = stop_emission();
+    std::string status;
+    const bool caught_up = wait_accounted(store_, boot_, highest, timeout, &status);
+    INFO("eventd did not account for every emitted sequence:\n" << status << "eventd log:\n" << eventd_->log());
+    REQUIRE(caught_up);
+    stop_eventd();
+    return highest;
+}
+
+}  // namespace eventd::it

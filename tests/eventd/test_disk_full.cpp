@@ -1,0 +1,163 @@
+// Disk full (PSD-008 §11.1): the store lives on a small tmpfs; the test fills it with a file of
+// its own while eventd ingests. Commits fail: eventd survives, says "event store is full" with
+// the lost CPU/sequence ranges at once, and writes a storage_error to a shard other than the
+// one that failed. Once the filler is deleted, the next successful commit of each failed shard
+// starts with synthetic.gap records describing exactly the ranges it logged as lost.
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "pipeline.hpp"
+
+using namespace eventd::it;
+
+namespace {
+
+// A tmpfs of `size` mounted on `dir` for the test's lifetime.
+class TmpfsMount {
+public:
+    TmpfsMount(const std::string& dir, const std::string& options) : dir_(dir) {
+        if (mount("tmpfs", dir.c_str(), "tmpfs", 0, options.c_str()) != 0)
+            FAIL("cannot mount a tmpfs (" << options << ") on " << dir << ": " << std::strerror(errno));
+    }
+    ~TmpfsMount() {
+        if (umount2(dir_.c_str(), 0) != 0) umount2(dir_.c_str(), MNT_DETACH);  // something still open
+    }
+
+private:
+    std::string dir_;
+};
+
+// Write zeros to `path` until the file system refuses (ENOSPC). Returns the bytes written.
+uint64_t fill(const std::string& path) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    std::vector<char> zeros(64 * 1024, 0);
+    uint64_t total = 0;
+    for (size_t chunk = zeros.size(); chunk >= 512;) {
+        const ssize_t n = write(fd, zeros.data(), chunk);
+        if (n > 0) {
+            total += uint64_t(n);
+            continue;
+        }
+        REQUIRE(errno == ENOSPC);
+        chunk /= 2;  // take the last scraps too
+    }
+    close(fd);
+    return total;
+}
+
+struct LostRange {
+    uint16_t cpu;
+    uint64_t first;
+    uint64_t last;
+    bool operator<(const LostRange& o) const { return std::tie(cpu, first, last) < std::tie(o.cpu, o.first, o.last); }
+    bool operator==(const LostRange& o) const = default;
+};
+
+// Coalesce adjacent/overlapping ranges per CPU.
+std::vector<LostRange> coalesce(std::vector<LostRange> ranges) {
+    std::sort(ranges.begin(), ranges.end());
+    std::vector<LostRange> out;
+    for (const LostRange& r : ranges) {
+        if (!out.empty() && out.back().cpu == r.cpu && r.first <= out.back().last + 1) out.back().last = std::max(out.back().last, r.last);
+        else out.push_back(r);
+    }
+    return out;
+}
+
+// The ranges eventd logged as lost, per failed shard: "shard N: commit of M records failed:
+// …; lost cpu C sequences A..B, cpu C sequences A..B".
+std::map<uint32_t, std::vector<LostRange>> logged_losses(const std::string& log) {
+    std::map<uint32_t, std::vector<LostRange>> out;
+    static const std::regex line_re("shard ([0-9]+): commit of [0-9]+ records failed: .*; lost (.*)");
+    static const std::regex range_re("cpu ([0-9]+) sequences ([0-9]+)\\.\\.([0-9]+)");
+    std::istringstream in(log);
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (!std::regex_search(line, m, line_re)) continue;
+        const uint32_t shard = std::stoul(m[1]);
+        const std::string ranges = m[2];
+        for (std::sregex_iterator it(ranges.begin(), ranges.end(), range_re), end; it != end; ++it)
+            out[shard].push_back(LostRange{static_cast<uint16_t>(std::stoul((*it)[1])), std::stoull((*it)[2]),
+                                           std::stoull((*it)[3])});
+        out[shard];  // a failed batch of daemon-wide records only ("no KMES events")
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("disk full: eventd survives, and once space returns the gap records describe exactly the lost batches",
+          "[disk-full]") {
+    if (geteuid() != 0) FAIL("mounting a tmpfs needs root: run the eventd suite as root");
+    kmes::it::TempDir mount_dir;
+    TmpfsMount mount(mount_dir.path(), "size=16m,mode=0755");
+    Pipeline p({.cpus = 2,
+                .generate = "rate=1000,payload=64",
+                .eventd = {{"StorageShards", 2}},
+                .store_dir = mount_dir / "events"});
+    p.start_eventd();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+
+    const std::string filler = mount_dir / "filler";
+    const uint64_t filled = fill(filler);
+    INFO("filler: " << filled << " bytes");
+    const bool full = p.eventd().wait_log("event store is full", std::chrono::seconds(20));
+    INFO("eventd log:\n" << p.eventd().log());
+    REQUIRE(full);
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // several failed batches
+    REQUIRE(p.eventd().running());                         // it survives
+    std::filesystem::remove(filler);
+
+    const Highest highest = p.finish();
+    const std::string log = p.eventd().log();
+    INFO("eventd log:\n" << log);
+    const StoreContents store = read_store(p.store());
+    REQUIRE(store.unreadable.empty());
+    const AccountingReport report = check_accounting(store, p.boot(), highest);
+
+    // What eventd said it lost, per shard, and the gap records it wrote for it afterwards: a
+    // failed batch's gap carries no last_seen_timestamp (the drain thread read those events).
+    const auto losses = logged_losses(log);
+    REQUIRE(!losses.empty());
+    for (const auto& [shard, ranges] : losses) {
+        char name[32];
+        std::snprintf(name, sizeof name, "shard-%04u.db", shard);
+        std::vector<LostRange> recorded;
+        for (const auto& [cpu, a] : report.cpus)
+            for (const GapRecord& g : a.gaps)
+                if (g.file == name && !g.last_seen_timestamp && g.first != 1) recorded.push_back({cpu, g.first, g.last});
+        INFO("shard " << shard);
+        CHECK(coalesce(recorded) == coalesce(ranges));
+    }
+    uint64_t lost_in_batches = 0;
+    for (const auto& [shard, ranges] : losses)
+        for (const LostRange& r : coalesce(ranges)) lost_in_batches += r.last - r.first + 1;
+    CHECK(lost_in_batches > 0);
+    CHECK(report.lost() >= lost_in_batches);
+
+    // A storage_error for each failing shard, each written to another shard.
+    const auto errors = store.of_type("synthetic.storage_error");
+    REQUIRE(!errors.empty());
+    for (const StoredRow& e : errors) {
+        INFO(e.file << ": " << e.payload.dump());
+        CHECK(e.payload.size() == 3);
+        CHECK(e.payload["store"] == "event");
+        REQUIRE(e.payload["shard_index"].is_number_unsigned());
+        char name[32];
+        std::snprintf(name, sizeof name, "shard-%04u.db", e.payload["shard_index"].get<uint32_t>());
+        CHECK(e.file != name);
+        CHECK(losses.count(e.payload["shard_index"].get<uint32_t>()));
+        CHECK(e.payload["error"].get<std::string>().find("event store is full") != std::string::npos);
+    }
+}

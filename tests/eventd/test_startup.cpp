@@ -1,0 +1,73 @@
+// Readiness (PSD-008 §10.1, DESIGN.md §2 "peinit readiness"): eventd sends READY=1 on the
+// NOTIFY_SOCKET the test created only after every startup phase succeeded; when a phase
+// fails it exits non-zero, says why, and never sends READY=1.
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+
+#include "pipeline.hpp"
+
+using namespace eventd::it;
+
+namespace {
+
+// Start eventd with `overrides` and expect it to fail before readiness, naming `mentioned`.
+void expect_startup_failure(Pipeline& p, const nlohmann::json& overrides, const std::string& mentioned) {
+    p.write_eventd_config(overrides);
+    EventdProcess eventd(p.dir(), p.config_path());
+    const auto status = eventd.wait_exit(std::chrono::seconds(30));
+    const std::string log = eventd.log();
+    INFO("eventd log:\n" << log);
+    REQUIRE(status);
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) != 0);
+    CHECK_FALSE(eventd.notified("READY=1"));
+    CHECK(log.find(mentioned) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("startup: READY=1 arrives on the test's NOTIFY_SOCKET once the store and the query socket exist",
+          "[startup]") {
+    Pipeline p({.cpus = 2, .generate = ""});
+    EventdProcess& eventd = p.start_eventd();
+    CHECK(eventd.notified("READY=1"));
+    CHECK(eventd.notified("STATUS="));
+    struct stat st{};
+    REQUIRE(stat((p.dir() + "/query.sock").c_str(), &st) == 0);
+    CHECK(S_ISSOCK(st.st_mode));
+    CHECK(shard_files(p.store()) == std::vector<std::string>{"shard-0000.db", "shard-0001.db"});  // 0 = CPU count
+}
+
+TEST_CASE("startup: without EventStorePath eventd exits non-zero naming the key, and never signals READY=1",
+          "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    expect_startup_failure(p, {{"EventStorePath", nullptr}}, "EventStorePath");
+    CHECK_FALSE(std::filesystem::exists(p.store()));
+}
+
+TEST_CASE("startup: an EventStorePath that is not a string is refused, naming the key", "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    expect_startup_failure(p, {{"EventStorePath", 42}}, "EventStorePath");
+}
+
+TEST_CASE("startup: without QuerySocketPath eventd exits non-zero naming the key", "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    expect_startup_failure(p, {{"QuerySocketPath", nullptr}}, "QuerySocketPath");
+}
+
+TEST_CASE("startup: with no kmes-shimd listening eventd exits non-zero and never signals READY=1", "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    const std::string nowhere = p.dir() + "/no-shim.sock";
+    expect_startup_failure(p, {{"KmesSocketPath", nowhere}}, nowhere);
+}
+
+TEST_CASE("startup: a QuerySocketPath in a directory that cannot exist fails startup before READY=1", "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    // /proc refuses new directories, even to root.
+    expect_startup_failure(p, {{"QuerySocketPath", "/proc/eventd-test-missing/query.sock"}},
+                           "/proc/eventd-test-missing/query.sock");
+}

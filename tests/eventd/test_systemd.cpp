@@ -1,0 +1,104 @@
+// The systemd units (issue 3 "systemd and install"): `systemd-analyze verify` on the units the
+// build generates. They name installed binaries (e.g. /usr/local/sbin/eventd) that do not exist
+// in a build tree, so the test verifies copies whose ExecStart points at the binaries just
+// built — then verify has nothing left to excuse: any output (unknown directive, bad value,
+// missing dependency unit) fails. A copy with a bogus directive shows the check can fail.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "shim_fixture.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) FAIL(name << " is not set: run the tests through `meson test`");
+    return v;
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Run a shell command; its exit status and combined output.
+std::pair<int, std::string> run(const std::string& command) {
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    REQUIRE(pipe);
+    std::string out;
+    char buffer[4096];
+    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+    const int status = pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Copy `unit` into `dir` with the ExecStart binary replaced by `binary`.
+std::string copy_unit(const std::string& unit, const std::string& dir, const std::string& binary,
+                      const std::string& extra_service_line = "") {
+    std::string text = read_text(env("EVENTD_UNIT_DIR") + "/" + unit);
+    REQUIRE(!text.empty());
+    const std::regex exec("^ExecStart=\\S+", std::regex::multiline);
+    REQUIRE(std::regex_search(text, exec));
+    text = std::regex_replace(text, exec, "ExecStart=" + binary);
+    if (!extra_service_line.empty()) text = std::regex_replace(text, std::regex("\\[Service\\]\n"), "[Service]\n" + extra_service_line + "\n");
+    const std::string path = dir + "/" + unit;
+    std::ofstream(path) << text;
+    return path;
+}
+
+std::pair<int, std::string> verify(const std::string& dir) {
+    return run("systemd-analyze verify " + dir + "/eventd.service " + dir + "/kmes-shim.service");
+}
+
+}  // namespace
+
+TEST_CASE("systemd: systemd-analyze verify accepts both units with nothing to report", "[systemd]") {
+    REQUIRE(run("command -v systemd-analyze").first == 0);
+    kmes::it::TempDir dir;
+    copy_unit("eventd.service", dir.path(), env("EVENTD"));
+    copy_unit("kmes-shim.service", dir.path(), env("KMES_SHIMD"));
+    const auto [status, output] = verify(dir.path());
+    INFO(output);
+    CHECK(status == 0);
+    CHECK(output.empty());
+}
+
+TEST_CASE("systemd: the verify check fails on a unit with an unknown directive", "[systemd]") {
+    kmes::it::TempDir dir;
+    copy_unit("eventd.service", dir.path(), env("EVENTD"), "NotADirective=1");
+    copy_unit("kmes-shim.service", dir.path(), env("KMES_SHIMD"));
+    const auto [status, output] = verify(dir.path());
+    INFO(output);
+    CHECK(output.find("NotADirective") != std::string::npos);
+}
+
+TEST_CASE("systemd: eventd.service is Type=notify with a watchdog, requires and follows the shim, reloads by SIGHUP",
+          "[systemd]") {
+    const std::string eventd = read_text(env("EVENTD_UNIT_DIR") + "/eventd.service");
+    const std::string shim = read_text(env("EVENTD_UNIT_DIR") + "/kmes-shim.service");
+    auto has = [](const std::string& text, const char* line) {
+        return std::regex_search(text, std::regex(std::string("^") + line, std::regex::multiline));
+    };
+    CHECK(has(eventd, "Type=notify$"));
+    CHECK(has(shim, "Type=notify$"));
+    CHECK(has(eventd, "Requires=.*kmes-shim\\.service"));
+    CHECK(has(eventd, "After=.*kmes-shim\\.service"));
+    CHECK(has(eventd, "Restart=on-failure$"));
+    CHECK(has(eventd, "WatchdogSec=[1-9]"));
+    CHECK(has(eventd, "ExecReload=.*-HUP"));
+    CHECK(has(eventd, "StateDirectory=eventd"));
+    CHECK(has(eventd, "RuntimeDirectory=eventd"));
+    CHECK(has(eventd, "ExecStart=\\S*/eventd --config /etc/eventd/eventd\\.json$"));
+}
