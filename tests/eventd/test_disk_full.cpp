@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -22,7 +23,7 @@ using namespace eventd::it;
 
 namespace {
 
-// A tmpfs of `size` mounted on `dir` for the test's lifetime.
+// A tmpfs mounted on `dir` for the test's lifetime (the mount needs root).
 class TmpfsMount {
 public:
     TmpfsMount(const std::string& dir, const std::string& options) : dir_(dir) {
@@ -149,6 +150,10 @@ TEST_CASE("disk full: eventd survives, and once space returns the gap records de
     // A storage_error for each failing shard, each written to another shard.
     const auto errors = store.of_type("synthetic.storage_error");
     REQUIRE(!errors.empty());
+    for (const auto& [shard, ranges] : losses) {
+        INFO("failed shard " << shard);
+        CHECK(std::any_of(errors.begin(), errors.end(), [&](const StoredRow& e) { return e.payload["shard_index"] == shard; }));
+    }
     for (const StoredRow& e : errors) {
         INFO(e.file << ": " << e.payload.dump());
         CHECK(e.payload.size() == 3);
