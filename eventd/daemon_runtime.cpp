@@ -120,19 +120,26 @@ void Daemon::run_retention() {
             return sum;
         };
         // §3.4 step 2: the globally oldest rows go first — each batch from the shard whose
-        // oldest row is oldest.
+        // oldest row is oldest, and only rows older than every other shard's oldest row, so
+        // no row is deleted while an older one survives elsewhere.
         while (total() > max_bytes && !stopping_.load()) {
             ShardWriter* oldest = nullptr;
-            uint64_t oldest_ts = UINT64_MAX;
+            uint64_t oldest_ts = UINT64_MAX, runner_up_ts = UINT64_MAX;
             for (auto& w : writers_) {
                 auto ts = w->exclusive([](store::ShardDb& db) { return db.oldest_timestamp(); });
-                if (ts && *ts && **ts < oldest_ts) {
+                if (!ts || !*ts) continue;
+                if (**ts < oldest_ts) {
+                    runner_up_ts = oldest_ts;
                     oldest_ts = **ts;
                     oldest = w.get();
+                } else if (**ts < runner_up_ts) {
+                    runner_up_ts = **ts;
                 }
             }
             if (!oldest) break;  // nothing left to delete
-            auto n = oldest->exclusive([&](store::ShardDb& db) { return db.delete_oldest(0, kBatch); });
+            // Up to (not including) the runner-up's oldest row; at least the oldest row itself.
+            const uint64_t bound = runner_up_ts == UINT64_MAX ? 0 : std::max(runner_up_ts, oldest_ts + 1);
+            auto n = oldest->exclusive([&](store::ShardDb& db) { return db.delete_oldest(bound, kBatch); });
             if (!n || *n == 0) break;
             deleted += *n;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));  // let the writer in
