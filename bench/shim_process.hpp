@@ -1,7 +1,7 @@
 // A real kmes-shimd for a benchmark: temporary directory and socket, `--config /nonexistent`
-// (defaults: 4 MiB rings, one per online CPU), output to <dir>/shimd.log, readiness when
-// kmes_boot_id() answers on the socket, SIGTERM on destruction. Also points this process's
-// libkmes at it ($KMES_SOCKET).
+// (defaults: 4 MiB rings, one per online CPU) unless a config file is given, output to
+// <dir>/shimd.log, readiness when kmes_boot_id() answers on the socket, SIGTERM on
+// destruction. Also points this process's libkmes at it ($KMES_SOCKET).
 #pragma once
 
 #include <signal.h>
@@ -28,13 +28,15 @@ namespace bench {
 
 class ShimProcess {
 public:
-    explicit ShimProcess(const std::string& binary, std::vector<std::string> extra_args = {}) {
+    explicit ShimProcess(const std::string& binary, std::vector<std::string> extra_args = {},
+                         const std::string& config = "/nonexistent") {
         char templ[] = "/tmp/kmes-bench-XXXXXX";
         if (!mkdtemp(templ)) throw std::runtime_error("mkdtemp failed");
         dir_ = templ;
-        const std::string socket = dir_ + "/kmes.sock";
+        socket_ = dir_ + "/kmes.sock";
+        const std::string& socket = socket_;
         const std::string log = dir_ + "/shimd.log";
-        std::vector<std::string> args{binary, "--config", "/nonexistent", "--socket", socket};
+        std::vector<std::string> args{binary, "--config", config, "--socket", socket};
         args.insert(args.end(), extra_args.begin(), extra_args.end());
         std::vector<char*> argv;
         for (std::string& a : args) argv.push_back(a.data());
@@ -67,9 +69,11 @@ public:
     ShimProcess& operator=(const ShimProcess&) = delete;
 
     pid_t pid() const { return pid_; }
+    const std::string& socket() const { return socket_; }
 
 private:
     std::string dir_;
+    std::string socket_;
     pid_t pid_ = -1;
 };
 
