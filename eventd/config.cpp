@@ -77,6 +77,17 @@ kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     r.number("RetentionCheckIntervalMinutes", c.retention_check_interval_minutes, 1, 1440,
              k.retention_check_interval_minutes);
     r.number("TestCommitDelayMs", c.test_commit_delay_ms, 0, 60000, k.test_commit_delay_ms);
+    r.number("QueryTimeoutMs", c.query_timeout_ms, 1000, 300000, k.query_timeout_ms);
+    r.number("MaxConcurrentQueries", c.max_concurrent_queries, 1, 4096, k.max_concurrent_queries);
+    r.number("MaxStreamingQueries", c.max_streaming_queries, 1, 1024, k.max_streaming_queries);
+    r.number("MaxQueriesPerUser", c.max_queries_per_user, 1, 4096, k.max_queries_per_user);
+    r.number("MaxQueryMessageBytes", c.max_query_message_bytes, 1024, 16777216, k.max_query_message_bytes);
+    r.number("QueryResponseTargetBytes", c.query_response_target_bytes, 1024, 16777216,
+             k.query_response_target_bytes);
+    if (document.contains("Security")) {
+        out.present.insert("Security");
+        c.security = document["Security"];  // validated by access::Policy::parse (fail closed)
+    }
     return out;
 }
 
@@ -109,6 +120,14 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
     tuning("EventRetentionMaxBytes", f.event_retention_max_bytes, t.event_retention_max_bytes);
     tuning("RetentionCheckIntervalMinutes", f.retention_check_interval_minutes, t.retention_check_interval_minutes);
     tuning("TestCommitDelayMs", f.test_commit_delay_ms, t.test_commit_delay_ms);
+    tuning("QueryTimeoutMs", f.query_timeout_ms, t.query_timeout_ms);
+    tuning("MaxConcurrentQueries", f.max_concurrent_queries, t.max_concurrent_queries);
+    tuning("MaxStreamingQueries", f.max_streaming_queries, t.max_streaming_queries);
+    tuning("MaxQueriesPerUser", f.max_queries_per_user, t.max_queries_per_user);
+    tuning("MaxQueryMessageBytes", f.max_query_message_bytes, t.max_query_message_bytes);
+    tuning("QueryResponseTargetBytes", f.query_response_target_bytes, t.query_response_target_bytes);
+    if (f.security != t.security || from.present.count("Security") != to.present.count("Security"))
+        changes.push_back(ConfigChange{"Security", value(from, "Security", f.security), value(to, "Security", t.security)});
     if (restart_only) {
         auto fixed = [&](const char* key, bool differs) {
             if (differs) restart_only->push_back(key);

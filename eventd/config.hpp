@@ -30,6 +30,16 @@ struct EventdConfig {
     uint32_t event_retention_days = 30;
     uint64_t event_retention_max_bytes = 0;  // 0 = no limit
     uint32_t retention_check_interval_minutes = 60;
+    // Query server (§8.6.7–§8.8, §12.1). Limits apply to new connections at once.
+    uint32_t query_timeout_ms = 30000;
+    uint32_t max_concurrent_queries = 128;
+    uint32_t max_streaming_queries = 64;
+    uint32_t max_queries_per_user = 16;            // ours: per uid, root exempt
+    uint32_t max_query_message_bytes = 65536;
+    uint32_t query_response_target_bytes = 65536;  // ours: records per "ok" frame ≈ this size
+    // Access policy (DESIGN.md §2, PSD-008 §9): the `Security` object as written, parsed by
+    // eventd/access/policy.hpp. Absent: root and group adm read everything.
+    nlohmann::json security;
     // Test-only: each writer sleeps this long before every COMMIT, to make a slow disk for
     // the backpressure test (docs/CONFIGURATION.md). Never set it in production.
     uint32_t test_commit_delay_ms = 0;

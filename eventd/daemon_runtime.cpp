@@ -53,6 +53,13 @@ void Daemon::reload(const std::string& config_path) {
     next.event_retention_max_bytes = loaded->config.event_retention_max_bytes;
     next.retention_check_interval_minutes = loaded->config.retention_check_interval_minutes;
     next.test_commit_delay_ms = loaded->config.test_commit_delay_ms;
+    next.query_timeout_ms = loaded->config.query_timeout_ms;
+    next.max_concurrent_queries = loaded->config.max_concurrent_queries;
+    next.max_streaming_queries = loaded->config.max_streaming_queries;
+    next.max_queries_per_user = loaded->config.max_queries_per_user;
+    next.max_query_message_bytes = loaded->config.max_query_message_bytes;
+    next.query_response_target_bytes = loaded->config.query_response_target_bytes;
+    next.security = loaded->config.security;
     config_ = next;
     settings_.max_batch_size.store(next.max_batch_size);
     settings_.max_batch_latency_ms.store(next.max_batch_latency_ms);

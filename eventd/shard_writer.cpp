@@ -199,6 +199,7 @@ void ShardWriter::commit_batch() {
     stats_.rows.fetch_add(batch_count_, std::memory_order_relaxed);
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
     db_->checkpoint_if_needed();
+    if (hooks_.on_commit) hooks_.on_commit(db_->index());
 }
 
 void ShardWriter::fail_batch(const std::string& error) {

@@ -35,6 +35,9 @@ struct WriterStats {
 struct WriterHooks {
     // A commit failed: post a storage_error somewhere else (never this shard) and run retention.
     std::function<void(uint32_t shard_index, const std::string& error)> on_storage_error;
+    // A transaction committed (rows are visible to readers now): wake live streams (§8.7.3).
+    // Runs on the writer thread; must not block.
+    std::function<void(uint32_t shard_index)> on_commit;
 };
 
 class ShardWriter {

@@ -1,0 +1,31 @@
+// Who is asking (PSD-008 §9.2 caller identity, mapped per DESIGN.md §2): SO_PEERCRED plus the
+// peer's supplementary groups, captured once when the connection is accepted — the stand-in
+// for kacs_open_peer_token's connect-time snapshot. Failure → the connection is denied.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "kmes/result.hpp"
+
+namespace eventd::access {
+
+struct Caller {
+    pid_t pid = 0;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<gid_t> groups;  // primary gid first, then supplementary groups
+    std::string user_name;      // for logs; "uid:N" when the uid has no passwd entry
+
+    bool is_root() const { return uid == 0; }
+    bool in_group(gid_t g) const;
+};
+
+// Credentials of the peer of a connected AF_UNIX socket. Supplementary groups come from
+// /proc/<pid>/status "Groups:" (what the process actually holds); when the process is gone
+// already, an error (deny), never a guess.
+kmes::Result<Caller> caller_of(int connected_fd);
+
+}  // namespace eventd::access

@@ -1,0 +1,129 @@
+// The parsed form of an EVENTS query (PSD-008 §8.1, §8.2, §8.6.1). The parser (parser.hpp)
+// builds it; the access check (access/policy.hpp) and the planner (planner.hpp) read it.
+// Clauses are collected regardless of the order they were written in; the execution order of
+// §8.6.2 is the planner's business.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace eventd::query {
+
+// The event header columns (§3.1.1, §8.1 field resolution). Every other field name is a
+// payload lookup; a header name always wins over a payload key of the same name.
+enum class HeaderField {
+    timestamp,
+    cpu_id,
+    sequence,
+    origin_class,
+    event_type,
+    effective_token_guid,
+    true_token_guid,
+    process_guid,
+    boot_id,
+};
+
+// Name as written in queries and records ("cpu_id"); nullopt for anything else.
+const char* header_name(HeaderField field);
+std::optional<HeaderField> header_field(std::string_view name);  // case-sensitive, as §13.1
+bool is_guid_column(HeaderField field);  // stored as a 16-byte BLOB, shown as a GUID string
+
+struct FieldRef {
+    std::string name;                  // as written: "cpu_id", "user", "source.name"
+    std::optional<HeaderField> header; // set when `name` is a header column
+    std::vector<std::string> path;     // payload path components ("source", "name"); empty for headers
+    size_t position = 0;               // byte offset in the query text (for error messages)
+};
+
+struct GuidLiteral {
+    std::array<uint8_t, 16> bytes{};
+};
+
+// A literal value as written. Strings stay strings: whether "550e8400-…" means a GUID is
+// decided by the field it is compared with (the planner converts for GUID columns and
+// reports a clear error if the text is not a GUID). Time literals in a WHERE value position
+// ("1h ago", "2026-11-01") are resolved to nanoseconds by the parser (TimeLiteral), origin
+// aliases (userspace, kmes, kacs, lcs; §8.2.3) to their integers.
+struct TimeLiteral {
+    int64_t ns = 0;
+};
+using Literal = std::variant<int64_t, double, std::string, bool, TimeLiteral>;
+
+enum class CompareOp {
+    eq,            // ==
+    ne,            // !=
+    gt,            // >
+    ge,            // >=
+    lt,            // <
+    le,            // <=
+    starts_with,   // STARTS_WITH
+    ends_with,     // ENDS_WITH
+    contains,      // CONTAINS
+    in,            // IN (v, …)
+    not_in,        // NOT_IN (v, …)
+    is_null,       // IS NULL
+    is_not_null,   // IS NOT NULL
+};
+
+struct Comparison {
+    FieldRef field;
+    CompareOp op = CompareOp::eq;
+    std::vector<Literal> values;  // one for binary operators, ≥ 1 for IN/NOT_IN, none for null tests
+};
+
+// A WHERE condition tree. AND binds tighter than OR (§8.1); the parser builds the tree with
+// that precedence, so the planner only needs to parenthesise every node.
+struct Condition {
+    enum class Kind { all_of, any_of, compare } kind = Kind::compare;
+    std::vector<Condition> children;  // all_of / any_of
+    Comparison comparison;            // compare
+};
+
+enum class AggregateFn { count, sum, avg, min, max };
+
+struct Aggregation {
+    enum class Kind {
+        none,      // plain records
+        count,     // bare COUNT → [{count: n}]
+        count_by,  // COUNT BY f → [{f: v, count: n}], count descending
+        top_by,    // TOP N BY f → COUNT BY limited to the N most frequent
+        distinct,  // DISTINCT f → [{f: v}]
+        group,     // GROUP f1[, f2…] FN [field] → [{f1, f2…, count|sum|avg|min|max}]
+    } kind = Kind::none;
+    std::vector<FieldRef> fields;    // count_by/top_by/distinct: one; group: one or more
+    AggregateFn fn = AggregateFn::count;  // group only
+    std::optional<FieldRef> fn_field;     // group SUM/AVG/MIN/MAX: the field aggregated
+    uint64_t top_n = 0;                   // top_by
+};
+
+struct SortKey {
+    // For plain queries a field; for aggregate queries the name of an output key (a group
+    // field, or count/sum/avg/min/max).
+    FieldRef field;
+    bool descending = false;
+};
+
+enum class Mode {
+    events,  // EVENTS …
+    status,  // STATUS: the daemon's counters (eventctl status), admins only
+};
+
+struct Query {
+    Mode mode = Mode::events;
+    std::optional<std::string> type_pattern;  // §8.2.2, as written ("kacs.*")
+    std::optional<int64_t> since_ns;          // SINCE: timestamp >= since_ns
+    std::optional<int64_t> until_ns;          // UNTIL: timestamp <= until_ns
+    std::vector<Condition> where;             // one per WHERE clause, ANDed (§8.1)
+    std::vector<FieldRef> select;             // SELECT lists, accumulated; empty = all fields
+    std::vector<SortKey> sort;                // empty = timestamp DESC for plain queries
+    std::optional<uint64_t> skip;
+    std::optional<uint64_t> take;
+    Aggregation aggregation;
+    bool stream = false;  // STREAM anywhere (§8.7)
+};
+
+}  // namespace eventd::query
