@@ -1,2 +1,111 @@
-// placeholder: being written
-int main() { return 2; }
+// eventctl: the command-line client of eventd's query socket (issue 4; PSD-008 §8.8). It sends
+// one query, prints the result in the chosen format and exits 0 (success, empty results
+// included), 1 (eventd answered with an error, or the connection failed: message on stderr,
+// nothing on stdout) or 2 (usage). It never opens a database.
+#include <strings.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "help_text.hpp"
+#include "interrupt.hpp"
+#include "query_input.hpp"
+#include "record_writer.hpp"
+#include "session.hpp"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitEventdError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as a shell reports it
+
+constexpr const char* kVersionLine = "eventctl " EVENTD_VERSION " (eventd)";
+
+int usage_error(const std::string& message) {
+    std::fprintf(stderr, "eventctl: %s\nRun 'eventctl --help' for the options, the query language and examples.\n",
+                 message.c_str());
+    return kExitUsage;
+}
+
+// The words that are commands rather than queries (any case: `eventctl STATUS` is the same).
+bool is_word(const std::string& arg, const char* word) { return strcasecmp(arg.c_str(), word) == 0; }
+
+std::string socket_path(const std::optional<std::string>& option) {
+    if (option) return *option;
+    const char* env = std::getenv("EVENTD_SOCKET");
+    if (env != nullptr && *env != '\0') return env;
+    return EVENTCTL_DEFAULT_SOCKET;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{eventctl::kHelpDescription, "eventctl"};
+    std::string query_arg, file_arg, socket_arg, format_arg = "pretty";
+    bool show_version = false;
+    auto* query_opt = app.add_option("QUERY", query_arg,
+                                     "the query, e.g. 'EVENTS kacs.* SINCE 1h ago TAKE 20'; '-' reads it\n"
+                                     "from standard input; or a command: status, help, version");
+    auto* file_opt = app.add_option("-f,--file", file_arg, "read the query from FILE (UTF-8; - = stdin)")->type_name("FILE");
+    auto* socket_opt = app.add_option("-s,--socket", socket_arg,
+                                      "eventd's query socket (QuerySocketPath); default $EVENTD_SOCKET,\n"
+                                      "else " EVENTCTL_DEFAULT_SOCKET)
+                           ->type_name("PATH");
+    app.add_option("-o,--format", format_arg, "pretty (default), jsonl, json or msgpack (see Output below)")
+        ->type_name("FORMAT")
+        ->check(CLI::IsMember({"pretty", "jsonl", "json", "msgpack"}));
+    app.add_flag("-V,--version", show_version, "print the version and exit");
+    app.footer(eventctl::kHelpFooter);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help
+        return usage_error(e.what());
+    }
+
+    const bool have_query = query_opt->count() > 0;
+    if (have_query && file_opt->count() > 0) return usage_error("give the query either as the argument or with --file, not both");
+    if (show_version || (have_query && is_word(query_arg, "version"))) {
+        std::printf("%s\n", kVersionLine);
+        return kExitOk;
+    }
+    if (have_query && is_word(query_arg, "help")) {
+        std::printf("%s", app.help().c_str());
+        return kExitOk;
+    }
+    if (!have_query && file_opt->count() == 0) return usage_error("no query given: pass it as the argument, '-' or --file FILE");
+
+    eventctl::SessionOptions options;
+    options.format = *eventctl::parse_format(format_arg);  // checked by IsMember above
+    options.socket_path = socket_path(socket_opt->count() ? std::optional<std::string>(socket_arg) : std::nullopt);
+    if (have_query && is_word(query_arg, "status")) {
+        options.query = "STATUS";
+        options.status_view = true;
+    } else {
+        auto text = eventctl::load_query(have_query ? std::optional<std::string>(query_arg) : std::nullopt,
+                                         file_opt->count() ? std::optional<std::string>(file_arg) : std::nullopt);
+        if (!text) return usage_error(text.error().message);
+        options.query = std::move(text.value());
+    }
+
+    if (!eventctl::install_interrupt_handlers()) {
+        std::fprintf(stderr, "eventctl: cannot set up Ctrl-C handling (pipe2 failed)\n");
+        return kExitEventdError;
+    }
+    auto end = eventctl::run_session(options);
+    if (!end) {
+        std::fprintf(stderr, "eventctl: %s\n", end.error().message.c_str());
+        return kExitEventdError;
+    }
+    if (end.value() == eventctl::SessionEnd::kInterruptedEarly) {
+        std::fprintf(stderr, "eventctl: interrupted before the result was complete; nothing printed\n");
+        return kExitInterrupted;
+    }
+    return kExitOk;
+}

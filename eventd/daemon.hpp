@@ -1,9 +1,12 @@
 // The eventd daemon object (DESIGN.md §4). Split by concern: daemon_startup.cpp (§10.1
-// phases), daemon_shutdown.cpp (§10.2), daemon_runtime.cpp (reload, retention, query socket).
+// phases), daemon_shutdown.cpp (§10.2), daemon_runtime.cpp (reload, retention),
+// daemon_status.cpp (STATUS records). Queries: server/query_server.hpp.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <set>
 #include <mutex>
@@ -11,12 +14,22 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "config.hpp"
 #include "drain_thread.hpp"
+#include "eventd/access/policy.hpp"
+#include "eventd/server/query_server.hpp"
 #include "shard_writer.hpp"
 #include "store/sequence_ranges.hpp"
 
 namespace eventd {
+
+// The query keys of the configuration as the query server's limits.
+server::ServerLimits query_limits(const EventdConfig& config);
+// The access policy of the `Security` key; an invalid one is logged and replaced by
+// Policy::deny_all() (fail closed: only root reads).
+std::shared_ptr<const access::Policy> load_policy(const nlohmann::json& security);
 
 class Daemon {
 public:
@@ -34,6 +47,11 @@ public:
     const std::string& failure() const { return failure_; }
     std::string status_line() const;
     void dump_diagnostics() const;
+    // Called about every 200 ms by main: samples the event counters for the rates in STATUS.
+    void tick();
+    // STATUS records (daemon_status.cpp): daemon, ring per CPU, shard per writer, rates. The
+    // query server adds its own {kind:"queries"}. Runs on a query worker thread.
+    std::vector<nlohmann::json> status_records() const;
 
 private:
     explicit Daemon(const LoadedConfig& loaded);
@@ -42,9 +60,9 @@ private:
     kmes::Status open_shards(uint32_t count);
     kmes::Status attach_rings(std::vector<kmes::RingReader>& readers);
     kmes::Status open_query_socket();
+    kmes::Status start_query_server();
 
     // daemon_runtime.cpp
-    void query_loop();
     void retention_loop();
     void run_retention();
     void post_daemon_record(store::EventRow row, uint32_t avoid_shard = UINT32_MAX);
@@ -64,13 +82,25 @@ private:
     // storage_error records from opening shards, with the shard they describe
     std::vector<std::pair<uint32_t, store::EventRow>> startup_errors_;
 
-    int query_fd_ = -1;
-    std::thread query_thread_;
+    int query_fd_ = -1;  // until the query server takes it over
+    bool query_socket_bound_ = false;  // ours to unlink at shutdown
+    std::unique_ptr<access::PolicyHolder> policy_;
+    std::unique_ptr<server::QueryServer> server_;  // lives until the writers are gone (on_commit)
+    // Rates for STATUS: (time, events drained, rows committed) samples of the last ~10 s.
+    struct RateSample {
+        std::chrono::steady_clock::time_point at;
+        uint64_t in = 0;
+        uint64_t out = 0;
+    };
+    mutable std::mutex rates_mutex_;
+    std::deque<RateSample> rate_samples_;
+    std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
     std::thread retention_thread_;
     std::mutex retention_mutex_;
     std::condition_variable retention_wake_;
     bool retention_requested_ = false;
     std::atomic<bool> stopping_{false};
+    std::atomic<bool> ready_{false};  // start() finished: drains_ and writers_ are complete
     std::atomic<bool> failed_{false};
     std::string failure_;
     bool shut_down_ = false;

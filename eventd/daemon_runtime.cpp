@@ -1,11 +1,5 @@
-// eventd while running: configuration reload, daemon-wide records, storage-error handling,
-// retention (PSD-008 §3.4), and the query socket — which answers every request with an error
-// frame until the query language lands (next issue).
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cstring>
+// eventd while running: configuration reload (tuning keys, query limits, the access policy),
+// daemon-wide records, storage-error handling, retention (PSD-008 §3.4).
 
 #include <spdlog/spdlog.h>
 
@@ -64,6 +58,14 @@ void Daemon::reload(const std::string& config_path) {
     settings_.max_batch_size.store(next.max_batch_size);
     settings_.max_batch_latency_ms.store(next.max_batch_latency_ms);
     settings_.test_commit_delay_ms.store(next.test_commit_delay_ms);
+    // §12.1: the query timeout and limits apply to new connections at once; SIGHUP reloads
+    // the policy and invalidates caches — new queries use it at once, running streams from
+    // their next batch (§9.2).
+    if (server_) {
+        server_->set_limits(query_limits(next));
+        policy_->set(load_policy(next.security));
+        server_->policy_changed();
+    }
     bool retention_changed = false;
     for (const ConfigChange& c : changes) {
         spdlog::info("configuration key {} changed from {} to {}", c.key, c.old_value.dump(), c.new_value.dump());
@@ -153,31 +155,6 @@ void Daemon::run_retention() {
         }
     }
     if (deleted) spdlog::info("retention deleted {} rows", deleted);
-}
-
-namespace {
-// §8.8 frame: u32 little-endian length + msgpack map.
-void send_frame(int fd, const nlohmann::json& body) {
-    const std::vector<uint8_t> bytes = nlohmann::json::to_msgpack(body);
-    const uint32_t len = static_cast<uint32_t>(bytes.size());
-    uint8_t header[4] = {uint8_t(len), uint8_t(len >> 8), uint8_t(len >> 16), uint8_t(len >> 24)};
-    (void)!send(fd, header, 4, MSG_NOSIGNAL);
-    (void)!send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-}
-}  // namespace
-
-void Daemon::query_loop() {
-    for (;;) {
-        pollfd p{query_fd_, POLLIN, 0};
-        if (poll(&p, 1, 200) < 0 && errno != EINTR) return;
-        if (stopping_.load()) return;
-        if (!(p.revents & POLLIN)) continue;
-        const int fd = accept4(query_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        // Placeholder until the query server (issue 4): every request gets an error frame.
-        send_frame(fd, {{"status", "error"}, {"error", "queries are not available yet in this eventd version"}});
-        close(fd);
-    }
 }
 
 }  // namespace eventd

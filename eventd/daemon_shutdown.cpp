@@ -17,15 +17,15 @@ void Daemon::shutdown(bool dump) {
     if (shut_down_) return;
     shut_down_ = true;
     if (dump) dump_diagnostics();
-    // 1. Stop accepting queries.
+    // 1. Stop accepting queries and end the running ones — streams get "eventd is shutting
+    // down" — before anything else stops (the server object stays until the writers are gone:
+    // their on_commit hook still reaches it).
     stopping_.store(true);
     retention_wake_.notify_all();
-    if (query_thread_.joinable()) query_thread_.join();
-    if (query_fd_ >= 0) {
-        close(query_fd_);
-        unlink(config_.query_socket_path.c_str());
-        query_fd_ = -1;
-    }
+    if (server_) server_->stop();
+    if (query_fd_ >= 0) close(query_fd_);  // startup failed before the server took it
+    query_fd_ = -1;
+    if (query_socket_bound_) unlink(config_.query_socket_path.c_str());
     if (retention_thread_.joinable()) retention_thread_.join();
     // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
     for (auto& d : drains_) d->stop();
@@ -55,6 +55,7 @@ void Daemon::shutdown(bool dump) {
     // 7–8. Close connections, unmap rings (destructors).
     drains_.clear();
     writers_.clear();
+    server_.reset();
     spdlog::info("eventd stopped");
 }
 

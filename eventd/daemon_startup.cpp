@@ -62,8 +62,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     spdlog::info("KMES boot {} ({}), {} CPU ring(s), {} shard(s)", synthetic::guid_string(d->boot_id_),
                  d->restart_ ? "restart within the boot" : "new boot", cpus, shard_count);
 
-    // Phase 5: the query socket.
+    // Phase 5: the query socket and its server (accepting from here on; queries read the
+    // store through their own read-only connections).
     if (Status s = d->open_query_socket(); !s) return s.error();
+    if (Status s = d->start_query_server(); !s) return s.error();
 
     // Phase 6: threads — writers first, so drains always have somewhere to hand events.
     for (auto& w : d->writers_) w->start();
@@ -90,7 +92,6 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
             }));
     }
     for (auto& drain : d->drains_) drain->start();
-    d->query_thread_ = std::thread([raw = d.get()] { raw->query_loop(); });
     d->retention_thread_ = std::thread([raw = d.get()] { raw->retention_loop(); });
 
     // Phase 7: synthetic.startup. It also marks the boot as started (sequence 0 of CPU 0,
@@ -100,6 +101,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     d->writers_.front()->post(std::move(startup));
     for (auto& [shard, record] : d->startup_errors_) d->post_daemon_record(std::move(record), shard);
     d->startup_errors_.clear();
+    d->ready_.store(true);
     return d;
 }
 
@@ -136,7 +138,12 @@ Status Daemon::open_shards(uint32_t count) {
         Daemon* raw = this;
         writers_.push_back(std::make_unique<ShardWriter>(
             std::move(*db), boot_id_, settings_,
-            WriterHooks{[raw](uint32_t shard, const std::string& e) { raw->on_storage_error(shard, e); }}));
+            WriterHooks{[raw](uint32_t shard, const std::string& e) { raw->on_storage_error(shard, e); },
+                        // §8.7.3: wake live streams. The server exists before any writer
+                        // thread starts and outlives them all.
+                        [raw](uint32_t shard) {
+                            if (raw->server_) raw->server_->on_commit(shard);
+                        }}));
     }
     return {};
 }
@@ -158,8 +165,44 @@ Status Daemon::open_query_socket() {
     query_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (query_fd_ < 0) return kmes::errno_error("socket");
     if (bind(query_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return kmes::errno_error("bind " + path);
+    query_socket_bound_ = true;
     if (chmod(path.c_str(), 0666) != 0) return kmes::errno_error("chmod 0666 " + path);  // authorisation is per query
     if (listen(query_fd_, 64) != 0) return kmes::errno_error("listen " + path);
+    return {};
+}
+
+server::ServerLimits query_limits(const EventdConfig& c) {
+    server::ServerLimits l;
+    l.query_timeout_ms = c.query_timeout_ms;
+    l.max_concurrent_queries = c.max_concurrent_queries;
+    l.max_streaming_queries = c.max_streaming_queries;
+    l.max_queries_per_user = c.max_queries_per_user;
+    l.max_query_message_bytes = c.max_query_message_bytes;
+    l.query_response_target_bytes = c.query_response_target_bytes;
+    return l;
+}
+
+std::shared_ptr<const access::Policy> load_policy(const nlohmann::json& security) {
+    auto policy = access::Policy::parse(security);
+    if (policy) return *policy;
+    // DESIGN.md §3: fail closed — nobody but root reads anything until the policy is fixed.
+    spdlog::error("Security policy rejected, only root may query until it is fixed: {}", policy.error().message);
+    return access::Policy::deny_all();
+}
+
+Status Daemon::start_query_server() {
+    policy_ = std::make_unique<access::PolicyHolder>(load_policy(config_.security));
+    server::ServerOptions options;
+    options.listen_fd = query_fd_;
+    options.store_dir = config_.event_store_path;
+    options.shard_count = static_cast<uint32_t>(writers_.size());
+    options.limits = query_limits(config_);
+    options.policy = policy_.get();
+    options.daemon_status = [this] { return status_records(); };
+    auto server = server::QueryServer::start(std::move(options));
+    if (!server) return server.error();
+    query_fd_ = -1;  // the server owns and closes it
+    server_ = std::move(*server);
     return {};
 }
 

@@ -54,6 +54,7 @@ void DrainThread::run() {
     for (;;) {
         const bool stopping = stopping_.load();  // read before the cycle: a stop gets one more full drain
         if (!drain_available()) return;
+        publish_ring_state();
         if (!flush() || stopping) return;
         reader_.wait(kIdleWait);
     }
@@ -96,9 +97,16 @@ void DrainThread::route(HandoffItem item) {
     auto& chunk = pending_[current_shard_];
     chunk.push_back(std::move(item));
     if (chunk.size() >= kChunk) {
+        publish_ring_state();
         // Blocks while the writer's channel is full: the ring absorbs meanwhile (§2.3.4).
         shards_[current_shard_]->handoff().push(chunk);
     }
+}
+
+void DrainThread::publish_ring_state() {
+    stats_.capacity_bytes.store(reader_.capacity(), std::memory_order_relaxed);
+    stats_.read_pos.store(reader_.read_pos(), std::memory_order_relaxed);
+    stats_.write_pos.store(reader_.write_pos_now(), std::memory_order_relaxed);
 }
 
 bool DrainThread::flush() {

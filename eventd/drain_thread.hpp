@@ -22,6 +22,11 @@ struct DrainStats {
     std::atomic<uint64_t> gaps{0};         // gap records
     std::atomic<uint64_t> lost_events{0};  // sum of gap counts
     std::atomic<uint64_t> last_sequence{0};
+    // Ring position as of the drain thread's last look (each cycle, and before each hand-off
+    // that may block), for `eventctl status`: lag = write_pos − read_pos.
+    std::atomic<uint64_t> capacity_bytes{0};
+    std::atomic<uint64_t> read_pos{0};
+    std::atomic<uint64_t> write_pos{0};
 };
 
 class DrainThread {
@@ -41,6 +46,7 @@ private:
     void run();
     bool drain_available();  // false when the reader failed (shim gone)
     void route(HandoffItem item);
+    void publish_ring_state();
     bool flush();
 
     uint32_t cpu_;

@@ -19,8 +19,9 @@
 int main(int argc, char** argv) {
     CLI::App app{"eventd — drains every KMES per-CPU ring into sharded SQLite (WAL, synchronous=FULL),\n"
                  "records every lost sequence range as a synthetic.gap, and resumes from the rings after a\n"
-                 "crash without storing anything twice. Signals: SIGTERM/SIGINT graceful shutdown, SIGQUIT\n"
-                 "the same plus a diagnostic dump, SIGHUP reload (the file is also watched)."};
+                 "crash without storing anything twice, and answers queries (EVENTS, STREAM, STATUS) on its\n"
+                 "query socket. Signals: SIGTERM/SIGINT graceful shutdown, SIGQUIT the same plus a\n"
+                 "diagnostic dump, SIGHUP reload (the file is also watched)."};
     std::string config_path = "/etc/eventd/eventd.json";
     app.add_option("-c,--config", config_path, "configuration file (JSON); see docs/CONFIGURATION.md")
         ->capture_default_str();
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
         poll(fds, 2, std::min(tick_ms, 200));
         if (watchdog) sd_notify(0, "WATCHDOG=1");
         if ((*daemon)->failed()) break;
+        (*daemon)->tick();  // rates for STATUS
         if (fds[1].revents & POLLIN && watch.changed()) (*daemon)->reload(config_path);
         if (!(fds[0].revents & POLLIN)) continue;
         signalfd_siginfo info{};

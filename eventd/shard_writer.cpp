@@ -198,6 +198,9 @@ void ShardWriter::commit_batch() {
     failing_ = false;
     stats_.rows.fetch_add(batch_count_, std::memory_order_relaxed);
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
+    stats_.last_batch_size.store(batch_count_, std::memory_order_relaxed);
+    stats_.commit_ns_total.fetch_add(static_cast<uint64_t>(took * 1e9), std::memory_order_relaxed);
+    stats_.last_commit_ns.store(synthetic::now_ns(), std::memory_order_relaxed);
     db_->checkpoint_if_needed();
     if (hooks_.on_commit) hooks_.on_commit(db_->index());
 }

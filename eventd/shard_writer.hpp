@@ -30,6 +30,10 @@ struct WriterStats {
     std::atomic<uint64_t> batches{0};
     std::atomic<uint64_t> failed_batches{0};
     std::atomic<uint64_t> lost_events{0};
+    // For `eventctl status`.
+    std::atomic<uint64_t> last_commit_ns{0};   // wall clock of the last successful commit
+    std::atomic<uint64_t> last_batch_size{0};  // records in it
+    std::atomic<uint64_t> commit_ns_total{0};  // time spent in successful COMMITs
 };
 
 struct WriterHooks {
@@ -47,6 +51,7 @@ public:
     ~ShardWriter();
 
     uint32_t index() const { return db_->index(); }
+    const std::filesystem::path& path() const { return db_->path(); }
     Handoff& handoff() { return handoff_; }
     // Queue a daemon-wide synthetic record regardless of the channel's capacity (rare).
     void post(HandoffItem item);

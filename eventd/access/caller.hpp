@@ -23,9 +23,18 @@ struct Caller {
     bool in_group(gid_t g) const;
 };
 
-// Credentials of the peer of a connected AF_UNIX socket. Supplementary groups come from
-// /proc/<pid>/status "Groups:" (what the process actually holds); when the process is gone
-// already, an error (deny), never a guess.
+// Credentials of the peer of a connected AF_UNIX socket. uid, gid and pid come from
+// SO_PEERCRED (fixed at connect time). Supplementary groups come from SO_PEERGROUPS, which the
+// kernel also snapshots at connect time; on a kernel without it, from /proc/<pid>/status
+// "Groups:" (what the process holds now), accepted only when that file's effective
+// Uid/Gid still match the socket credentials (a recycled pid is refused). When the process is
+// gone already or anything is unreadable: an error (deny), never a guess.
 kmes::Result<Caller> caller_of(int connected_fd);
+
+namespace detail {
+// The /proc fallback on its own (for tests): supplementary groups of `pid`, provided its
+// effective uid/gid are still `uid`/`gid`.
+kmes::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid);
+}  // namespace detail
 
 }  // namespace eventd::access

@@ -1,1 +1,296 @@
-// placeholder: being written
+// CallerAccess: one caller's view of the policy for one query or stream — cached verdicts per
+// event type (PSD-008 §9.2 caching), field filtering of records (§9.2 step 6) and the
+// up-front rejection of queries that would filter, sort or aggregate on an unreadable field
+// (§9.2 step 5, extended by the issue to WHERE, SINCE and UNTIL: no inference via filters).
+#include <algorithm>
+#include <cerrno>
+#include <set>
+
+#include "eventd/access/fields.hpp"
+#include "eventd/access/policy.hpp"
+
+namespace eventd::access {
+namespace {
+
+using query::Aggregation;
+using query::Condition;
+using query::FieldRef;
+using query::Query;
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+    return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Is there a string matched by both globs? Both lower case; '*' = any run of characters, the
+// only wildcard (§8.2.2). Breadth-first search over pairs of positions (product automaton).
+bool globs_intersect(std::string_view a, std::string_view b) {
+    const size_t n = a.size(), m = b.size();
+    std::vector<char> seen((n + 1) * (m + 1), 0);
+    std::vector<std::pair<size_t, size_t>> todo{{0, 0}};
+    auto push = [&](size_t i, size_t j) {
+        char& s = seen[i * (m + 1) + j];
+        if (!s) {
+            s = 1;
+            todo.emplace_back(i, j);
+        }
+    };
+    seen[0] = 1;
+    while (!todo.empty()) {
+        const auto [i, j] = todo.back();
+        todo.pop_back();
+        if (i == n && j == m) return true;
+        const bool star_a = i < n && a[i] == '*';
+        const bool star_b = j < m && b[j] == '*';
+        if (star_a) {
+            push(i + 1, j);              // the star matches nothing more
+            if (j < m) push(i, j + 1);   // the star swallows b's next character
+        }
+        if (star_b) {
+            push(i, j + 1);
+            if (i < n) push(i + 1, j);
+        }
+        if (i < n && j < m && !star_a && !star_b && a[i] == b[j]) push(i + 1, j + 1);
+    }
+    return false;
+}
+
+struct FieldUse {
+    const FieldRef* field;
+    std::string clause;
+};
+
+void collect_where(const Condition& condition, std::vector<FieldUse>& out) {
+    if (condition.kind == Condition::Kind::compare) {
+        out.push_back({&condition.comparison.field, "WHERE"});
+        return;
+    }
+    for (const Condition& child : condition.children) collect_where(child, out);
+}
+
+const char* fn_name(query::AggregateFn fn) {
+    switch (fn) {
+        case query::AggregateFn::count: return "count";
+        case query::AggregateFn::sum: return "sum";
+        case query::AggregateFn::avg: return "avg";
+        case query::AggregateFn::min: return "min";
+        case query::AggregateFn::max: return "max";
+    }
+    return "count";
+}
+
+// The output key an aggregate query adds besides its group fields ("count", "sum", …); a SORT
+// on it sorts results, it reads no field of the events.
+std::optional<std::string> aggregate_output_key(const Aggregation& a) {
+    switch (a.kind) {
+        case Aggregation::Kind::none:
+        case Aggregation::Kind::distinct: return std::nullopt;
+        case Aggregation::Kind::count:
+        case Aggregation::Kind::count_by:
+        case Aggregation::Kind::top_by: return std::string("count");
+        case Aggregation::Kind::group: return std::string(fn_name(a.fn));
+    }
+    return std::nullopt;
+}
+
+std::string upper(std::string text) {
+    for (char& c : text) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+    return text;
+}
+
+}  // namespace
+
+CallerAccess::CallerAccess(Caller caller, std::shared_ptr<const Policy> policy)
+    : caller_(std::move(caller)), policy_(policy ? std::move(policy) : Policy::deny_all()) {}
+
+void CallerAccess::reset(std::shared_ptr<const Policy> policy) {
+    policy_ = policy ? std::move(policy) : Policy::deny_all();
+    cache_.clear();
+}
+
+const CallerAccess::CachedGrant& CallerAccess::cached(std::string_view event_type) {
+    if (auto found = cache_.find(event_type); found != cache_.end()) return found->second;
+    CachedGrant entry;
+    entry.grant = policy_->grant(caller_, event_type);
+    if (entry.grant.visible && !entry.grant.all_fields) {
+        for (const std::string& field : entry.grant.fields) {
+            if (is_header_name(field)) {
+                entry.headers.push_back(field);
+                continue;
+            }
+            if (entry.grant.all_payload) continue;
+            PathNode* node = &entry.payload;
+            size_t begin = 0;
+            while (!node->whole) {
+                const size_t dot = field.find('.', begin);
+                const std::string part = field.substr(begin, dot == std::string::npos ? dot : dot - begin);
+                auto child = std::find_if(node->children.begin(), node->children.end(),
+                                          [&](const PathNode& c) { return c.name == part; });
+                if (child == node->children.end()) {
+                    node->children.push_back(PathNode{part, false, {}});
+                    child = std::prev(node->children.end());
+                }
+                node = &*child;
+                if (dot == std::string::npos) {
+                    node->whole = true;  // the whole value at this path
+                    node->children.clear();
+                    break;
+                }
+                begin = dot + 1;
+            }
+        }
+    }
+    return cache_.emplace(std::string(event_type), std::move(entry)).first->second;
+}
+
+bool CallerAccess::visible(std::string_view event_type) {
+    if (unrestricted()) return true;
+    return cached(event_type).grant.visible;
+}
+
+void CallerAccess::filter_payload(const PathNode& node, nlohmann::json& object) {
+    for (auto it = object.begin(); it != object.end();) {
+        const auto child = std::find_if(node.children.begin(), node.children.end(),
+                                        [&](const PathNode& c) { return c.name == it.key(); });
+        bool keep = false;
+        if (child != node.children.end()) {
+            if (child->whole) {
+                keep = true;
+            } else if (it->is_object()) {
+                // Only the granted members of a nested map survive; an emptied map goes.
+                filter_payload(*child, *it);
+                keep = !it->empty();
+            }
+        }
+        it = keep ? std::next(it) : object.erase(it);
+    }
+}
+
+void CallerAccess::filter_fields(std::string_view event_type, nlohmann::json& record) {
+    if (unrestricted()) return;
+    const CachedGrant& entry = cached(event_type);
+    if (!entry.grant.visible || !record.is_object()) {
+        record = nlohmann::json::object();  // fail closed: nothing of an invisible record
+        return;
+    }
+    if (entry.grant.all_fields) return;
+    for (auto it = record.begin(); it != record.end();) {
+        bool keep = false;
+        if (is_header_name(it.key())) {
+            keep = std::find(entry.headers.begin(), entry.headers.end(), it.key()) != entry.headers.end();
+        } else if (entry.grant.all_payload) {
+            keep = true;
+        } else {
+            const auto child = std::find_if(entry.payload.children.begin(), entry.payload.children.end(),
+                                            [&](const PathNode& c) { return c.name == it.key(); });
+            if (child != entry.payload.children.end()) {
+                if (child->whole) {
+                    keep = true;
+                } else if (it->is_object()) {
+                    filter_payload(*child, *it);
+                    keep = !it->empty();
+                }
+            }
+        }
+        it = keep ? std::next(it) : record.erase(it);
+    }
+}
+
+namespace {
+
+bool field_granted(const TypeGrant& grant, const FieldRef& field) {
+    if (grant.all_fields) return true;
+    const bool header = field.header.has_value() || is_header_name(field.name);
+    if (header) return std::find(grant.fields.begin(), grant.fields.end(), field.name) != grant.fields.end();
+    if (grant.all_payload) return true;
+    // A granted path covers itself and everything inside it ("source" covers "source.name"),
+    // never its parent (granting "source.name" does not make all of "source" readable).
+    return std::any_of(grant.fields.begin(), grant.fields.end(), [&](const std::string& granted) {
+        return !is_header_name(granted) &&
+               (field.name == granted || starts_with(field.name, granted + "."));
+    });
+}
+
+// Policy patterns whose records can match the query's type pattern (§8.2.2), conservatively:
+// a pattern is left out only when no event type matched by the query resolves to it.
+std::vector<std::string> candidate_patterns(const Policy& policy, const std::optional<std::string>& type_pattern) {
+    std::vector<std::string> all = policy.patterns();
+    if (!type_pattern) return all;
+    const std::string glob = lower_ascii(*type_pattern);
+    const size_t star = glob.find('*');
+    if (star == std::string::npos) {
+        // Exact type: exactly one pattern governs it.
+        auto resolved = policy.resolve(glob);
+        if (!resolved) return {};
+        return {*resolved};
+    }
+    // Every matching type starts with the literal prefix; if that prefix lies below a pattern
+    // R ("kacs.a*" below "kacs"), every matching type resolves to R or a pattern under it.
+    const std::string prefix = glob.substr(0, star);
+    std::string floor;
+    for (const std::string& p : all) {
+        if (p != "*" && starts_with(prefix, p + ".") && p.size() > floor.size()) floor = p;
+    }
+    std::vector<std::string> out;
+    for (const std::string& p : all) {
+        if (!floor.empty() && p != floor && !starts_with(p, floor + ".")) continue;
+        if (p == "*") {
+            out.push_back(p);  // its scope is "everything else": assume it overlaps
+            continue;
+        }
+        if (globs_intersect(glob, p) || globs_intersect(glob, p + ".*")) out.push_back(p);
+    }
+    return out;
+}
+
+}  // namespace
+
+kmes::Status CallerAccess::check_query(const Query& q) const {
+    if (unrestricted() || q.mode != query::Mode::events) return {};
+
+    // Every field the query reads to decide which records or groups come out.
+    std::vector<FieldUse> uses;
+    for (const Condition& condition : q.where) collect_where(condition, uses);
+    FieldRef timestamp;
+    timestamp.name = "timestamp";
+    timestamp.header = query::HeaderField::timestamp;
+    if (q.since_ns) uses.push_back({&timestamp, "SINCE"});
+    if (q.until_ns) uses.push_back({&timestamp, "UNTIL"});
+    const Aggregation& a = q.aggregation;
+    std::string clause;
+    switch (a.kind) {
+        case Aggregation::Kind::none:
+        case Aggregation::Kind::count: break;
+        case Aggregation::Kind::count_by: clause = "COUNT BY"; break;
+        case Aggregation::Kind::top_by: clause = "TOP " + std::to_string(a.top_n) + " BY"; break;
+        case Aggregation::Kind::distinct: clause = "DISTINCT"; break;
+        case Aggregation::Kind::group: clause = "GROUP"; break;
+    }
+    for (const FieldRef& f : a.fields) uses.push_back({&f, clause});
+    if (a.kind == Aggregation::Kind::group && a.fn_field) {
+        uses.push_back({&*a.fn_field, "GROUP ... " + upper(fn_name(a.fn))});
+    }
+    const auto output_key = aggregate_output_key(a);
+    for (const query::SortKey& key : q.sort) {
+        if (output_key && key.field.name == *output_key) continue;  // sorts results, reads no field
+        uses.push_back({&key.field, "SORT"});
+    }
+    if (uses.empty()) return {};
+
+    // Patterns that can contribute records: overlapping the type pattern and visible to this
+    // caller (a pattern that hides its records contributes nothing to infer from).
+    std::vector<std::pair<std::string, TypeGrant>> relevant;
+    for (const std::string& pattern : candidate_patterns(*policy_, q.type_pattern)) {
+        TypeGrant grant = policy_->grant_pattern(caller_, pattern);
+        if (grant.visible) relevant.emplace_back(pattern, std::move(grant));
+    }
+    for (const FieldUse& use : uses) {
+        for (const auto& [pattern, grant] : relevant) {
+            if (field_granted(grant, *use.field)) continue;
+            return kmes::Error{EACCES, "access denied: field '" + use.field->name + "' cannot be used in " +
+                                           use.clause + " for events of pattern '" + pattern + "'"};
+        }
+    }
+    return {};
+}
+
+}  // namespace eventd::access

@@ -6,15 +6,17 @@
 //       "kacs":         [ { "deny":  ["user:nobody"] }, { "allow": ["everyone"] } ] } }
 //
 // Pattern resolution (§9.1.5): the exact event type, then each parent obtained by dropping the
-// last dot-separated component, then "*"; first pattern present wins. Within the winning
+// last dot-separated component, then "*"; first pattern present wins (ASCII case ignored, as
+// in the query's type pattern). Within the winning
 // pattern's entries: any matching deny → no access; else the union of the matching allows'
 // fields (an allow without "fields" grants every field). Principals: "uid:N", "user:NAME",
 // "gid:N", "group:NAME", "everyone". Fields: header names, "payload" (every payload field), or
-// payload paths ("user", "source.name"). Root reads everything, always. No "*" pattern → no
-// access for anyone else (fail closed, §9.1.7).
+// payload paths ("user", "source.name"). Root reads everything, always. No "*" pattern → types no
+// pattern covers are invisible to everyone else (fail closed, §9.1.7). docs/ACCESS-CONTROL.md.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,9 +43,28 @@ struct TypeGrant {
 
 class Policy {
 public:
+    // One principal of an entry, names already resolved to ids (at parse time).
+    struct Principal {
+        enum class Kind { uid, gid, everyone } kind = Kind::everyone;
+        uint32_t id = 0;  // uid or gid
+        bool matches(const Caller& caller) const;
+    };
+    // One entry of a pattern's list. `fields` only on allow entries; nullopt = every field.
+    struct Entry {
+        bool deny = false;
+        std::vector<Principal> principals;
+        std::optional<std::vector<std::string>> fields;
+    };
+
+    // An empty policy: no pattern, no admin — nobody but root reads anything (= deny_all()).
+    Policy() = default;
+
     // Parse the `Security` object of eventd's configuration. `security` null (key absent) →
-    // the default: {"Events": {"*": [{"allow": ["group:adm"]}]}}. Errors name the pattern, the
-    // entry and what is wrong; the daemon then uses deny_all() (fail closed, DESIGN.md §3.6).
+    // the default: {"Events": {"*": [{"allow": ["group:adm"]}]}, "Admins": ["group:adm"]}.
+    // Inside a present object, an absent/null "Events" or "Admins" takes its default part.
+    // Errors name the pattern, the entry and what is wrong; the daemon then uses deny_all()
+    // (fail closed, DESIGN.md §3.6). Unknown user/group names are not errors: the principal
+    // is dropped (which never widens access) and a warning is kept in warnings().
     static kmes::Result<std::shared_ptr<const Policy>> parse(const nlohmann::json& security);
     static std::shared_ptr<const Policy> deny_all();
 
@@ -52,7 +73,23 @@ public:
     // Is this caller an administrator (eventctl status)? Root, or a principal listed in
     // Security.Admins (default ["group:adm"]).
     bool is_admin(const Caller& caller) const;
-    // … (helper-owned internals)
+
+    // Things the daemon should log after parse(): unknown names, a missing "*", ….
+    const std::vector<std::string>& warnings() const { return warnings_; }
+    // §9.1.5: the pattern governing `event_type` (exact, then parents, then "*"; compared
+    // ignoring ASCII case like the query's type pattern), nullopt when none does.
+    std::optional<std::string> resolve(std::string_view event_type) const;
+    // Every pattern of the policy (lower case; "*" included when present), sorted.
+    std::vector<std::string> patterns() const;
+    // Evaluate one pattern's entries for `caller`, without resolution. Root: everything;
+    // a pattern the policy does not have: nothing.
+    TypeGrant grant_pattern(const Caller& caller, std::string_view pattern) const;
+
+private:
+    friend class PolicyParser;
+    std::map<std::string, std::vector<Entry>, std::less<>> events_;  // pattern → entries
+    std::vector<Principal> admins_;
+    std::vector<std::string> warnings_;
 };
 
 // One caller's view for the duration of one query or stream: caches grants per event type
@@ -70,20 +107,43 @@ public:
     // every field the caller may not read for its event type. A granted path "source.name"
     // keeps only that member of the map `source`.
     void filter_fields(std::string_view event_type, nlohmann::json& record);
-    // §9.2 step 5: every field referenced by WHERE, SORT, GROUP (incl. its aggregated field),
-    // COUNT BY, TOP N BY or DISTINCT must be readable under every pattern that can contribute
-    // records to this query (patterns whose scope can overlap the type pattern and that make
-    // records visible to the caller). Otherwise EACCES with a message naming the field, e.g.
-    // "access denied: you may not filter, sort or aggregate on field 'user' of events 'app.*'".
+    // §9.2 step 5, extended to filters (issue 4: no inference through filters): every field
+    // referenced by WHERE, SINCE/UNTIL (timestamp), SORT (not an aggregate's output key such
+    // as count), GROUP (incl. its aggregated field), COUNT BY, TOP N BY or DISTINCT must be
+    // readable under every pattern that can contribute records to this query: patterns that
+    // make records visible to the caller and whose scope can overlap the type pattern (an
+    // exact type: the one pattern governing it; a glob: conservatively, every pattern not
+    // provably disjoint). Otherwise EACCES naming field, clause and pattern:
+    // "access denied: field 'user' cannot be used in WHERE for events of pattern 'app'".
+    // Root and STATUS queries: always ok (STATUS is authorised by is_admin()).
     kmes::Status check_query(const query::Query& q) const;
     // The policy changed (SIGHUP): drop the cache and use `policy` from now on.
     void reset(std::shared_ptr<const Policy> policy);
     const std::shared_ptr<const Policy>& policy() const { return policy_; }
 
 private:
+    // Granted payload paths as a tree: "source.name" → source{name}; `whole` keeps the value.
+    struct PathNode {
+        std::string name;
+        bool whole = false;
+        std::vector<PathNode> children;
+    };
+    struct CachedGrant {
+        TypeGrant grant;
+        std::vector<std::string> headers;  // granted header names (when !all_fields)
+        PathNode payload;                  // granted payload paths (when !all_fields, !all_payload)
+    };
+    struct StringHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+
+    const CachedGrant& cached(std::string_view event_type);
+    static void filter_payload(const PathNode& node, nlohmann::json& object);
+
     Caller caller_;
     std::shared_ptr<const Policy> policy_;
-    std::unordered_map<std::string, TypeGrant> cache_;
+    std::unordered_map<std::string, CachedGrant, StringHash, std::equal_to<>> cache_;
 };
 
 // The policy in force, swapped on reload; readers take a snapshot per query/batch.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -36,7 +37,7 @@ struct FieldRef {
     std::string name;                  // as written: "cpu_id", "user", "source.name"
     std::optional<HeaderField> header; // set when `name` is a header column
     std::vector<std::string> path;     // payload path components ("source", "name"); empty for headers
-    size_t position = 0;               // byte offset in the query text (for error messages)
+    size_t position = 0;               // 1-based character position in the query text (as in parse errors)
 };
 
 struct GuidLiteral {

@@ -1,1 +1,94 @@
-// placeholder: being written
+#include "eventd/server/commit_signal.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+
+namespace eventd::server {
+namespace {
+
+int make_eventfd() {
+    const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+    return fd;
+}
+
+void bump(int fd) {
+    const uint64_t one = 1;
+    // Non-blocking; it can only fail when the counter is near 2^64, i.e. never.
+    (void)!write(fd, &one, sizeof one);
+}
+
+void drain(int fd) {
+    uint64_t value;
+    (void)!read(fd, &value, sizeof value);
+}
+
+}  // namespace
+
+StreamWake::StreamWake(uint32_t shard_count) : fd_(make_eventfd()), marked_(shard_count, false) {}
+
+StreamWake::~StreamWake() { close(fd_); }
+
+void StreamWake::mark(uint32_t shard) {
+    {
+        std::lock_guard lock(mutex_);
+        if (shard >= marked_.size()) marked_.resize(shard + 1, false);
+        if (!marked_[shard]) {
+            marked_[shard] = true;
+            pending_.push_back(shard);
+        }
+    }
+    bump(fd_);
+}
+
+void StreamWake::wake() { bump(fd_); }
+
+std::vector<uint32_t> StreamWake::take() {
+    drain(fd_);
+    std::lock_guard lock(mutex_);
+    std::vector<uint32_t> out;
+    out.swap(pending_);
+    for (uint32_t s : out) marked_[s] = false;
+    return out;
+}
+
+CommitSignal::CommitSignal(uint32_t shard_count) : fd_(make_eventfd()), flags_(shard_count) {}
+
+CommitSignal::~CommitSignal() { close(fd_); }
+
+void CommitSignal::notify(uint32_t shard) {
+    if (shard >= flags_.size()) return;
+    if (!flags_[shard].exchange(true)) bump(fd_);
+}
+
+void CommitSignal::dispatch() {
+    drain(fd_);
+    std::vector<uint32_t> committed;
+    for (uint32_t s = 0; s < flags_.size(); ++s)
+        if (flags_[s].exchange(false)) committed.push_back(s);
+    if (committed.empty()) return;
+    std::lock_guard lock(mutex_);
+    for (const auto& wake : subscribers_)
+        for (uint32_t s : committed) wake->mark(s);
+}
+
+void CommitSignal::wake_all() {
+    std::lock_guard lock(mutex_);
+    for (const auto& wake : subscribers_) wake->wake();
+}
+
+void CommitSignal::subscribe(std::shared_ptr<StreamWake> wake) {
+    std::lock_guard lock(mutex_);
+    subscribers_.push_back(std::move(wake));
+}
+
+void CommitSignal::unsubscribe(const StreamWake* wake) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(subscribers_, [&](const auto& w) { return w.get() == wake; });
+}
+
+}  // namespace eventd::server

@@ -1,1 +1,300 @@
-// placeholder: being written
+#include "eventd/server/query_server.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <future>
+#include <list>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <boost/asio.hpp>
+#include <spdlog/spdlog.h>
+
+#include "eventd/server/frame.hpp"
+
+namespace eventd::server {
+namespace {
+
+namespace asio = boost::asio;
+using stream_protocol = asio::local::stream_protocol;
+using boost::system::error_code;
+
+constexpr auto kReapInterval = std::chrono::seconds(1);
+constexpr auto kStopGrace = std::chrono::milliseconds(500);  // for queries to end by themselves
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);  // after EMFILE and the like
+
+// A short reply on a socket the io thread still owns: never waits (a fresh connection's send
+// buffer takes it whole; if not, the client gets nothing but the close).
+void send_now(int fd, const std::vector<uint8_t>& frame) {
+    (void)!::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+}  // namespace
+
+// A connection between accept and the hand-off of its request to a worker.
+struct Pending {
+    Pending(asio::io_context& io, stream_protocol::socket s) : socket(std::move(s)), timer(io) {}
+    stream_protocol::socket socket;
+    asio::steady_timer timer;
+    std::array<uint8_t, kFrameHeaderBytes> header{};
+    std::vector<uint8_t> body;
+    access::Caller caller;
+    Admissions::Ticket ticket;
+};
+
+struct Worker {
+    int fd;
+    std::shared_ptr<std::atomic<bool>> done;
+    std::thread thread;
+};
+
+struct QueryServer::Impl {
+    explicit Impl(ServerOptions o)
+        : acceptor(io), commits(io), reap_timer(io), accept_retry(io), work(asio::make_work_guard(io)) {
+        shared.store_dir = std::move(o.store_dir);
+        shared.policy = o.policy;
+        shared.signal = std::make_unique<CommitSignal>(o.shard_count);
+        shared.daemon_status = std::move(o.daemon_status);
+        shared.set_limits(o.limits);
+    }
+
+    void accept_next();
+    void on_accept(stream_protocol::socket socket);
+    void read_header(const std::shared_ptr<Pending>& p);
+    void read_body(const std::shared_ptr<Pending>& p);
+    void refuse(const std::shared_ptr<Pending>& p, const std::string& message);
+    void hand_off(const std::shared_ptr<Pending>& p, std::string text);
+    void watch_commits();
+    void schedule_reap();
+    void reap(bool all);
+
+    ServerShared shared;
+    asio::io_context io;
+    stream_protocol::acceptor acceptor;
+    asio::posix::stream_descriptor commits;
+    asio::steady_timer reap_timer;
+    asio::steady_timer accept_retry;
+    asio::executor_work_guard<asio::io_context::executor_type> work;
+    std::thread io_thread;
+    std::set<std::shared_ptr<Pending>> pending;  // io thread only
+    std::mutex workers_mutex;
+    std::list<Worker> workers;
+    bool stopped = false;
+};
+
+void QueryServer::Impl::accept_next() {
+    acceptor.async_accept([this](error_code ec, stream_protocol::socket socket) {
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+        if (ec) {
+            spdlog::warn("query socket: accept failed: {}; retrying", ec.message());
+            accept_retry.expires_after(kAcceptRetry);
+            accept_retry.async_wait([this](error_code e) {
+                if (!e) accept_next();
+            });
+            return;
+        }
+        on_accept(std::move(socket));
+        accept_next();
+    });
+}
+
+void QueryServer::Impl::on_accept(stream_protocol::socket socket) {
+    auto p = std::make_shared<Pending>(io, std::move(socket));
+    // §9.2: the caller is captured at connect; failure → the query is denied entirely.
+    auto caller = access::caller_of(p->socket.native_handle());
+    if (!caller) return refuse(p, "access denied: cannot identify the caller: " + caller.error().message);
+    p->caller = std::move(*caller);
+    const ServerLimits limits = shared.limits();
+    // Counted at once: an idle connection holds its slot (§8.6.9).
+    auto ticket = shared.admissions.admit(p->caller.uid, limits, shared.counters);
+    if (!ticket) return refuse(p, ticket.error().message);
+    p->ticket = std::move(*ticket);
+    pending.insert(p);
+    // The whole request must arrive within QueryTimeoutMs; a client that sends nothing is
+    // closed then.
+    p->timer.expires_after(std::chrono::milliseconds(limits.query_timeout_ms));
+    p->timer.async_wait([this, p, ms = limits.query_timeout_ms](error_code ec) {
+        if (ec || !pending.count(p)) return;
+        shared.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        refuse(p, "no complete request within " + std::to_string(ms) + " ms (QueryTimeoutMs)");
+    });
+    read_header(p);
+}
+
+void QueryServer::Impl::read_header(const std::shared_ptr<Pending>& p) {
+    asio::async_read(p->socket, asio::buffer(p->header), [this, p](error_code ec, size_t) {
+        if (!pending.count(p)) return;
+        if (ec) {  // the client left (or sent a truncated header and closed)
+            p->timer.cancel();
+            pending.erase(p);
+            return;
+        }
+        const uint32_t length = frame_length(p->header);
+        const uint32_t max = shared.limits().max_query_message_bytes;
+        // §8.8: rejected without reading the body — no allocation of the announced size.
+        if (length > max) return refuse(p, oversized_request_message(length, max));
+        p->body.resize(length);
+        read_body(p);
+    });
+}
+
+void QueryServer::Impl::read_body(const std::shared_ptr<Pending>& p) {
+    asio::async_read(p->socket, asio::buffer(p->body), [this, p](error_code ec, size_t) {
+        if (!pending.count(p)) return;
+        if (ec) {  // truncated frame: the client closed before sending the whole body
+            p->timer.cancel();
+            pending.erase(p);
+            return;
+        }
+        auto text = decode_request(p->body);
+        if (!text) {
+            shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
+            return refuse(p, text.error().message);
+        }
+        hand_off(p, std::move(*text));
+    });
+}
+
+void QueryServer::Impl::refuse(const std::shared_ptr<Pending>& p, const std::string& message) {
+    send_now(p->socket.native_handle(), error_frame(message));
+    p->timer.cancel();
+    error_code ignored;
+    p->socket.close(ignored);
+    pending.erase(p);
+}
+
+void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, std::string text) {
+    p->timer.cancel();
+    pending.erase(p);
+    reap(false);
+    error_code ec;
+    const int fd = p->socket.release(ec);  // from now on the worker owns the socket
+    if (ec) return;
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::lock_guard lock(workers_mutex);
+    try {
+        workers.push_back(Worker{fd, done,
+                                 std::thread([this, fd, done, caller = std::move(p->caller), text = std::move(text),
+                                              ticket = std::move(p->ticket)]() mutable {
+                                     run_session(shared, fd, caller, text, ticket);
+                                     done->store(true);
+                                 })});
+    } catch (const std::system_error& e) {
+        // No thread (resource limit): the ticket moved into the failed lambda is released.
+        spdlog::error("query socket: cannot start a query thread: {}", e.what());
+        send_now(fd, error_frame("eventd cannot start a query thread now; try again"));
+        close(fd);
+    }
+}
+
+void QueryServer::Impl::watch_commits() {
+    commits.async_wait(asio::posix::stream_descriptor::wait_read, [this](error_code ec) {
+        if (ec) return;
+        shared.signal->dispatch();
+        watch_commits();
+    });
+}
+
+void QueryServer::Impl::schedule_reap() {
+    reap_timer.expires_after(kReapInterval);
+    reap_timer.async_wait([this](error_code ec) {
+        if (ec) return;
+        reap(false);
+        schedule_reap();
+    });
+}
+
+// Join finished workers and close their sockets (the fd stays open until the join, so
+// stop()'s shutdown() can never hit a reused descriptor).
+void QueryServer::Impl::reap(bool all) {
+    std::lock_guard lock(workers_mutex);
+    for (auto it = workers.begin(); it != workers.end();) {
+        if (!all && !it->done->load()) {
+            ++it;
+            continue;
+        }
+        it->thread.join();
+        close(it->fd);
+        it = workers.erase(it);
+    }
+}
+
+QueryServer::QueryServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+QueryServer::~QueryServer() { stop(); }
+
+kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions options) {
+    const int listen_fd = options.listen_fd;
+    auto impl = std::make_unique<Impl>(std::move(options));
+    error_code ec;
+    impl->acceptor.assign(stream_protocol(), listen_fd, ec);
+    if (ec) return kmes::Error{ec.value(), "query socket: cannot use the listening socket: " + ec.message()};
+    const int commit_fd = dup(impl->shared.signal->fd());
+    if (commit_fd < 0) return kmes::errno_error("query server: dup of the commit eventfd");
+    impl->commits.assign(commit_fd, ec);
+    if (ec) return kmes::Error{ec.value(), "query server: cannot watch commits: " + ec.message()};
+    Impl* raw = impl.get();
+    asio::post(raw->io, [raw] {
+        raw->accept_next();
+        raw->watch_commits();
+        raw->schedule_reap();
+    });
+    raw->io_thread = std::thread([raw] { raw->io.run(); });
+    return std::unique_ptr<QueryServer>(new QueryServer(std::move(impl)));
+}
+
+void QueryServer::on_commit(uint32_t shard) { impl_->shared.signal->notify(shard); }
+
+void QueryServer::set_limits(const ServerLimits& limits) { impl_->shared.set_limits(limits); }
+
+void QueryServer::policy_changed() { impl_->shared.policy_generation.fetch_add(1); }
+
+nlohmann::json QueryServer::queries_record() const { return impl_->shared.queries_record(); }
+
+void QueryServer::stop() {
+    Impl& d = *impl_;
+    if (d.stopped) return;
+    d.stopped = true;
+    // The cancel flag of every running query (progress handler) and of every stream.
+    d.shared.stopping.store(true);
+    d.shared.signal->wake_all();
+    // Stop accepting; connections still sending their request are told why they close.
+    std::promise<void> closed;
+    asio::post(d.io, [&d, &closed] {
+        error_code ignored;
+        d.acceptor.close(ignored);
+        d.accept_retry.cancel();
+        while (!d.pending.empty()) d.refuse(*d.pending.begin(), "eventd is shutting down");
+        closed.set_value();
+    });
+    closed.get_future().wait();
+    // Queries end by themselves (cancelled, streams told); a worker still blocked in a send to
+    // a client that does not read is released by shutting its socket down.
+    const auto until = std::chrono::steady_clock::now() + kStopGrace;
+    for (;;) {
+        bool all_done = true;
+        {
+            std::lock_guard lock(d.workers_mutex);
+            for (const Worker& w : d.workers) all_done &= w.done->load();
+        }
+        if (all_done || std::chrono::steady_clock::now() >= until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    {
+        std::lock_guard lock(d.workers_mutex);
+        for (const Worker& w : d.workers)
+            if (!w.done->load()) ::shutdown(w.fd, SHUT_RDWR);
+    }
+    d.reap(true);
+    d.work.reset();
+    d.io.stop();
+    if (d.io_thread.joinable()) d.io_thread.join();
+}
+
+}  // namespace eventd::server

@@ -1,1 +1,397 @@
-// placeholder: being written
+#include "eventd/server/session.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "eventd/query/executor.hpp"
+#include "eventd/query/live_feed.hpp"
+#include "eventd/query/parser.hpp"
+#include "eventd/server/frame.hpp"
+
+namespace eventd::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+constexpr auto kFinalFrameGrace = std::chrono::seconds(1);  // for the closing error frame
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+enum class Sent { ok, timed_out, would_block, torn, closed };
+
+// The socket side of one session. Blocking sends are bounded by a deadline (SO_SNDTIMEO, set
+// before each send to the time left); non-blocking sends never wait.
+class Channel {
+public:
+    explicit Channel(int fd) : fd_(fd) {
+        // Asio may have left O_NONBLOCK set; SO_SNDTIMEO needs a blocking socket.
+        const int flags = fcntl(fd_, F_GETFL);
+        if (flags >= 0) fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+    }
+
+    Sent send_until(const std::vector<uint8_t>& frame, Clock::time_point deadline) {
+        size_t done = 0;
+        while (done < frame.size()) {
+            const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+            if (left.count() <= 0) return done ? Sent::torn : Sent::timed_out;
+            timeval tv{static_cast<time_t>(left.count() / 1'000'000), static_cast<suseconds_t>(left.count() % 1'000'000)};
+            setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+            const ssize_t n = ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+            if (n >= 0) {
+                done += static_cast<size_t>(n);
+                continue;
+            }
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return done ? Sent::torn : Sent::timed_out;
+            return Sent::closed;
+        }
+        return Sent::ok;
+    }
+
+    // §8.7.6: never wait. Nothing written → would_block; part of the frame → torn (the
+    // connection can only be closed then: anything more would be read as the frame's rest).
+    Sent send_now(const std::vector<uint8_t>& frame) {
+        for (;;) {
+            const ssize_t n = ::send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n == static_cast<ssize_t>(frame.size())) return Sent::ok;
+            if (n >= 0) return Sent::torn;
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return Sent::would_block;
+            return Sent::closed;
+        }
+    }
+
+    int fd() const { return fd_; }
+
+private:
+    int fd_;
+};
+
+class Session {
+public:
+    Session(ServerShared& shared, int fd, const access::Caller& caller, Admissions::Ticket& ticket)
+        : shared_(shared), channel_(fd), caller_(caller), ticket_(ticket), limits_(shared.limits()),
+          deadline_(Clock::now() + std::chrono::milliseconds(limits_.query_timeout_ms)),
+          batcher_(limits_.query_response_target_bytes) {}
+
+    void run(const std::string& text);
+
+private:
+    void run_status();
+    void run_events(const query::Query& q);
+    void follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access, StreamWake& wake,
+                uint64_t generation);
+
+    // Initial phase: blocking sends bounded by the deadline.
+    kmes::Status send_initial(const std::vector<uint8_t>& frame);
+    kmes::Status drain_batcher_initial();
+    // The last frame of a session (end or error): a short grace, none while shutting down.
+    void send_final(const std::vector<uint8_t>& frame);
+    void fail(const std::string& message) { send_final(error_frame(message)); }
+    // Live phase: never blocks; false when the stream is over (dropped or client gone).
+    bool send_live(const std::vector<uint8_t>& frame);
+
+    ServerShared& shared_;
+    Channel channel_;
+    const access::Caller& caller_;
+    Admissions::Ticket& ticket_;
+    ServerLimits limits_;
+    Clock::time_point deadline_;
+    RecordBatcher batcher_;
+    bool client_gone_ = false;  // a send failed: nothing more can be said
+    bool torn_ = false;         // a frame went out in part: not even an error frame
+    bool send_timed_out_ = false;
+};
+
+kmes::Status Session::send_initial(const std::vector<uint8_t>& frame) {
+    const Sent r = channel_.send_until(frame, deadline_);
+    if (r == Sent::ok) return {};
+    client_gone_ = true;
+    torn_ = r == Sent::torn;
+    send_timed_out_ = r == Sent::timed_out || r == Sent::torn;
+    return kmes::Error{EPIPE, "the client stopped reading or left"};
+}
+
+kmes::Status Session::drain_batcher_initial() {
+    while (batcher_.has_frame())
+        if (kmes::Status s = send_initial(batcher_.next_frame()); !s) return s;
+    return {};
+}
+
+void Session::send_final(const std::vector<uint8_t>& frame) {
+    if (client_gone_ || torn_) return;
+    if (shared_.stopping.load()) {
+        channel_.send_now(frame);
+        return;
+    }
+    channel_.send_until(frame, Clock::now() + kFinalFrameGrace);
+}
+
+bool Session::send_live(const std::vector<uint8_t>& frame) {
+    switch (channel_.send_now(frame)) {
+        case Sent::ok: return true;
+        case Sent::would_block:
+            // §8.7.6: the send buffer is full — end the stream at once, with an error frame if
+            // the socket still takes one.
+            shared_.counters.dropped_streams.fetch_add(1, std::memory_order_relaxed);
+            channel_.send_now(error_frame("stream dropped: client is not reading fast enough"));
+            spdlog::info("stream of {} dropped: the client is not reading fast enough", caller_.user_name);
+            return false;
+        case Sent::torn:
+            shared_.counters.dropped_streams.fetch_add(1, std::memory_order_relaxed);
+            spdlog::info("stream of {} dropped: the client is not reading fast enough (frame cut, connection closed)",
+                         caller_.user_name);
+            return false;
+        default: return false;  // the client left
+    }
+}
+
+void Session::run(const std::string& text) {
+    auto parsed = query::parse(text, now_ns());
+    if (!parsed) {
+        shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        return fail(parsed.error().message);
+    }
+    if (parsed->mode == query::Mode::status) return run_status();
+    run_events(*parsed);
+}
+
+void Session::run_status() {
+    if (!shared_.policy->get()->is_admin(caller_)) return fail("access denied: status is for administrators");
+    std::vector<json> records = shared_.daemon_status ? shared_.daemon_status() : std::vector<json>{};
+    records.push_back(shared_.queries_record());
+    for (const json& r : records) {
+        batcher_.add(r);
+        if (!drain_batcher_initial()) return;
+    }
+    batcher_.flush();
+    if (!drain_batcher_initial()) return;
+    send_final(end_frame());
+}
+
+void Session::run_events(const query::Query& q) {
+    if (q.stream && !ticket_.add_stream(limits_.max_streaming_queries)) {
+        shared_.counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
+        return fail("too many concurrent streaming queries");
+    }
+    // Generation first: a reload between the two reads only causes a needless reset later.
+    const uint64_t generation = shared_.policy_generation.load();
+    access::CallerAccess access(caller_, shared_.policy->get());
+    if (kmes::Status s = access.check_query(q); !s) {
+        shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        return fail(s.error().message);
+    }
+
+    // A stream subscribes before the initial query takes its snapshot: a commit after the
+    // snapshot then always marks its shard (one before it only causes an empty read).
+    std::shared_ptr<StreamWake> wake;
+    if (q.stream) {
+        wake = std::make_shared<StreamWake>(shared_.signal->shard_count());
+        shared_.signal->subscribe(wake);
+    }
+    struct Unsubscribe {
+        CommitSignal& signal;
+        const StreamWake* wake;
+        ~Unsubscribe() {
+            if (wake) signal.unsubscribe(wake);
+        }
+    } unsubscribe{*shared_.signal, wake.get()};
+
+    query::ExecutionContext ctx;
+    ctx.store_dir = shared_.store_dir;
+    ctx.access = &access;
+    ctx.deadline = deadline_;
+    ctx.timeout_ms = limits_.query_timeout_ms;
+    ctx.cancelled = &shared_.stopping;
+    const query::RecordSink sink = [this](query::Record&& record) -> kmes::Status {
+        batcher_.add(record);
+        return drain_batcher_initial();
+    };
+    auto start = query::execute(q, ctx, sink);
+    const std::string timeout_text =
+        "query timed out after " + std::to_string(limits_.query_timeout_ms) + " ms (QueryTimeoutMs)";
+    if (!start) {
+        if (client_gone_) {
+            if (send_timed_out_) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+            return;  // nothing can reach the client any more
+        }
+        if (start.error().code == ETIMEDOUT) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        else if (start.error().code != ECANCELED) shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        return fail(start.error().message);
+    }
+    batcher_.flush();
+    if (!drain_batcher_initial()) {
+        if (send_timed_out_) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    if (!q.stream) return send_final(end_frame());
+    if (!send_initial(watch_frame())) return;
+    follow(q, std::move(*start), access, *wake, generation);
+}
+
+// §8.7: the live phase. Sleeps in poll() on the socket (client gone, or sending again) and the
+// stream's wake fd (commits, reload, shutdown). Not subject to QueryTimeoutMs.
+void Session::follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access,
+                     StreamWake& wake, uint64_t generation) {
+    query::LiveFeed feed(q, shared_.store_dir, std::move(start));
+    bool dropped = false;
+    const query::RecordSink sink = [&](query::Record&& record) -> kmes::Status {
+        batcher_.add(record);
+        while (batcher_.has_frame())
+            if (!send_live(batcher_.next_frame())) {
+                dropped = true;
+                return kmes::Error{EPIPE, "stream ended"};
+            }
+        return {};
+    };
+    short socket_events = POLLIN | POLLRDHUP;
+    for (;;) {
+        // Checked before sleeping too: a stream that subscribed after stop() woke everyone.
+        if (shared_.stopping.load()) {  // §10.2 step 1
+            channel_.send_now(error_frame("eventd is shutting down"));
+            return;
+        }
+        pollfd fds[2] = {{channel_.fd(), socket_events, 0}, {wake.fd(), POLLIN, 0}};
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        if (shared_.stopping.load()) continue;
+        if (fds[0].revents & (POLLHUP | POLLERR)) return;  // the client left
+        if (fds[0].revents & POLLIN) {
+            char byte;
+            const ssize_t n = recv(channel_.fd(), &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+            if (n > 0) {  // §8.8: one query per connection
+                channel_.send_now(error_frame("only one query per connection: this connection is following a stream; "
+                                              "open another connection for the next query"));
+                return;
+            }
+            if (n == 0) socket_events = 0;  // half-closed: the client may still read; POLLHUP ends it
+        } else if (fds[0].revents & POLLRDHUP) {
+            socket_events = 0;
+        }
+        if (!(fds[1].revents & POLLIN)) continue;
+        const std::vector<uint32_t> shards = wake.take();
+        if (const uint64_t g = shared_.policy_generation.load(); g != generation) {
+            generation = g;  // §9.2: a reloaded policy applies from the next batch on
+            access.reset(shared_.policy->get());
+        }
+        for (uint32_t shard : shards) {
+            if (kmes::Status s = feed.read_new(shard, access, sink); !s) {
+                if (dropped) return;
+                spdlog::warn("stream of {} ended: {}", caller_.user_name, s.error().message);
+                channel_.send_now(error_frame(s.error().message));
+                return;
+            }
+        }
+        batcher_.flush();
+        while (batcher_.has_frame())
+            if (!send_live(batcher_.next_frame())) return;
+    }
+}
+
+}  // namespace
+
+Admissions::Ticket& Admissions::Ticket::operator=(Ticket&& o) noexcept {
+    if (this != &o) {
+        release();
+        owner_ = o.owner_;
+        uid_ = o.uid_;
+        streaming_ = o.streaming_;
+        o.owner_ = nullptr;
+        o.streaming_ = false;
+    }
+    return *this;
+}
+
+bool Admissions::Ticket::add_stream(uint32_t max_streaming) {
+    if (!owner_ || streaming_) return streaming_;
+    std::lock_guard lock(owner_->mutex_);
+    if (owner_->streaming_ >= max_streaming) return false;
+    ++owner_->streaming_;
+    streaming_ = true;
+    return true;
+}
+
+void Admissions::Ticket::release() {
+    if (!owner_) return;
+    std::lock_guard lock(owner_->mutex_);
+    --owner_->active_;
+    if (--owner_->per_user_[uid_] == 0) owner_->per_user_.erase(uid_);
+    if (streaming_) --owner_->streaming_;
+    owner_ = nullptr;
+    streaming_ = false;
+}
+
+kmes::Result<Admissions::Ticket> Admissions::admit(uid_t uid, const ServerLimits& limits, QueryCounters& counters) {
+    std::lock_guard lock(mutex_);
+    if (active_ >= limits.max_concurrent_queries) {
+        counters.refused_concurrency.fetch_add(1, std::memory_order_relaxed);
+        return kmes::Error{EBUSY, "too many concurrent queries"};
+    }
+    uint32_t& mine = per_user_[uid];
+    if (uid != 0 && mine >= limits.max_queries_per_user) {  // root is exempt
+        if (mine == 0) per_user_.erase(uid);
+        counters.refused_per_user.fetch_add(1, std::memory_order_relaxed);
+        return kmes::Error{EBUSY, "too many concurrent queries from this user"};
+    }
+    ++mine;
+    ++active_;
+    counters.accepted.fetch_add(1, std::memory_order_relaxed);
+    Ticket t;
+    t.owner_ = this;
+    t.uid_ = uid;
+    return t;
+}
+
+uint32_t Admissions::active() const {
+    std::lock_guard lock(mutex_);
+    return active_;
+}
+
+uint32_t Admissions::streaming() const {
+    std::lock_guard lock(mutex_);
+    return streaming_;
+}
+
+json ServerShared::queries_record() const {
+    const auto& c = counters;
+    const uint64_t concurrency = c.refused_concurrency.load(), streaming = c.refused_streaming.load(),
+                   per_user = c.refused_per_user.load();
+    const ServerLimits l = limits();
+    return json{{"kind", "queries"},
+                {"active", admissions.active()},
+                {"streaming", admissions.streaming()},
+                {"accepted_total", c.accepted.load()},
+                {"refused_total", concurrency + streaming + per_user},
+                {"refused_concurrency", concurrency},
+                {"refused_streaming", streaming},
+                {"refused_per_user", per_user},
+                {"timeouts", c.timeouts.load()},
+                {"dropped_streams", c.dropped_streams.load()},
+                {"errors", c.errors.load()},
+                {"max_concurrent_queries", l.max_concurrent_queries},
+                {"max_streaming_queries", l.max_streaming_queries},
+                {"max_queries_per_user", l.max_queries_per_user}};
+}
+
+void run_session(ServerShared& shared, int fd, const access::Caller& caller, const std::string& text,
+                 Admissions::Ticket& ticket) {
+    Session(shared, fd, caller, ticket).run(text);
+    ::shutdown(fd, SHUT_RDWR);  // the client sees EOF now; the server closes fd after join
+    ticket.release();
+}
+
+}  // namespace eventd::server

@@ -1,0 +1,422 @@
+// kmes-bench-query: eventd's query path end to end against hand-written SQL on the same files
+// (issue 4 "Benchmarks", docs/PERFORMANCE.md).
+//
+// The store is one built by kmes-bench-query-store (10 M events, 2 shards by default). Each
+// case is one client process per run, timed in wall time from spawn to exit, output to a file:
+//   eventd side: `eventctl --socket S --format jsonl 'QUERY'` — connect, query, receive every
+//                record, spool, write JSON lines;
+//   SQL side:    `sqlite3 -readonly -json shard-0000.db 'ATTACH …' 'SQL'` — one process that
+//                opens every shard and runs the query a person would write for two files:
+//                per-shard ORDER BY/LIMIT or GROUP BY in a UNION ALL, merged by an outer
+//                ORDER BY / GROUP BY (the same push-down and merge eventd does), GUIDs and the
+//                payload printed as hex (the CLI cannot decode msgpack). For a payload field
+//                the CLI loads msgpack_extract from query_bench_sqlite_ext (the store's own
+//                function), so both sides run the same decoding.
+// Runs alternate eventd/SQL after one warm-up of each (page cache warm: both read the same
+// pages); the ratio is the median of the ratios of neighbouring runs. The record counts of
+// both sides are compared and printed: a mismatch marks the row.
+//
+// Without --socket it starts kmes-shimd and eventd on the store (StorageShards = the store's
+// shard count, QueryTimeoutMs 300000); eventd's own startup events then belong to the store,
+// and both sides see them.
+//
+//   kmes-bench-query --store DIR [--socket PATH] [--runs N] [--quick] [--only NAME]…
+//                    [--eventctl PATH] [--eventd PATH] [--shimd PATH] [--sqlite3 PATH] [--ext PATH]
+//                    [--sql-only]   (only the SQL side: checks the store and the SQL without eventd)
+//   cases: take100, since-1m, count-by-type, payload-where
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "shim_process.hpp"
+#include "store/shard_catalog.hpp"
+
+#ifndef KMES_BENCH_EVENTCTL
+#define KMES_BENCH_EVENTCTL "eventctl"
+#endif
+#ifndef KMES_BENCH_EVENTD
+#define KMES_BENCH_EVENTD "eventd"
+#endif
+#ifndef KMES_BENCH_SHIMD
+#define KMES_BENCH_SHIMD "kmes-shimd"
+#endif
+#ifndef KMES_BENCH_QUERY_EXT
+#define KMES_BENCH_QUERY_EXT "query_bench_sqlite_ext"
+#endif
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Options {
+    fs::path store;
+    std::string socket;
+    std::string eventctl = KMES_BENCH_EVENTCTL;
+    std::string eventd = KMES_BENCH_EVENTD;
+    std::string shimd = KMES_BENCH_SHIMD;
+    std::string sqlite3 = "/usr/bin/sqlite3";
+    std::string ext = KMES_BENCH_QUERY_EXT;
+    int runs = 5;
+    bool sql_only = false;  // check the store and the SQL side without eventd
+    std::vector<std::string> only;
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+    std::fprintf(stderr,
+                 "kmes-bench-query: %s\nusage: kmes-bench-query --store DIR [--socket PATH] [--runs N] [--quick] "
+                 "[--only take100|since-1m|count-by-type|payload-where]… [--eventctl PATH] [--eventd PATH] "
+                 "[--shimd PATH] [--sqlite3 PATH] [--ext PATH] [--sql-only]\n",
+                 what.c_str());
+    std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--store") o.store = next();
+        else if (a == "--socket") o.socket = next();
+        else if (a == "--eventctl") o.eventctl = next();
+        else if (a == "--eventd") o.eventd = next();
+        else if (a == "--shimd") o.shimd = next();
+        else if (a == "--sqlite3") o.sqlite3 = next();
+        else if (a == "--ext") o.ext = next();
+        else if (a == "--runs") o.runs = std::max(1, std::stoi(next()));
+        else if (a == "--quick") o.runs = 2;
+        else if (a == "--time") next();  // scripts/bench passes it to every benchmark; runs count here
+        else if (a == "--only") o.only.push_back(next());
+        else if (a == "--sql-only") o.sql_only = true;
+        else if (a == "-h" || a == "--help") usage_error("times eventctl against sqlite3 on a generated store");
+        else usage_error("unknown argument '" + a + "'");
+    }
+    if (o.store.empty()) usage_error("--store DIR is required (build one with kmes-bench-query-store)");
+    return o;
+}
+
+// --- processes ----------------------------------------------------------------------------
+
+struct RunResult {
+    double seconds = 0;
+    int status = 0;
+    std::string output;  // stdout file path
+};
+
+// Spawn argv with stdout → out, stderr → err; wall time from spawn to exit.
+RunResult run_process(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+    std::vector<std::string> copy = args;
+    std::vector<char*> argv;
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const auto start = std::chrono::steady_clock::now();
+    const int rc = posix_spawn(&pid, copy[0].c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("cannot start " + copy[0] + ": " + std::strerror(rc));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    RunResult r;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.output = out;
+    return r;
+}
+
+std::string slurp(const std::string& path, size_t limit = 2000) {
+    std::ifstream in(path);
+    std::string s((std::istreambuf_iterator<char>(in)), {});
+    if (s.size() > limit) s = s.substr(0, limit) + "…";
+    return s;
+}
+
+// Records in a jsonl file / rows in a `sqlite3 -json` file: lines holding an object.
+uint64_t count_records(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    uint64_t n = 0;
+    while (std::getline(in, line))
+        if (line.find('{') != std::string::npos) ++n;
+    return n;
+}
+
+// eventd on an existing store: like bench/eventd_process.hpp, but the store is given, not
+// made, and the query socket is what we want from it.
+class StoreEventd {
+public:
+    StoreEventd(const Options& o, uint32_t shards, const std::string& kmes_socket) {
+        char templ[] = "/tmp/eventd-query-bench-XXXXXX";
+        if (!mkdtemp(templ)) throw std::runtime_error("mkdtemp failed");
+        dir_ = templ;
+        socket_ = dir_ + "/query.sock";
+        log_ = dir_ + "/eventd.log";
+        const std::string config = dir_ + "/eventd.json";
+        std::ofstream(config) << json{{"EventStorePath", fs::absolute(o.store).string()},
+                                      {"QuerySocketPath", socket_},
+                                      {"KmesSocketPath", kmes_socket},
+                                      {"StorageShards", shards},
+                                      {"EventRetentionDays", 3650},
+                                      {"QueryTimeoutMs", 300000}}
+                                         .dump(2);
+        const std::string notify = dir_ + "/notify.sock";
+        notify_fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", notify.c_str());
+        if (notify_fd_ < 0 || bind(notify_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+            throw std::runtime_error("cannot bind " + notify);
+        std::vector<std::string> env;
+        for (char** e = environ; *e; ++e)
+            if (std::strncmp(*e, "NOTIFY_SOCKET=", 14) != 0) env.push_back(*e);
+        env.push_back("NOTIFY_SOCKET=" + notify);
+        std::vector<char*> envp;
+        for (auto& e : env) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        std::vector<std::string> args{o.eventd, "--config", config};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&actions, 1, 2);
+        const int rc = posix_spawn(&pid_, o.eventd.c_str(), &actions, nullptr, argv.data(), envp.data());
+        posix_spawn_file_actions_destroy(&actions);
+        if (rc != 0) throw std::runtime_error("cannot start " + o.eventd + ": " + std::strerror(rc));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        char buf[4096];
+        for (;;) {
+            pollfd p{notify_fd_, POLLIN, 0};
+            poll(&p, 1, 50);
+            if (p.revents & POLLIN) {
+                const ssize_t n = recv(notify_fd_, buf, sizeof buf - 1, 0);
+                if (n > 0) {
+                    buf[n] = 0;
+                    if (std::strstr(buf, "READY=1")) break;
+                }
+            }
+            if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+                pid_ = -1;
+                throw std::runtime_error("eventd exited before READY=1; see " + log_);
+            }
+            if (std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("eventd did not send READY=1 within 60 s; see " + log_);
+        }
+    }
+    ~StoreEventd() {
+        if (pid_ > 0) {
+            kill(pid_, SIGTERM);
+            waitpid(pid_, nullptr, 0);
+        }
+        if (notify_fd_ >= 0) close(notify_fd_);
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    const std::string& socket() const { return socket_; }
+
+private:
+    std::string dir_, socket_, log_;
+    int notify_fd_ = -1;
+    pid_t pid_ = -1;
+};
+
+// --- the store ------------------------------------------------------------------------------
+
+// End of the generated data: the marker's end_ns, else the newest timestamp in the store.
+int64_t store_end_ns(const Options& o, const std::vector<eventd::store::ShardFile>& files) {
+    json marker = json::parse(std::ifstream(o.store / "query-bench-store.json"), nullptr, false);
+    if (marker.is_object() && marker.contains("end_ns")) return marker["end_ns"].get<int64_t>();
+    int64_t end = 0;
+    for (const auto& f : files) {
+        auto conn = eventd::store::ReadConnection::open(f.path);
+        if (!conn) throw std::runtime_error(conn.error().message);
+        sqlite3_stmt* st = nullptr;
+        sqlite3_prepare_v2(conn->get(), "SELECT max(timestamp) FROM events", -1, &st, nullptr);
+        if (sqlite3_step(st) == SQLITE_ROW) end = std::max<int64_t>(end, sqlite3_column_int64(st, 0));
+        sqlite3_finalize(st);
+    }
+    return end;
+}
+
+std::string iso_utc(int64_t ns) {
+    const time_t t = static_cast<time_t>(ns / 1'000'000'000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    return buf;
+}
+
+// --- cases ----------------------------------------------------------------------------------
+
+struct Case {
+    std::string name;
+    std::string query;  // eventd
+    std::string sql;    // sqlite3 CLI, over main (shard 0) and s1… (the others, attached)
+    bool needs_ext = false;
+};
+
+constexpr const char* kRawColumns =
+    "boot_id, timestamp, cpu_id, sequence, origin_class, event_type, effective_token_guid, true_token_guid, "
+    "process_guid, payload";
+constexpr const char* kHexColumns =
+    "hex(boot_id) AS boot_id, timestamp, cpu_id, sequence, origin_class, event_type, "
+    "hex(effective_token_guid) AS effective_token_guid, hex(true_token_guid) AS true_token_guid, "
+    "hex(process_guid) AS process_guid, hex(payload) AS payload";
+
+std::string schema_name(size_t i) { return i == 0 ? "main" : "s" + std::to_string(i); }
+
+// UNION ALL of `per_shard` (with {S} replaced by each shard's schema name).
+std::string union_all(size_t shards, const std::string& per_shard) {
+    std::string out;
+    for (size_t i = 0; i < shards; ++i) {
+        std::string part = per_shard;
+        for (size_t at; (at = part.find("{S}")) != std::string::npos;) part.replace(at, 3, schema_name(i));
+        if (i) out += " UNION ALL ";
+        out += "SELECT * FROM (" + part + ")";
+    }
+    return out;
+}
+
+std::vector<Case> make_cases(size_t shards, int64_t end_ns) {
+    const int64_t since = end_ns - 60'000'000'000;
+    const std::string raw = kRawColumns, hex = kHexColumns;
+    std::vector<Case> cases;
+    cases.push_back({"take100", "EVENTS TAKE 100",
+                     "SELECT " + hex + " FROM (" +
+                         union_all(shards, "SELECT " + raw + " FROM {S}.events ORDER BY timestamp DESC LIMIT 100") +
+                         ") ORDER BY timestamp DESC LIMIT 100;"});
+    cases.push_back({"since-1m", "EVENTS SINCE " + iso_utc(since) + " UNTIL " + iso_utc(end_ns),
+                     "SELECT " + hex + " FROM (" +
+                         union_all(shards, "SELECT " + raw + " FROM {S}.events WHERE timestamp >= " +
+                                               std::to_string(since) + " AND timestamp <= " + std::to_string(end_ns)) +
+                         ") ORDER BY timestamp DESC;"});
+    cases.push_back({"count-by-type", "EVENTS COUNT BY event_type",
+                     "SELECT event_type, sum(n) AS count FROM (" +
+                         union_all(shards, "SELECT event_type, count(*) AS n FROM {S}.events GROUP BY event_type") +
+                         ") GROUP BY event_type ORDER BY count DESC, event_type;"});
+    cases.push_back({"payload-where", "EVENTS WHERE user == 'mallory'",
+                     "SELECT " + hex + " FROM (" +
+                         union_all(shards, "SELECT " + raw +
+                                               " FROM {S}.events WHERE msgpack_extract(payload, '$.user') = 'mallory' "
+                                               "COLLATE NOCASE") +
+                         ") ORDER BY timestamp DESC;",
+                     true});
+    return cases;
+}
+
+struct Side {
+    std::vector<double> seconds;
+    uint64_t records = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const Options o = parse(argc, argv);
+    auto listed = eventd::store::list_shard_files(o.store);
+    if (!listed) throw std::runtime_error(listed.error().message);
+    const std::vector<eventd::store::ShardFile> files = *listed;
+    if (files.empty()) throw std::runtime_error("no shard files in " + o.store.string() + " (run kmes-bench-query-store)");
+    uint32_t active = 0;
+    for (const auto& f : files)
+        if (f.active_index) active = std::max(active, *f.active_index + 1);
+    const int64_t end_ns = store_end_ns(o, files);
+
+    std::unique_ptr<bench::ShimProcess> shim;
+    std::unique_ptr<StoreEventd> eventd;
+    std::string socket = o.socket;
+    if (socket.empty() && !o.sql_only) {
+        shim = std::make_unique<bench::ShimProcess>(o.shimd);
+        eventd = std::make_unique<StoreEventd>(o, active, shim->socket());
+        socket = eventd->socket();
+    }
+
+    char tmpl[] = "/tmp/kmes-bench-query-out-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    const std::string out_dir = tmpl;
+    const std::string err_file = out_dir + "/stderr";
+
+    std::vector<std::string> sql_base{o.sqlite3, "-readonly", "-json", files[0].path.string()};
+    for (size_t i = 1; i < files.size(); ++i)
+        sql_base.push_back("ATTACH '" + files[i].path.string() + "' AS " + schema_name(i) + ";");
+
+    bench::Table table({"query", "records", "eventctl ms (median)", "sqlite3 ms (median)", "eventctl / sqlite3"});
+    for (const Case& c : make_cases(files.size(), end_ns)) {
+        if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.name) == o.only.end()) continue;
+        const std::vector<std::string> ev_args{o.eventctl, "--socket", socket, "--format", "jsonl", c.query};
+        std::vector<std::string> sql_args = sql_base;
+        if (c.needs_ext) sql_args.insert(sql_args.begin() + 4, ".load " + o.ext);
+        sql_args.push_back(c.sql);
+
+        Side ev, sql;
+        std::vector<double> ratios;
+        for (int run = -1; run < o.runs; ++run) {  // run -1: warm-up, not counted
+            RunResult a;
+            if (!o.sql_only) {
+                a = run_process(ev_args, out_dir + "/eventctl.out", err_file);
+                if (a.status != 0)
+                    throw std::runtime_error(c.name + ": eventctl exited " + std::to_string(a.status) + ": " +
+                                             slurp(err_file));
+                if (run < 0) ev.records = count_records(a.output);
+            }
+            const RunResult b = run_process(sql_args, out_dir + "/sqlite3.out", err_file);
+            if (b.status != 0)
+                throw std::runtime_error(c.name + ": sqlite3 exited " + std::to_string(b.status) + ": " + slurp(err_file));
+            if (run < 0) sql.records = count_records(b.output);
+            if (run < 0) continue;
+            sql.seconds.push_back(b.seconds);
+            if (o.sql_only) continue;
+            ev.seconds.push_back(a.seconds);
+            ratios.push_back(a.seconds / b.seconds);
+        }
+        if (o.sql_only) {
+            table.add({"`" + c.query + "`", std::to_string(sql.records), "-",
+                       bench::fmt("%.1f", bench::median(sql.seconds) * 1e3), "-"});
+            continue;
+        }
+        const std::string records = ev.records == sql.records
+                                        ? std::to_string(ev.records)
+                                        : std::to_string(ev.records) + " (SQL " + std::to_string(sql.records) + "!)";
+        table.add({"`" + c.query + "`", records, bench::fmt("%.1f", bench::median(ev.seconds) * 1e3),
+                   bench::fmt("%.1f", bench::median(sql.seconds) * 1e3), bench::fmt("%.2f×", bench::median(ratios))});
+    }
+    std::error_code ec;
+    fs::remove_all(out_dir, ec);
+
+    table.print("Queries on " + o.store.string() + " (" + std::to_string(files.size()) +
+                " shard files): eventctl end to end against the sqlite3 CLI, " + std::to_string(o.runs) +
+                " runs each, alternating; ratio = median of neighbouring runs");
+    return 0;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "kmes-bench-query: %s\n", e.what());
+    return 1;
+}

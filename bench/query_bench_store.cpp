@@ -1,0 +1,341 @@
+// kmes-bench-query-store: builds the store the query benchmark reads (issue 4 "Benchmarks",
+// docs/PERFORMANCE.md) — by default 10 million events in 2 shards, spread evenly over the 24
+// hours before --end (default: now), ~20 event types with realistic msgpack payloads.
+//
+// The shards are created by store::ShardDb (the §3.1 schema, idx_events_timestamp,
+// sequence_state, WAL), then filled over a plain connection in 200 000-row transactions
+// with no journal, synchronous=OFF and the timestamp index dropped during the load and re-created with
+// its own SQL afterwards (same file layout in the end, minutes faster). sequence_state gets
+// the ranges of the rows written, so eventd can open the store as its own.
+//
+// Rows are deterministic for a given --seed/--events/--end. Each CPU's events go to shard
+// cpu % shards (as eventd's routing with 4 CPUs and 2 shards), ids increase with time.
+// A file `query-bench-store.json` records the parameters once the store is complete; a
+// second run with the same parameters finds it and does nothing (use --force to rebuild).
+//
+//   kmes-bench-query-store --out DIR [--events N] [--shards S] [--end-ns NS] [--seed N] [--force]
+#include <sqlite3.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "store/shard_db.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kMarker = "query-bench-store.json";
+constexpr uint32_t kCpus = 4;
+constexpr uint64_t kSpanNs = 24ull * 3600 * 1'000'000'000;
+constexpr size_t kBatchRows = 200'000;
+constexpr size_t kPoolPerType = 2048;
+
+constexpr const char* kInsert =
+    "INSERT INTO events (boot_id, timestamp, cpu_id, sequence, origin_class, event_type, "
+    "effective_token_guid, true_token_guid, process_guid, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+struct Options {
+    fs::path out;
+    uint64_t events = 10'000'000;
+    uint32_t shards = 2;
+    uint64_t end_ns = 0;
+    uint64_t seed = 42;
+    bool force = false;
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+    std::fprintf(stderr,
+                 "kmes-bench-query-store: %s\nusage: kmes-bench-query-store --out DIR [--events N] [--shards S] "
+                 "[--end-ns NS] [--seed N] [--force]\n",
+                 what.c_str());
+    std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--out") o.out = next();
+        else if (a == "--events") o.events = std::stoull(next());
+        else if (a == "--shards") o.shards = static_cast<uint32_t>(std::stoul(next()));
+        else if (a == "--end-ns") o.end_ns = std::stoull(next());
+        else if (a == "--seed") o.seed = std::stoull(next());
+        else if (a == "--force") o.force = true;
+        else if (a == "-h" || a == "--help") usage_error("builds the query benchmark's store");
+        else usage_error("unknown argument '" + a + "'");
+    }
+    if (o.out.empty()) usage_error("--out DIR is required");
+    if (o.shards == 0 || o.shards > kCpus) usage_error("--shards must be 1 to 4");
+    if (o.events == 0) usage_error("--events must be at least 1");
+    if (o.end_ns == 0) {
+        o.end_ns = static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count());
+        o.end_ns -= o.end_ns % 1'000'000'000;  // whole seconds: time literals name seconds
+    }
+    return o;
+}
+
+void check(int rc, int want, sqlite3* db, const std::string& what) {
+    if (rc != want) throw std::runtime_error(what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+}
+void exec(sqlite3* db, const std::string& sql) { check(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK, db, sql); }
+
+using Guid = std::array<uint8_t, 16>;
+Guid guid_of(std::mt19937_64& rng) {
+    Guid g;
+    const uint64_t a = rng(), b = rng();
+    std::memcpy(g.data(), &a, 8);
+    std::memcpy(g.data() + 8, &b, 8);
+    g[6] = static_cast<uint8_t>((g[6] & 0x0f) | 0x40);  // looks like a v4 GUID
+    g[8] = static_cast<uint8_t>((g[8] & 0x3f) | 0x80);
+    return g;
+}
+
+// ~20 event types with skewed frequencies (weights), origin class by family.
+struct EventType {
+    const char* name;
+    uint8_t origin;
+    uint32_t weight;
+    enum Shape { access, process, file, net, login, ring, raw, none } shape;
+};
+constexpr EventType kTypes[] = {
+    {"kacs.access.check", 2, 250, EventType::access},   {"kacs.access.denied", 2, 20, EventType::access},
+    {"kacs.token.create", 2, 30, EventType::login},     {"kacs.token.adjust", 2, 10, EventType::login},
+    {"kacs.privilege.use", 2, 15, EventType::access},   {"lcs.process.start", 3, 120, EventType::process},
+    {"lcs.process.exit", 3, 120, EventType::process},   {"lcs.file.open", 3, 180, EventType::file},
+    {"lcs.file.write", 3, 60, EventType::file},         {"lcs.file.unlink", 3, 8, EventType::file},
+    {"lcs.net.connect", 3, 70, EventType::net},         {"lcs.net.accept", 3, 30, EventType::net},
+    {"lcs.module.load", 3, 2, EventType::file},         {"kmes.ring.resize", 1, 1, EventType::ring},
+    {"kmes.reader.attach", 1, 2, EventType::ring},      {"app.login.success", 0, 40, EventType::login},
+    {"app.login.failure", 0, 8, EventType::login},      {"app.audit.raw", 0, 10, EventType::raw},
+    {"app.heartbeat", 0, 20, EventType::none},          {"app.config.change", 0, 4, EventType::login},
+};
+constexpr size_t kTypeCount = std::size(kTypes);
+
+constexpr const char* kUsers[] = {"root", "alice", "bob", "carol", "dave", "erin", "frank", "grace",
+                                  "heidi", "ivan", "judy", "mike", "niaj", "olivia", "peggy", "sybil",
+                                  "trent", "victor", "walter", "www-data"};
+constexpr const char* kPrograms[] = {"sshd", "systemd", "cron", "bash", "nginx", "postgres", "python3", "curl",
+                                     "sudo", "git", "make", "gcc", "journald", "dbus-daemon", "NetworkManager"};
+constexpr const char* kPaths[] = {"/etc/passwd", "/etc/shadow", "/var/log/syslog", "/home/alice/notes.txt",
+                                  "/usr/bin/python3", "/var/lib/postgresql/data/base/16384/2619",
+                                  "/tmp/build-1234/main.o", "/etc/ssl/certs/ca-certificates.crt",
+                                  "/proc/self/status", "/srv/www/index.html"};
+
+// One payload per (type, pool slot): maps shaped by the type's family; the rare user
+// "mallory" (~0.1 % of rows) is what the benchmark's payload WHERE looks for.
+std::vector<uint8_t> make_payload(const EventType& t, std::mt19937_64& rng) {
+    auto pick = [&](auto& list) { return list[rng() % std::size(list)]; };
+    const bool mallory = rng() % 1000 == 0;
+    const std::string user = mallory ? "mallory" : pick(kUsers);
+    const uint64_t uid = mallory ? 6666 : (user == "root" ? 0 : 1000 + rng() % 20);
+    const uint64_t pid = 100 + rng() % 60000;
+    json source = {{"name", pick(kPrograms)}, {"pid", pid}};
+    json p;
+    switch (t.shape) {
+        case EventType::access:
+            p = {{"user", user},           {"uid", uid},
+                 {"object", pick(kPaths)}, {"desired_access", rng() % 2 ? "read" : "read,write"},
+                 {"granted", rng() % 10 != 0}, {"source", source},
+                 {"duration_us", double(rng() % 100000) / 1000.0}};
+            break;
+        case EventType::process:
+            p = {{"user", user},
+                 {"uid", uid},
+                 {"pid", pid},
+                 {"ppid", 1 + rng() % 5000},
+                 {"exe", std::string("/usr/bin/") + pick(kPrograms)},
+                 {"argv", json::array({pick(kPrograms), "--verbose", std::to_string(rng() % 100)})},
+                 {"exit_code", rng() % 20 == 0 ? 1 : 0},
+                 {"source", source}};
+            break;
+        case EventType::file:
+            p = {{"user", user},       {"uid", uid},   {"path", pick(kPaths)},
+                 {"flags", rng() % 4}, {"bytes", rng() % 1'000'000}, {"source", source}};
+            break;
+        case EventType::net:
+            p = {{"user", user},
+                 {"uid", uid},
+                 {"addr", "10.0." + std::to_string(rng() % 256) + "." + std::to_string(rng() % 256)},
+                 {"port", rng() % 2 ? 443 : 1024 + rng() % 60000},
+                 {"bytes_sent", rng() % 100000},
+                 {"bytes_received", rng() % 1000000},
+                 {"source", source}};
+            break;
+        case EventType::login:
+            p = {{"user", user}, {"uid", uid}, {"session", rng() % 100000}, {"tty", "pts/" + std::to_string(rng() % 8)},
+                 {"remote", "192.168.1." + std::to_string(rng() % 256)}, {"source", source}};
+            break;
+        case EventType::ring:
+            p = {{"cpu", rng() % kCpus}, {"capacity", 4194304}, {"fill_percent", double(rng() % 1000) / 10.0}};
+            break;
+        case EventType::raw: {  // not msgpack at all: raw bytes, as KMES producers may send
+            std::vector<uint8_t> bytes(24 + rng() % 40);
+            for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+            bytes[0] = 0xc1;  // never a valid msgpack start
+            return bytes;
+        }
+        case EventType::none:
+            return {};
+    }
+    return json::to_msgpack(p);
+}
+
+struct ShardWriter {
+    sqlite3* db = nullptr;
+    sqlite3_stmt* insert = nullptr;
+    size_t in_tx = 0;
+    std::string index_sql;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const Options o = parse(argc, argv);
+    const json params = {{"events", o.events}, {"shards", o.shards}, {"end_ns", o.end_ns}, {"seed", o.seed},
+                         {"span_ns", kSpanNs}, {"format", 1}};
+    const fs::path marker = o.out / kMarker;
+    if (!o.force && fs::exists(marker)) {
+        json old = json::parse(std::ifstream(marker), nullptr, false);
+        // Same size and shape (any end time): reuse it.
+        if (old.is_object() && old.value("events", 0ull) == o.events && old.value("shards", 0u) == o.shards &&
+            old.value("seed", 0ull) == o.seed && old.value("format", 0) == 1) {
+            std::printf("store %s already built (%llu events, %u shards); --force rebuilds it\n", o.out.c_str(),
+                        static_cast<unsigned long long>(o.events), o.shards);
+            return 0;
+        }
+    }
+    fs::create_directories(o.out);
+    std::error_code ec;
+    fs::remove(marker, ec);
+    for (const auto& entry : fs::directory_iterator(o.out)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("shard-", 0) == 0 || name.rfind("eventd-meta.db", 0) == 0) fs::remove(entry.path());
+    }
+
+    const auto started = std::chrono::steady_clock::now();
+    std::vector<ShardWriter> shards(o.shards);
+    for (uint32_t s = 0; s < o.shards; ++s) {
+        {
+            auto created = eventd::store::ShardDb::open(o.out, s);  // the store's own schema
+            if (!created) throw std::runtime_error(created.error().message);
+        }
+        ShardWriter& w = shards[s];
+        const std::string path = (o.out / eventd::store::shard_file_name(s)).string();
+        check(sqlite3_open_v2(path.c_str(), &w.db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK, w.db, "open " + path);
+        // Bulk load without a journal (each row written once, not to the WAL and again at
+        // checkpoint); WAL is switched back on at the end, as eventd expects it.
+        exec(w.db, "PRAGMA journal_mode=DELETE");
+        exec(w.db, "PRAGMA journal_mode=OFF");
+        exec(w.db, "PRAGMA synchronous=OFF");
+        exec(w.db, "PRAGMA cache_size=-262144");
+        sqlite3_stmt* q = nullptr;
+        check(sqlite3_prepare_v2(w.db, "SELECT sql FROM sqlite_master WHERE name='idx_events_timestamp'", -1, &q, nullptr),
+              SQLITE_OK, w.db, "read index");
+        check(sqlite3_step(q), SQLITE_ROW, w.db, "read index");
+        w.index_sql = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+        sqlite3_finalize(q);
+        exec(w.db, "DROP INDEX idx_events_timestamp");
+        check(sqlite3_prepare_v2(w.db, kInsert, -1, &w.insert, nullptr), SQLITE_OK, w.db, "prepare insert");
+        exec(w.db, "BEGIN");
+    }
+
+    std::mt19937_64 rng(o.seed);
+    // Pools: payloads, tokens (one per user session), process GUIDs, two boots.
+    std::vector<std::vector<std::vector<uint8_t>>> payloads(kTypeCount);
+    for (size_t t = 0; t < kTypeCount; ++t)
+        for (size_t i = 0; i < kPoolPerType; ++i) payloads[t].push_back(make_payload(kTypes[t], rng));
+    std::vector<Guid> tokens(64), processes(4096);
+    for (auto& g : tokens) g = guid_of(rng);
+    for (auto& g : processes) g = guid_of(rng);
+    const Guid boots[2] = {guid_of(rng), guid_of(rng)};
+    std::vector<uint32_t> cumulative;
+    uint32_t total_weight = 0;
+    for (const auto& t : kTypes) cumulative.push_back(total_weight += t.weight);
+
+    const uint64_t start_ns = o.end_ns - kSpanNs;
+    const uint64_t reboot_at = o.events / 3;  // the first third ran under the previous boot
+    uint64_t sequence[2][kCpus] = {};
+    for (uint64_t i = 0; i < o.events; ++i) {
+        const int boot = i < reboot_at ? 0 : 1;
+        const uint32_t cpu = static_cast<uint32_t>(rng() % kCpus);
+        const uint64_t ts = start_ns + static_cast<uint64_t>(static_cast<unsigned __int128>(kSpanNs) * i / o.events) + rng() % 1000;
+        const uint32_t r = static_cast<uint32_t>(rng() % total_weight);
+        const size_t type = static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), r) - cumulative.begin());
+        const auto& payload = payloads[type][rng() % kPoolPerType];
+        const Guid& token = tokens[rng() % tokens.size()];
+        const Guid& process = processes[rng() % processes.size()];
+        ShardWriter& w = shards[cpu % o.shards];
+        sqlite3_stmt* st = w.insert;
+        sqlite3_bind_blob(st, 1, boots[boot].data(), 16, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, static_cast<int64_t>(ts));
+        sqlite3_bind_int(st, 3, static_cast<int>(cpu));
+        sqlite3_bind_int64(st, 4, static_cast<int64_t>(++sequence[boot][cpu]));
+        sqlite3_bind_int(st, 5, kTypes[type].origin);
+        sqlite3_bind_text(st, 6, kTypes[type].name, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 7, token.data(), 16, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 8, token.data(), 16, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 9, process.data(), 16, SQLITE_STATIC);
+        if (payload.empty()) sqlite3_bind_null(st, 10);
+        else sqlite3_bind_blob(st, 10, payload.data(), static_cast<int>(payload.size()), SQLITE_STATIC);
+        check(sqlite3_step(st), SQLITE_DONE, w.db, "insert");
+        sqlite3_reset(st);
+        if (++w.in_tx == kBatchRows) {
+            exec(w.db, "COMMIT");
+            exec(w.db, "BEGIN");
+            w.in_tx = 0;
+        }
+        if ((i + 1) % 1'000'000 == 0) {
+            std::fprintf(stderr, "  %llu M events\r", static_cast<unsigned long long>((i + 1) / 1'000'000));
+        }
+    }
+    std::fprintf(stderr, "\n");
+
+    for (uint32_t s = 0; s < o.shards; ++s) {
+        ShardWriter& w = shards[s];
+        // Every (boot, cpu) of this shard: sequences 1..last are accounted for.
+        sqlite3_stmt* st = nullptr;
+        check(sqlite3_prepare_v2(w.db, "INSERT INTO sequence_state VALUES (?1, ?2, 1, ?3)", -1, &st, nullptr),
+              SQLITE_OK, w.db, "prepare sequence_state");
+        for (int boot = 0; boot < 2; ++boot)
+            for (uint32_t cpu = s; cpu < kCpus; cpu += o.shards) {
+                if (sequence[boot][cpu] == 0) continue;
+                sqlite3_bind_blob(st, 1, boots[boot].data(), 16, SQLITE_STATIC);
+                sqlite3_bind_int(st, 2, static_cast<int>(cpu));
+                sqlite3_bind_int64(st, 3, static_cast<int64_t>(sequence[boot][cpu]));
+                check(sqlite3_step(st), SQLITE_DONE, w.db, "insert sequence_state");
+                sqlite3_reset(st);
+            }
+        sqlite3_finalize(st);
+        exec(w.db, "COMMIT");
+        sqlite3_finalize(w.insert);
+        exec(w.db, w.index_sql);
+        exec(w.db, "PRAGMA journal_mode=WAL");
+        sqlite3_close(w.db);
+    }
+    std::ofstream(marker) << params.dump(2) << "\n";
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::printf("built %s: %llu events in %u shards, timestamps %llu..%llu, in %.0f s\n", o.out.c_str(),
+                static_cast<unsigned long long>(o.events), o.shards, static_cast<unsigned long long>(start_ns),
+                static_cast<unsigned long long>(o.end_ns), seconds);
+    return 0;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "kmes-bench-query-store: %s\n", e.what());
+    return 1;
+}

@@ -1,0 +1,138 @@
+#include "connection.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "interrupt.hpp"
+
+namespace eventctl {
+namespace {
+
+std::string connect_advice(int code) {
+    switch (code) {
+    case ENOENT:
+        return "no such socket; is eventd running, and is this its QuerySocketPath? Pass --socket PATH or set "
+               "EVENTD_SOCKET";
+    case ECONNREFUSED:
+        return "nothing is listening there; is eventd running? (or pass --socket PATH / set EVENTD_SOCKET)";
+    case EACCES:
+    case EPERM:
+        return "permission denied on the socket or a directory above it";
+    case ENOTSOCK:
+        return "that path is not a socket; pass eventd's QuerySocketPath with --socket PATH";
+    default:
+        return std::strerror(code);
+    }
+}
+
+// Waits until fd is ready for `events` or Ctrl-C arrives; false on Ctrl-C.
+bool wait_for(int fd, short events) {
+    pollfd fds[2] = {{fd, events, 0}, {interrupt_fd(), POLLIN, 0}};
+    const nfds_t n = interrupt_fd() >= 0 ? 2 : 1;
+    while (true) {
+        if (interrupted()) return false;
+        const int r = poll(fds, n, -1);
+        if (r < 0 && errno == EINTR) continue;
+        if (n == 2 && (fds[1].revents & POLLIN)) return false;
+        return true;  // ready, hung up or an error: the read/write that follows reports which
+    }
+}
+
+}  // namespace
+
+kmes::Result<Connection> Connection::open(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof addr.sun_path) {
+        return kmes::Error{ENAMETOOLONG, "cannot connect to eventd at '" + path + "': a socket path must be 1.." +
+                                             std::to_string(sizeof addr.sun_path - 1) + " bytes"};
+    }
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return kmes::Error{errno, std::string("cannot create a socket: ") + std::strerror(errno)};
+    int rc;
+    do {
+        rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    } while (rc != 0 && errno == EINTR && !interrupted());
+    if (rc != 0) {
+        const int code = errno;
+        close(fd);
+        return kmes::Error{code, "cannot connect to eventd at " + path + ": " + connect_advice(code)};
+    }
+    return Connection(fd, path);
+}
+
+Connection::Connection(Connection&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
+    other.fd_ = -1;
+}
+
+Connection::~Connection() {
+    if (fd_ >= 0) close(fd_);
+}
+
+kmes::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
+    std::vector<uint8_t> frame(4 + body.size());
+    const auto len = static_cast<uint32_t>(body.size());
+    for (int i = 0; i < 4; ++i) frame[i] = static_cast<uint8_t>(len >> (8 * i));
+    std::memcpy(frame.data() + 4, body.data(), body.size());
+    std::size_t done = 0;
+    while (done < frame.size()) {
+        if (!wait_for(fd_, POLLOUT)) return ReadResult::kInterrupted;
+        // MSG_NOSIGNAL: a closed peer is an error to report, not a SIGPIPE that kills eventctl.
+        const ssize_t n = send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            done += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        return kmes::Error{errno, "eventd at " + path_ + " closed the connection while eventctl was sending the query: " +
+                                      std::strerror(errno)};
+    }
+    return ReadResult::kFrame;
+}
+
+kmes::Result<ReadResult> Connection::read_exact(std::span<uint8_t> out) {
+    std::size_t done = 0;
+    while (done < out.size()) {
+        if (!wait_for(fd_, POLLIN)) return ReadResult::kInterrupted;
+        const ssize_t n = recv(fd_, out.data() + done, out.size() - done, MSG_DONTWAIT);
+        if (n > 0) {
+            done += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n == 0 && done == 0) return ReadResult::kClosed;
+        if (n == 0) {
+            return kmes::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (" +
+                                           std::to_string(done) + " of " + std::to_string(out.size()) + " bytes)"};
+        }
+        return kmes::Error{errno, "reading from eventd at " + path_ + " failed: " + std::strerror(errno)};
+    }
+    return ReadResult::kFrame;
+}
+
+kmes::Result<ReadResult> Connection::read_frame(std::vector<uint8_t>& body) {
+    uint8_t header[4];
+    auto got = read_exact(header);
+    if (!got || got.value() != ReadResult::kFrame) return got;
+    const uint32_t len = header[0] | (header[1] << 8) | (header[2] << 16) | (static_cast<uint32_t>(header[3]) << 24);
+    if (len > kMaxReplyFrameBytes) {
+        return kmes::Error{EPROTO, "eventd at " + path_ + " announced a reply frame of " + std::to_string(len) +
+                                       " bytes, over eventctl's limit of " + std::to_string(kMaxReplyFrameBytes) +
+                                       "; is that really eventd's query socket?"};
+    }
+    body.resize(len);
+    got = read_exact(body);
+    if (got && got.value() == ReadResult::kClosed) {
+        return kmes::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (0 of " +
+                                       std::to_string(len) + " bytes)"};
+    }
+    return got;
+}
+
+}  // namespace eventctl

@@ -1,0 +1,49 @@
+// The client end of eventd's query socket (PSD-008 §8.8): a Unix stream socket carrying frames
+//
+//   +----------------------+---------------------------+
+//   | u32 length, LE       | msgpack map, length bytes |
+//   +----------------------+---------------------------+
+//
+// One query per connection. Waiting for a frame also wakes on Ctrl-C (interrupt.hpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kmes/result.hpp"
+
+namespace eventctl {
+
+// Sanity cap on a reply frame: eventd packs about QueryResponseTargetBytes (64 KiB) per frame
+// and a single record larger than that alone, so anything near this is not eventd talking.
+inline constexpr uint32_t kMaxReplyFrameBytes = 256u * 1024 * 1024;
+
+enum class ReadResult { kFrame, kClosed, kInterrupted };
+
+class Connection {
+public:
+    // The error names the path and suggests --socket / $EVENTD_SOCKET / checking eventd runs.
+    static kmes::Result<Connection> open(const std::string& path);
+
+    Connection(Connection&& other) noexcept;
+    Connection& operator=(Connection&&) = delete;
+    Connection(const Connection&) = delete;
+    ~Connection();
+
+    // kInterrupted: Ctrl-C while blocked. A peer that already closed is an Error.
+    kmes::Result<ReadResult> send_frame(std::span<const uint8_t> body);
+    // kClosed only at a frame boundary; a frame cut short is an Error.
+    kmes::Result<ReadResult> read_frame(std::vector<uint8_t>& body);
+
+private:
+    Connection(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    // Fills exactly out.size() bytes. kClosed if the peer closed before the first byte.
+    kmes::Result<ReadResult> read_exact(std::span<uint8_t> out);
+
+    int fd_ = -1;
+    std::string path_;
+};
+
+}  // namespace eventctl

@@ -1,0 +1,32 @@
+// Buffered writes to standard output. A write blocked on a full pipe returns when Ctrl-C
+// arrives (no SA_RESTART, interrupt.hpp); the rest is then dropped, since the user asked to stop.
+// A reader that closed the pipe ends eventctl through SIGPIPE, like any filter.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "kmes/result.hpp"
+
+namespace eventctl {
+
+class Output {
+public:
+    explicit Output(int fd) : fd_(fd) {}
+    Output(const Output&) = delete;
+    Output& operator=(const Output&) = delete;
+
+    void write(std::string_view bytes);
+    // Writes everything buffered; the first write error (kept) is returned from then on.
+    kmes::Status flush();
+
+private:
+    void drain();
+
+    int fd_;
+    std::string buffer_;
+    int error_ = 0;
+    bool stopped_ = false;  // interrupted while blocked: drop the rest
+};
+
+}  // namespace eventctl

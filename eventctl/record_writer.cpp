@@ -1,0 +1,126 @@
+#include "record_writer.hpp"
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "json_tagging.hpp"
+#include "pretty_format.hpp"
+#include "status_view.hpp"
+
+namespace eventctl {
+namespace {
+
+// parse_reply() has already checked the bytes are a map with string keys, which is all
+// nlohmann's decoder requires; the catch is for the impossible case.
+kmes::Result<Json> decode(std::span<const uint8_t> record) {
+    try {
+        return Json::from_msgpack(record.begin(), record.end());
+    } catch (const Json::exception& e) {
+        return kmes::Error{EPROTO, std::string("eventd sent a record eventctl cannot decode: ") + e.what()};
+    }
+}
+
+class PrettyWriter : public RecordWriter {
+public:
+    explicit PrettyWriter(Output& out) : out_(out) {}
+    kmes::Status write(std::span<const uint8_t> record) override {
+        auto r = decode(record);
+        if (!r) return r.error();
+        out_.write(pretty_record(r.value()) + "\n");
+        return {};
+    }
+
+private:
+    Output& out_;
+};
+
+class JsonlWriter : public RecordWriter {
+public:
+    explicit JsonlWriter(Output& out) : out_(out) {}
+    kmes::Status write(std::span<const uint8_t> record) override {
+        auto r = decode(record);
+        if (!r) return r.error();
+        out_.write(record_to_json(r.value()) + "\n");
+        return {};
+    }
+
+private:
+    Output& out_;
+};
+
+// "[\n{…},\n{…}\n]\n", or "[]\n" for no records. A stream's array is closed when it ends.
+class JsonArrayWriter : public RecordWriter {
+public:
+    explicit JsonArrayWriter(Output& out) : out_(out) {}
+    void begin() override { out_.write("["); }
+    kmes::Status write(std::span<const uint8_t> record) override {
+        auto r = decode(record);
+        if (!r) return r.error();
+        out_.write((any_ ? ",\n" : "\n") + record_to_json(r.value()));
+        any_ = true;
+        return {};
+    }
+    void finish() override { out_.write(any_ ? "\n]\n" : "]\n"); }
+
+private:
+    Output& out_;
+    bool any_ = false;
+};
+
+class MsgpackWriter : public RecordWriter {
+public:
+    explicit MsgpackWriter(Output& out) : out_(out) {}
+    kmes::Status write(std::span<const uint8_t> record) override {
+        const auto len = static_cast<uint32_t>(record.size());
+        const char header[4] = {static_cast<char>(len), static_cast<char>(len >> 8), static_cast<char>(len >> 16),
+                                static_cast<char>(len >> 24)};
+        out_.write(std::string_view(header, 4));
+        out_.write(std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
+        return {};
+    }
+
+private:
+    Output& out_;
+};
+
+// Tables need every record first (column widths); STATUS answers are small.
+class StatusWriter : public RecordWriter {
+public:
+    explicit StatusWriter(Output& out) : out_(out) {}
+    kmes::Status write(std::span<const uint8_t> record) override {
+        auto r = decode(record);
+        if (!r) return r.error();
+        records_.push_back(std::move(r.value()));
+        return {};
+    }
+    void finish() override { out_.write(render_status(records_)); }
+
+private:
+    Output& out_;
+    std::vector<Json> records_;
+};
+
+}  // namespace
+
+std::optional<Format> parse_format(std::string_view name) {
+    if (name == "pretty") return Format::kPretty;
+    if (name == "jsonl") return Format::kJsonl;
+    if (name == "json") return Format::kJson;
+    if (name == "msgpack") return Format::kMsgpack;
+    return std::nullopt;
+}
+
+std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out) {
+    switch (format) {
+    case Format::kPretty:
+        if (status_view) return std::make_unique<StatusWriter>(out);
+        return std::make_unique<PrettyWriter>(out);
+    case Format::kJsonl: return std::make_unique<JsonlWriter>(out);
+    case Format::kJson: return std::make_unique<JsonArrayWriter>(out);
+    case Format::kMsgpack: return std::make_unique<MsgpackWriter>(out);
+    }
+    return nullptr;
+}
+
+}  // namespace eventctl

@@ -1,0 +1,35 @@
+// Output formats (issue 4, eventctl --format). A writer gets each record's msgpack bytes, as
+// eventd sent them, between begin() and finish():
+//   pretty   one line per record, key=value (pretty_format.hpp)
+//   jsonl    one JSON object per line, unrepresentable values tagged (json_tagging.hpp)
+//   json     one JSON array of those objects
+//   msgpack  each record as a msgpack map behind a 4-byte little-endian length (bytes unchanged)
+// `eventctl status` with pretty renders tables instead (status_view.hpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "kmes/result.hpp"
+#include "output.hpp"
+
+namespace eventctl {
+
+enum class Format { kPretty, kJsonl, kJson, kMsgpack };
+
+std::optional<Format> parse_format(std::string_view name);
+
+class RecordWriter {
+public:
+    virtual ~RecordWriter() = default;
+    virtual void begin() {}
+    virtual kmes::Status write(std::span<const uint8_t> record) = 0;
+    virtual void finish() {}
+};
+
+std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out);
+
+}  // namespace eventctl

@@ -1,0 +1,69 @@
+#include "reply.hpp"
+
+#include <cerrno>
+#include <optional>
+
+#include "msgpack_scan.hpp"
+
+namespace eventctl {
+namespace {
+
+kmes::Error bad_reply(const std::string& what) {
+    return kmes::Error{EPROTO, "eventd sent a reply eventctl cannot read (" + what +
+                                   "); are eventd and eventctl the same version?"};
+}
+
+}  // namespace
+
+kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
+    msgpack::Reader in(frame);
+    auto fields = in.map_header();
+    if (!fields) return bad_reply("the frame is not a msgpack map: " + fields.error().message);
+    Reply reply;
+    std::optional<std::string> status;
+    bool has_error_text = false;
+    for (uint32_t i = 0; i < fields.value(); ++i) {
+        auto key = in.string();
+        if (!key) return bad_reply(key.error().message);
+        if (key.value() == "status" || key.value() == "error") {
+            const bool is_status = key.value() == "status";
+            auto text = in.string();
+            if (!text) return bad_reply("'" + std::string(key.value()) + "' is not a string");
+            if (is_status) {
+                status = std::string(text.value());
+            } else {
+                reply.error = std::string(text.value());
+                has_error_text = true;
+            }
+        } else if (key.value() == "records") {
+            auto n = in.array_header();
+            if (!n) return bad_reply("'records' is not an array");
+            reply.records.reserve(n.value());
+            for (uint32_t r = 0; r < n.value(); ++r) {
+                if (!in.next_is_map()) return bad_reply("record " + std::to_string(r) + " is not a map");
+                const std::size_t start = in.pos();
+                if (auto st = in.skip(); !st) return bad_reply("record " + std::to_string(r) + ": " + st.error().message);
+                reply.records.push_back(frame.subspan(start, in.pos() - start));
+            }
+        } else {
+            if (auto st = in.skip(); !st) return bad_reply(st.error().message);
+        }
+    }
+    if (!in.at_end()) return bad_reply("bytes after the reply map");
+    if (!status) return bad_reply("no 'status'");
+    if (*status == "ok") {
+        reply.status = ReplyStatus::kOk;
+    } else if (*status == "end") {
+        reply.status = ReplyStatus::kEnd;
+    } else if (*status == "watch") {
+        reply.status = ReplyStatus::kWatch;
+    } else if (*status == "error") {
+        reply.status = ReplyStatus::kError;
+        if (!has_error_text || reply.error.empty()) reply.error = "eventd reported an error without a message";
+    } else {
+        return bad_reply("unknown status '" + *status + "'");
+    }
+    return reply;
+}
+
+}  // namespace eventctl

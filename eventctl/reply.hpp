@@ -1,0 +1,29 @@
+// One reply frame from eventd (PSD-008 §8.8), cut into its parts without decoding records:
+//   {status:"ok", records:[<map>, …]}   {status:"end"}   {status:"watch"}   {status:"error", error:"…"}
+// Unknown keys are ignored, so eventd may add some.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kmes/result.hpp"
+
+namespace eventctl {
+
+enum class ReplyStatus { kOk, kEnd, kWatch, kError };
+
+struct Reply {
+    ReplyStatus status = ReplyStatus::kOk;
+    std::string error;                               // kError: eventd's message
+    // Each record's msgpack bytes, inside the frame. Normally only in kOk frames; records that
+    // come with `end` or `watch` count as sent just before it, with `error` they are dropped.
+    std::vector<std::span<const uint8_t>> records;
+};
+
+// Every record is checked to be a well-formed msgpack map with string keys, so that decoding it
+// later (after `end`) cannot fail.
+kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame);
+
+}  // namespace eventctl

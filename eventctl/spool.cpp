@@ -1,0 +1,114 @@
+#include "spool.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace eventctl {
+namespace {
+
+constexpr std::size_t kChunk = 64 * 1024;
+
+std::string temp_directory() {
+    const char* dir = std::getenv("TMPDIR");
+    return dir != nullptr && *dir != '\0' ? dir : "/tmp";
+}
+
+kmes::Error spool_error(const std::string& dir, int code, const std::string& what) {
+    return kmes::Error{code, "cannot " + what + " the temporary spool file in " + dir + ": " + std::strerror(code) +
+                                 "; set TMPDIR to a writable directory with free space"};
+}
+
+}  // namespace
+
+Spool::~Spool() {
+    if (fd_ >= 0) close(fd_);
+}
+
+kmes::Status Spool::create_file() {
+    directory_ = temp_directory();
+    fd_ = open(directory_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ >= 0) return {};
+    // Filesystems without O_TMPFILE: a named file, unlinked at once so nothing is left behind.
+    std::string name = directory_ + "/eventctl-spool-XXXXXX";
+    fd_ = mkostemp(name.data(), O_CLOEXEC);
+    if (fd_ < 0) return spool_error(directory_, errno, "create");
+    unlink(name.c_str());
+    return {};
+}
+
+kmes::Status Spool::write_out() {
+    std::size_t done = 0;
+    while (done < pending_.size()) {
+        const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return spool_error(directory_, n < 0 ? errno : EIO, "write");
+        done += static_cast<std::size_t>(n);
+    }
+    pending_.clear();
+    return {};
+}
+
+kmes::Status Spool::append(std::span<const uint8_t> record) {
+    if (fd_ < 0) {
+        if (auto st = create_file(); !st) return st;
+    }
+    const auto len = static_cast<uint32_t>(record.size());
+    const uint8_t header[4] = {static_cast<uint8_t>(len), static_cast<uint8_t>(len >> 8),
+                               static_cast<uint8_t>(len >> 16), static_cast<uint8_t>(len >> 24)};
+    pending_.insert(pending_.end(), header, header + 4);
+    pending_.insert(pending_.end(), record.begin(), record.end());
+    ++count_;
+    if (pending_.size() >= kChunk) return write_out();
+    return {};
+}
+
+kmes::Status Spool::drain(const std::function<kmes::Status(std::span<const uint8_t>)>& sink) {
+    if (fd_ < 0) return {};
+    if (auto st = write_out(); !st) return st;
+    if (lseek(fd_, 0, SEEK_SET) != 0) return spool_error(directory_, errno, "rewind");
+
+    // buf[begin, end) holds bytes read but not yet handed out.
+    std::vector<uint8_t> buf(kChunk);
+    std::size_t begin = 0, end = 0;
+    bool eof = false;
+    auto need = [&](std::size_t n) -> kmes::Result<bool> {
+        while (end - begin < n) {
+            if (eof) return false;
+            if (begin > 0) {
+                std::memmove(buf.data(), buf.data() + begin, end - begin);
+                end -= begin;
+                begin = 0;
+            }
+            if (buf.size() < n) buf.resize(n);
+            const ssize_t r = ::read(fd_, buf.data() + end, buf.size() - end);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return spool_error(directory_, errno, "read");
+            if (r == 0) eof = true;
+            end += static_cast<std::size_t>(r);
+        }
+        return true;
+    };
+    for (uint64_t i = 0; i < count_; ++i) {
+        auto have = need(4);
+        if (!have) return have.error();
+        if (!have.value()) return spool_error(directory_, EIO, "read back");
+        const uint32_t len = buf[begin] | (buf[begin + 1] << 8) | (buf[begin + 2] << 16) |
+                             (static_cast<uint32_t>(buf[begin + 3]) << 24);
+        begin += 4;
+        have = need(len);
+        if (!have) return have.error();
+        if (!have.value()) return spool_error(directory_, EIO, "read back");
+        if (auto st = sink(std::span<const uint8_t>(buf.data() + begin, len)); !st) return st;
+        begin += len;
+    }
+    close(fd_);
+    fd_ = -1;
+    count_ = 0;
+    return {};
+}
+
+}  // namespace eventctl

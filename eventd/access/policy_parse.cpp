@@ -1,0 +1,249 @@
+// Policy::parse: the `Security` object of eventd.json → a Policy (DESIGN.md §2 mapping of the
+// registry SDs of PSD-008 §9.1.6). Structure errors are errors (the daemon then denies
+// everything, DESIGN.md §3.6); names that do not resolve only drop their principal, which
+// can only narrow access, and leave a warning.
+#include <cerrno>
+#include <charconv>
+#include <string>
+
+#include "eventd/access/fields.hpp"
+#include "eventd/access/names.hpp"
+#include "eventd/access/policy.hpp"
+
+namespace eventd::access {
+namespace {
+
+using nlohmann::json;
+
+// §9.1.7 default ("SYSTEM and Administrators"): root always; group adm stands for the
+// Administrators group, as for Security.Admins.
+const json& default_events() {
+    static const json value = json::parse(R"({"*": [{"allow": ["group:adm"]}]})");
+    return value;
+}
+const json& default_admins() {
+    static const json value = json::parse(R"(["group:adm"])");
+    return value;
+}
+
+std::string type_name(const json& value) { return value.type_name(); }
+
+kmes::Error invalid(std::string message) { return kmes::Error{EINVAL, std::move(message)}; }
+
+bool has_space_or_control(std::string_view text) {
+    return std::any_of(text.begin(), text.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u <= 0x20 || u == 0x7f;
+    });
+}
+
+// "*" or dot-separated non-empty components without '*', blanks or control characters.
+std::optional<std::string> pattern_problem(const std::string& pattern) {
+    if (pattern == "*") return std::nullopt;
+    if (pattern.empty()) return "a pattern cannot be empty (use \"*\" for every event type)";
+    if (pattern.find('*') != std::string::npos) {
+        const size_t star = pattern.find('*');
+        std::string parent = pattern.substr(0, star);
+        while (!parent.empty() && parent.back() == '.') parent.pop_back();
+        std::string hint = parent.empty() ? std::string()
+                                          : "; '" + parent + "' already covers " + parent +
+                                                " and every " + parent + ".… type";
+        return "'*' is only valid as the whole pattern (patterns are dot-separated prefixes, not globs)" +
+               hint;
+    }
+    if (has_space_or_control(pattern)) return "a pattern cannot contain blanks or control characters";
+    if (pattern.front() == '.' || pattern.back() == '.' || pattern.find("..") != std::string::npos) {
+        return "empty component (patterns are dot-separated names such as kacs or kacs.access_denied)";
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> field_problem(const std::string& field) {
+    if (field.empty()) return "a field name cannot be empty";
+    if (field.find('*') != std::string::npos) return "fields take no wildcard (use \"payload\" for every payload field)";
+    if (field.front() == '.' || field.back() == '.' || field.find("..") != std::string::npos) {
+        return "empty path component (payload paths look like source.name)";
+    }
+    return std::nullopt;
+}
+
+std::optional<uint32_t> parse_id(std::string_view digits) {
+    uint32_t value = 0;
+    if (digits.empty()) return std::nullopt;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+    if (value == static_cast<uint32_t>(-1)) return std::nullopt;  // (uid_t)-1 means "no id"
+    return value;
+}
+
+}  // namespace
+
+class PolicyParser {
+public:
+    kmes::Result<std::shared_ptr<const Policy>> run(const json& security) {
+        const json* root = &security;
+        json defaulted;
+        if (security.is_null()) {
+            defaulted = json{{"Events", default_events()}, {"Admins", default_admins()}};
+            root = &defaulted;
+        }
+        if (!root->is_object()) {
+            return invalid("Security: expected an object with \"Events\" and \"Admins\", got " + type_name(*root));
+        }
+        for (const auto& [key, value] : root->items()) {
+            if (key != "Events" && key != "Admins") {
+                policy_->warnings_.push_back("Security." + key + " is not supported and is ignored "
+                                             "(known keys: Events, Admins)");
+            }
+        }
+        const json& events = root->contains("Events") && !(*root)["Events"].is_null() ? (*root)["Events"]
+                                                                                         : default_events();
+        const json& admins = root->contains("Admins") && !(*root)["Admins"].is_null() ? (*root)["Admins"]
+                                                                                       : default_admins();
+        if (auto status = parse_events(events); !status.ok()) return status.error();
+        if (auto status = parse_admins(admins); !status.ok()) return status.error();
+        return std::shared_ptr<const Policy>(std::move(policy_));
+    }
+
+private:
+    kmes::Status parse_events(const json& events) {
+        if (!events.is_object()) {
+            return invalid("Security.Events: expected an object mapping event type patterns to lists of "
+                           "entries, got " + type_name(events));
+        }
+        for (const auto& [written, entries] : events.items()) {
+            if (auto problem = pattern_problem(written)) {
+                return invalid("Security.Events pattern '" + written + "': " + *problem);
+            }
+            const std::string pattern = lower_ascii(written);
+            if (policy_->events_.count(pattern) != 0) {
+                return invalid("Security.Events pattern '" + written + "': given twice (patterns ignore case)");
+            }
+            if (!entries.is_array()) {
+                return invalid("Security.Events pattern '" + written + "': expected an array of entries "
+                               "like {\"allow\": [\"group:adm\"]}, got " + type_name(entries));
+            }
+            std::vector<Policy::Entry> parsed;
+            for (size_t i = 0; i < entries.size(); ++i) {
+                const std::string where =
+                    "Security.Events pattern '" + written + "', entry " + std::to_string(i + 1);
+                auto entry = parse_entry(entries[i], where);
+                if (!entry.ok()) return entry.error();
+                parsed.push_back(std::move(entry.value()));
+            }
+            policy_->events_.emplace(pattern, std::move(parsed));
+        }
+        if (policy_->events_.count("*") == 0) {
+            policy_->warnings_.push_back("Security.Events has no \"*\" pattern: events of types no pattern "
+                                         "covers are visible to root only (fail closed)");
+        }
+        return {};
+    }
+
+    kmes::Result<Policy::Entry> parse_entry(const json& entry, const std::string& where) {
+        if (!entry.is_object()) {
+            return invalid(where + ": expected an object like {\"allow\": [\"group:adm\"]}, got " +
+                           type_name(entry));
+        }
+        for (const auto& [key, value] : entry.items()) {
+            // An unknown key may be a misspelt "fields" whose loss would widen the grant.
+            if (key != "allow" && key != "deny" && key != "fields") {
+                return invalid(where + ": unknown key \"" + key + "\" (valid: allow, deny, fields)");
+            }
+        }
+        const bool allow = entry.contains("allow");
+        const bool deny = entry.contains("deny");
+        if (allow == deny) {
+            return invalid(where + ": needs exactly one of \"allow\" or \"deny\"");
+        }
+        Policy::Entry parsed;
+        parsed.deny = deny;
+        const json& principals = entry[deny ? "deny" : "allow"];
+        if (!principals.is_array()) {
+            return invalid(where + ": \"" + (deny ? "deny" : "allow") +
+                           "\" takes an array of principals, got " + type_name(principals));
+        }
+        for (const json& principal : principals) {
+            auto p = parse_principal(principal, where);
+            if (!p.ok()) return p.error();
+            if (p.value()) parsed.principals.push_back(*p.value());
+        }
+        if (entry.contains("fields")) {
+            if (deny) {
+                return invalid(where + ": \"fields\" is only valid on allow entries (a deny hides whole records)");
+            }
+            const json& fields = entry["fields"];
+            if (!fields.is_array() || fields.empty()) {
+                return invalid(where + ": \"fields\" takes a non-empty array of field names "
+                               "(omit it to grant every field)");
+            }
+            std::vector<std::string> names;
+            for (const json& field : fields) {
+                if (!field.is_string()) {
+                    return invalid(where + ": field names are strings, got " + field.dump());
+                }
+                std::string name = field.get<std::string>();
+                if (auto problem = field_problem(name)) {
+                    return invalid(where + ": field '" + name + "': " + *problem);
+                }
+                if (!is_header_name(name) && is_header_name(lower_ascii(name))) {
+                    policy_->warnings_.push_back(where + ": field '" + name +
+                                                 "' is not a header name (names are case-sensitive); "
+                                                 "it is read as a payload path");
+                }
+                names.push_back(std::move(name));
+            }
+            parsed.fields = std::move(names);
+        }
+        return parsed;
+    }
+
+    // nullopt (no error) when a user or group name does not resolve: the principal is dropped.
+    kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where) {
+        using Kind = Policy::Principal::Kind;
+        const std::string expected = "principals are uid:N, user:NAME, gid:N, group:NAME or everyone";
+        if (!value.is_string()) return invalid(where + ": " + expected + ", got " + value.dump());
+        const std::string text = value.get<std::string>();
+        if (text == "everyone") return std::optional(Policy::Principal{Kind::everyone, 0});
+        const size_t colon = text.find(':');
+        if (colon == std::string::npos) return invalid(where + ": principal '" + text + "': " + expected);
+        const std::string kind = text.substr(0, colon);
+        const std::string rest = text.substr(colon + 1);
+        if (kind == "uid" || kind == "gid") {
+            const auto id = parse_id(rest);
+            if (!id) return invalid(where + ": principal '" + text + "': " + kind + " needs a decimal id");
+            return std::optional(Policy::Principal{kind == "uid" ? Kind::uid : Kind::gid, *id});
+        }
+        if (kind == "user" || kind == "group") {
+            if (rest.empty()) return invalid(where + ": principal '" + text + "': " + kind + " needs a name");
+            const auto id = kind == "user" ? uid_of_user(rest) : gid_of_group(rest);
+            if (!id) {
+                policy_->warnings_.push_back(where + ": unknown " + kind + " '" + rest +
+                                             "', principal ignored (it matches nobody)");
+                return std::optional<Policy::Principal>();
+            }
+            return std::optional(Policy::Principal{kind == "user" ? Kind::uid : Kind::gid, *id});
+        }
+        return invalid(where + ": principal '" + text + "': " + expected);
+    }
+
+    kmes::Status parse_admins(const json& admins) {
+        if (!admins.is_array()) {
+            return invalid("Security.Admins: expected an array of principals, got " + type_name(admins));
+        }
+        for (const json& principal : admins) {
+            auto p = parse_principal(principal, "Security.Admins");
+            if (!p.ok()) return p.error();
+            if (p.value()) policy_->admins_.push_back(*p.value());
+        }
+        return {};
+    }
+
+    std::shared_ptr<Policy> policy_ = std::make_shared<Policy>();
+};
+
+kmes::Result<std::shared_ptr<const Policy>> Policy::parse(const nlohmann::json& security) {
+    return PolicyParser().run(security);
+}
+
+}  // namespace eventd::access

@@ -1,0 +1,138 @@
+// STATUS records (`eventctl status`, docs/QUERY-SERVER.md §Status): what the daemon knows
+// about its rings, shards and throughput — every place that can lose or drop an event shows
+// its counter here (STYLE.md "loss is a first-class output"). The query server adds
+// {kind:"queries"}.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include "daemon.hpp"
+#include "store/shard_catalog.hpp"
+#include "synthetic.hpp"
+
+namespace eventd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+constexpr auto kRateWindow = std::chrono::seconds(10);
+constexpr auto kCountBudget = std::chrono::seconds(2);  // all shards' row counts together
+
+double round1(double v) { return std::round(v * 10) / 10; }
+
+uint64_t file_bytes(const std::filesystem::path& p) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(p, ec);
+    return ec ? 0 : n;
+}
+
+// Rows stored in one shard file, counted on a read-only connection (never blocks the
+// writer); nullopt when it could not be counted within the budget.
+std::optional<uint64_t> count_rows(const std::filesystem::path& file, Clock::time_point deadline) {
+    auto conn = store::ReadConnection::open(file);
+    if (!conn) return std::nullopt;
+    conn->set_deadline(deadline, nullptr);
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(conn->get(), "SELECT count(*) FROM events", -1, &stmt, nullptr) != SQLITE_OK) return std::nullopt;
+    std::optional<uint64_t> rows;
+    if (sqlite3_step(stmt) == SQLITE_ROW) rows = static_cast<uint64_t>(sqlite3_column_int64(stmt, 0));
+    sqlite3_finalize(stmt);
+    return rows;
+}
+
+}  // namespace
+
+void Daemon::tick() {
+    RateSample s{Clock::now(), 0, 0};
+    for (const auto& d : drains_) s.in += d->stats().events.load(std::memory_order_relaxed);
+    for (const auto& w : writers_) s.out += w->stats().rows.load(std::memory_order_relaxed);
+    std::lock_guard lock(rates_mutex_);
+    rate_samples_.push_back(s);
+    // Keep one sample at least kRateWindow old as the base of the rates.
+    while (rate_samples_.size() > 2 && s.at - rate_samples_[1].at >= kRateWindow) rate_samples_.pop_front();
+}
+
+std::vector<json> Daemon::status_records() const {
+    std::vector<json> out;
+    if (!ready_.load()) return out;  // still starting: drains_ and writers_ are being built
+    const auto now = std::chrono::system_clock::now();
+    out.push_back(json{{"kind", "daemon"},
+                       {"boot_id", synthetic::guid_string(boot_id_)},
+                       {"started_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          started_at_.time_since_epoch()).count()},
+                       {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count()},
+                       {"cpus", drains_.size()},
+                       {"shards", writers_.size()}});
+
+    uint64_t in = 0, out_rows = 0;
+    for (const auto& d : drains_) {
+        const DrainStats& s = d->stats();
+        const uint64_t capacity = s.capacity_bytes.load(std::memory_order_relaxed);
+        const uint64_t read = s.read_pos.load(std::memory_order_relaxed);
+        const uint64_t write = s.write_pos.load(std::memory_order_relaxed);
+        const uint64_t lag = write > read ? write - read : 0;
+        in += s.events.load(std::memory_order_relaxed);
+        out.push_back(json{{"kind", "ring"},
+                           {"cpu", d->cpu()},
+                           {"capacity_bytes", capacity},
+                           {"fill_percent", capacity ? round1(100.0 * double(std::min(lag, capacity)) / double(capacity)) : 0.0},
+                           {"reader_lag_bytes", lag},
+                           {"last_sequence", s.last_sequence.load(std::memory_order_relaxed)},
+                           {"events", s.events.load(std::memory_order_relaxed)},
+                           {"skipped", s.skipped.load(std::memory_order_relaxed)},
+                           {"gaps", s.gaps.load(std::memory_order_relaxed)},
+                           {"lost_events", s.lost_events.load(std::memory_order_relaxed)}});
+    }
+
+    const auto count_deadline = Clock::now() + kCountBudget;
+    for (const auto& w : writers_) {
+        const WriterStats& s = w->stats();
+        const uint64_t batches = s.batches.load(std::memory_order_relaxed);
+        const uint64_t rows_written = s.rows.load(std::memory_order_relaxed);
+        out_rows += rows_written;
+        const std::filesystem::path wal = w->path().string() + "-wal";
+        const std::optional<uint64_t> rows = count_rows(w->path(), count_deadline);
+        const uint64_t last_commit = s.last_commit_ns.load(std::memory_order_relaxed);
+        out.push_back(json{
+            {"kind", "shard"},
+            {"shard", w->index()},
+            {"file", w->path().filename().string()},
+            {"rows", rows ? json(*rows) : json(nullptr)},
+            {"rows_written", rows_written},
+            {"bytes", file_bytes(w->path()) + file_bytes(wal)},
+            {"last_commit_ns", last_commit ? json(last_commit) : json(nullptr)},
+            {"batches", batches},
+            {"avg_batch_size", batches ? round1(double(rows_written) / double(batches)) : 0.0},
+            {"last_batch_size", s.last_batch_size.load(std::memory_order_relaxed)},
+            {"commit_latency_ms",
+             batches ? round1(double(s.commit_ns_total.load(std::memory_order_relaxed)) / double(batches) / 1e6) : 0.0},
+            {"failed_batches", s.failed_batches.load(std::memory_order_relaxed)},
+            {"lost_events", s.lost_events.load(std::memory_order_relaxed)},
+            {"queued", const_cast<ShardWriter&>(*w).handoff().size()}});
+    }
+
+    // Events per second over the last ~10 s (samples taken by tick()), and now.
+    double in_rate = 0, out_rate = 0, window = 0;
+    {
+        std::lock_guard lock(rates_mutex_);
+        if (!rate_samples_.empty()) {
+            const RateSample& base = rate_samples_.front();
+            window = std::chrono::duration<double>(Clock::now() - base.at).count();
+            if (window > 0.05) {
+                in_rate = double(in - std::min(in, base.in)) / window;
+                out_rate = double(out_rows - std::min(out_rows, base.out)) / window;
+            }
+        }
+    }
+    out.push_back(json{{"kind", "rates"},
+                       {"events_in_per_s", round1(in_rate)},
+                       {"events_out_per_s", round1(out_rate)},
+                       {"window_s", round1(window)}});
+    return out;
+}
+
+}  // namespace eventd

@@ -1,0 +1,52 @@
+// Running one EVENTS query over the whole store (PSD-008 §8.6.2–§8.6.4).
+//
+//   execute(q):  list every shard-*.db ─► one read-only connection each (eventd_visible bound to
+//                the caller, deadline + cancel flag in the progress handler)
+//                ─► per shard: BEGIN; max(id) (active shards: the stream watermark); the planned
+//                   query (planner.hpp) — all in one read snapshot
+//                ─► plain: N-way merge on the sort key, SKIP/TAKE at the coordinator, each record
+//                   built, field-filtered (access), SELECTed and handed to the sink as produced
+//                ─► aggregate: partials merged (merge.hpp), sorted, SKIP/TAKE, sink
+//
+// The result is never materialised whole: a plain query holds one row per shard at a time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "eventd/access/policy.hpp"
+#include "eventd/query/ast.hpp"
+#include "eventd/query/record.hpp"
+#include "kmes/result.hpp"
+
+namespace eventd::query {
+
+// Receives each result record in order. An error stops execution and is returned by
+// execute() unchanged (typically: the client is gone).
+using RecordSink = std::function<kmes::Status(Record&&)>;
+
+struct ExecutionContext {
+    std::filesystem::path store_dir;
+    access::CallerAccess* access = nullptr;            // never null
+    std::chrono::steady_clock::time_point deadline;    // now + QueryTimeoutMs
+    uint32_t timeout_ms = 30000;                       // for the error text
+    const std::atomic<bool>* cancelled = nullptr;      // shutdown
+};
+
+// Where a stream's live phase starts (§8.7): for every active shard (shard-NNNN.db), the
+// largest id present in the snapshot the initial result was read from.
+struct StreamStart {
+    std::map<uint32_t, int64_t> last_id;  // active shard index → watermark
+};
+
+// Run `q` (mode events) for the caller in `ctx`, feeding each record to `sink`. Errors:
+// a type error in the query (EINVAL, message per the decided semantics), "query timed out
+// after N ms (QueryTimeoutMs)" (ETIMEDOUT), "eventd is shutting down" (ECANCELED), a shard
+// that cannot be read (EIO, naming the file), or the sink's own error.
+kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink);
+
+}  // namespace eventd::query

@@ -1,0 +1,58 @@
+// Records as clients receive them (PSD-008 §8.8): a flat map of the header fields (GUIDs as
+// strings, boot_id included, NULL → nil) with the payload map's string keys merged as
+// top-level keys — a header name always wins over a payload key of the same name. A payload
+// that is not a msgpack map travels as one key `payload` holding its bytes (bin).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ast.hpp"
+
+namespace eventd::query {
+
+using Record = nlohmann::json;  // always an object
+
+// SQL select list for full records, in this order; record_from_row reads these columns.
+inline constexpr const char* kRecordColumns =
+    "boot_id, timestamp, cpu_id, sequence, origin_class, "
+    "event_type, effective_token_guid, true_token_guid, process_guid, payload";
+inline constexpr int kRecordColumnCount = 10;
+
+// The full record from kRecordColumns starting at column `first_column` of the current row.
+Record record_from_row(sqlite3_stmt* stmt, int first_column);
+
+// SELECT (§8.6.2 step 12, additive): keep only the selected fields, keyed by the name as
+// written ("source.name" for a nested payload path). A selected header field is always
+// present (nil when NULL); a payload field the record lacks is omitted. Empty select: no-op.
+void apply_select(Record& record, const std::vector<FieldRef>& select);
+
+// One column value as a record value: INTEGER → integer, REAL → float, TEXT → string,
+// BLOB → binary (or a GUID string when `guid` and it is 16 bytes), NULL → nil. For
+// aggregate outputs (group keys, min/max).
+nlohmann::json value_from_column(sqlite3_stmt* stmt, int col, bool guid);
+
+// The decoded payload merged into `record` per the rules above (exposed for the live feed
+// and tests). `data` may be null (payload NULL → nothing added).
+void merge_payload(Record& record, const uint8_t* data, size_t size);
+
+// "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lowercase.
+std::string format_guid(const uint8_t* bytes16);
+// The standard form, braces optional, any case; nullopt for anything else.
+std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text);
+
+// Msgpack encoding for the wire (§8.8: floats are float64). nlohmann's own to_msgpack writes
+// a float as float32 whenever that is lossless (binary_writer.hpp write_compact_float), so
+// every reply frame must be encoded with this writer instead. Appends to `out`. Integers,
+// strings, arrays, maps and nil use the smallest msgpack form, like nlohmann; a binary value
+// with a subtype becomes ext (fixext/ext 8/16/32), without one bin.
+void to_msgpack_float64(const nlohmann::json& value, std::vector<uint8_t>& out);
+
+}  // namespace eventd::query

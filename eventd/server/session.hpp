@@ -1,0 +1,121 @@
+// One query on one connection, run on its own worker thread (PSD-008 §8.6.7–§8.8, §9.2):
+//
+//   parse ─► STATUS? admin check ─► records ─► end
+//         └► STREAM? streaming slot ─► check_query ─► execute (deadline, cancel flag)
+//              ─► {ok, records} frames ─► end            (plain query)
+//              ─► {ok, records} frames ─► watch ─► live  (stream, §8.7)
+//
+// SQLite work never runs on the io thread. Sends of the initial result block only this
+// worker, bounded by the query's deadline (SO_SNDTIMEO); live sends never block: a full
+// socket buffer drops the stream (§8.7.6).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eventd/access/caller.hpp"
+#include "eventd/access/policy.hpp"
+#include "eventd/server/commit_signal.hpp"
+#include "kmes/result.hpp"
+
+namespace eventd::server {
+
+// The query keys of §12.1 (and ours); applied to new connections at once on reload.
+struct ServerLimits {
+    uint32_t query_timeout_ms = 30000;
+    uint32_t max_concurrent_queries = 128;
+    uint32_t max_streaming_queries = 64;
+    uint32_t max_queries_per_user = 16;
+    uint32_t max_query_message_bytes = 65536;
+    uint32_t query_response_target_bytes = 65536;
+};
+
+// What `eventctl status` shows about queries; every refusal and drop is counted.
+struct QueryCounters {
+    std::atomic<uint64_t> accepted{0};
+    std::atomic<uint64_t> refused_concurrency{0};
+    std::atomic<uint64_t> refused_streaming{0};
+    std::atomic<uint64_t> refused_per_user{0};
+    std::atomic<uint64_t> timeouts{0};
+    std::atomic<uint64_t> dropped_streams{0};
+    std::atomic<uint64_t> errors{0};
+};
+
+// Connection and stream slots (MaxConcurrentQueries, MaxQueriesPerUser, MaxStreamingQueries).
+// A connection holds its slot from accept to close — idle connections count.
+class Admissions {
+public:
+    class Ticket {
+    public:
+        Ticket() = default;
+        Ticket(Ticket&& o) noexcept { *this = std::move(o); }
+        Ticket& operator=(Ticket&& o) noexcept;
+        ~Ticket() { release(); }
+        // Take a streaming slot too; false at MaxStreamingQueries.
+        bool add_stream(uint32_t max_streaming);
+        void release();
+
+    private:
+        friend class Admissions;
+        Admissions* owner_ = nullptr;
+        uid_t uid_ = 0;
+        bool streaming_ = false;
+    };
+
+    // A slot for a new connection of `uid`, or the refusal text.
+    kmes::Result<Ticket> admit(uid_t uid, const ServerLimits& limits, QueryCounters& counters);
+    uint32_t active() const;
+    uint32_t streaming() const;
+
+private:
+    mutable std::mutex mutex_;
+    uint32_t active_ = 0;
+    uint32_t streaming_ = 0;
+    std::map<uid_t, uint32_t> per_user_;
+};
+
+// State every session shares with the server.
+struct ServerShared {
+    std::filesystem::path store_dir;
+    access::PolicyHolder* policy = nullptr;
+    std::atomic<uint64_t> policy_generation{0};  // bumped on reload: streams reset their access
+    std::atomic<bool> stopping{false};            // shutdown: the executor's cancel flag
+    std::unique_ptr<CommitSignal> signal;
+    QueryCounters counters;
+    Admissions admissions;
+    // The daemon's STATUS records (rings, shards, rates); the server adds {kind:"queries"}.
+    std::function<std::vector<nlohmann::json>()> daemon_status;
+
+    ServerLimits limits() const {
+        std::lock_guard lock(limits_mutex);
+        return limits_;
+    }
+    void set_limits(const ServerLimits& l) {
+        std::lock_guard lock(limits_mutex);
+        limits_ = l;
+    }
+    nlohmann::json queries_record() const;
+
+private:
+    mutable std::mutex limits_mutex;
+    ServerLimits limits_;
+};
+
+// Run the query `text` on the connected socket `fd` for `caller`; returns when the query (or
+// stream) is over. The socket is shut down (the client sees EOF) but not closed: the server
+// closes it after joining this thread, so a shutdown() from stop() never hits a reused fd.
+void run_session(ServerShared& shared, int fd, const access::Caller& caller, const std::string& text,
+                 Admissions::Ticket& ticket);
+
+}  // namespace eventd::server

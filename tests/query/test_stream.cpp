@@ -1,0 +1,265 @@
+// [stream]: STREAM queries end to end (PSD-008 §8.7). Events emitted through the real shim
+// (libkmes kmes_emit, from a thread pinned to CPU 0 so they share one ring, one shard and so one
+// commit order) reach `eventctl` through a pipe one by one, in order, with WHERE and SELECT
+// applied; a client that stops reading is dropped while ingestion loses nothing; every query
+// limit answers with its exact text; shutdown ends streams with "eventd is shutting down".
+#include <sched.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <memory>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "kmes/kmes.h"
+#include "local_users.hpp"
+#include "query_env.hpp"
+#include "wire_client.hpp"
+
+namespace eventd::query_it {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Emit one event on the ring of CPU 0 (pinned), retrying while the shim's rate limit says EAGAIN.
+void emit(const std::string& type, const json& payload) {
+    static const bool pinned = [] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        return sched_setaffinity(0, sizeof set, &set) == 0;
+    }();
+    REQUIRE(pinned);
+    const auto bytes = json::to_msgpack(payload);
+    const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+    while (kmes_emit(type.data(), uint16_t(type.size()), bytes.data(), uint32_t(bytes.size())) != 0) {
+        INFO("kmes_emit " << type << ": errno " << errno);
+        REQUIRE(errno == EAGAIN);
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        std::this_thread::sleep_for(milliseconds(2));
+    }
+}
+
+// The COUNT of `query` as root (-1 on failure).
+int64_t count(QueryEnv& env, const std::string& query) {
+    const RunResult r = env.query(query);
+    if (r.exit_code != 0) return -1;
+    const auto records = parse_jsonl(r.out);
+    return records.size() == 1 ? records[0].value("count", int64_t(-1)) : -1;
+}
+
+int64_t await_count(QueryEnv& env, const std::string& query, int64_t expected, seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int64_t n = count(env, query);
+    while (n != expected && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(milliseconds(100));
+        n = count(env, query);
+    }
+    return n;
+}
+
+EnvOptions fast_commits(json extra = json::object()) {
+    json o = {{"MaxBatchLatencyMs", 20}};
+    for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = it.value();
+    return EnvOptions{.eventd = o};
+}
+
+TEST_CASE("a stream through a pipe shows the initial result, then each matching event as it commits", "[stream]") {
+    QueryEnv env(fast_commits());
+    // STREAM in the middle of the query; the initial result comes from the fixture.
+    Child eventctl(env.query_argv("EVENTS bulk.* WHERE i > 22 STREAM SELECT i"));
+    CHECK(eventctl.read_line(seconds(10)) == R"({"i":24})");
+    CHECK(eventctl.read_line(seconds(5)) == R"({"i":23})");
+
+    // One event at a time: each shows up without waiting for more output.
+    emit("bulk.live", {{"i", 101}, {"note", "first"}});
+    CHECK(eventctl.read_line(seconds(5)) == R"({"i":101})");
+    emit("bulk.live", {{"i", 5}});                 // WHERE i > 22: not shown
+    emit("other.type", {{"i", 500}});              // type pattern bulk.*: not shown
+    emit("bulk.live", {{"i", 102}});
+    CHECK(eventctl.read_line(seconds(5)) == R"({"i":102})");
+
+    // A burst arrives complete and in commit order.
+    for (int i = 103; i <= 160; ++i) emit("bulk.live", {{"i", i}, {"pad", std::string(200, 'x')}});
+    for (int i = 103; i <= 160; ++i) {
+        INFO("waiting for i = " << i << "; stderr: " << eventctl.err_so_far());
+        REQUIRE(eventctl.read_line(seconds(5)) == json{{"i", i}}.dump());
+    }
+
+    // SIGINT ends the stream cleanly.
+    eventctl.signal(SIGINT);
+    const RunResult r = eventctl.finish(seconds(5));
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("a stream over the raw protocol: initial records, watch, then live frames", "[stream]") {
+    QueryEnv env(fast_commits());
+    WireClient client(env.socket());
+    REQUIRE(client.send_query("EVENTS STREAM live.* WHERE n >= 2 SELECT n, kind"));
+    auto frames = client.read_reply(seconds(10));
+    INFO(json(frames).dump());
+    REQUIRE(!frames.empty());
+    CHECK(records_of(frames).empty());
+    REQUIRE(frames.back() == json({{"status", "watch"}}));
+    emit("live.a", {{"n", 1}, {"kind", "low"}});
+    emit("live.b", {{"n", 2}, {"kind", "ok"}, {"extra", true}});
+    emit("live.a", {{"n", 3}});
+    std::vector<json> live;
+    const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+    while (live.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+        auto f = client.read_frame(milliseconds(500));
+        if (!f) continue;
+        INFO(f->dump());
+        REQUIRE(f->value("status", "") == "ok");
+        for (const auto& r : (*f)["records"]) live.push_back(r);
+    }
+    REQUIRE(live.size() == 2);
+    CHECK(live[0] == json({{"n", 2}, {"kind", "ok"}}));
+    CHECK(live[1] == json({{"n", 3}}));
+}
+
+TEST_CASE("a stream client that stops reading is dropped; ingestion goes on without gaps", "[stream]") {
+    QueryEnv env(fast_commits());
+    WireClient slow(env.socket(), 4096);
+    REQUIRE(slow.send_query("EVENTS flood.* STREAM"));
+    const auto initial = slow.read_reply(seconds(10));
+    INFO(json(initial).dump());
+    REQUIRE(!initial.empty());
+    REQUIRE(initial.back() == json({{"status", "watch"}}));
+
+    // ~6 MB of matching events while the client reads nothing.
+    constexpr int kEvents = 3000;
+    const std::string pad(2000, 'p');
+    for (int i = 1; i <= kEvents; ++i) emit("flood.event", {{"i", i}, {"pad", pad}});
+
+    // Others are served meanwhile, and every event is stored.
+    CHECK(await_count(env, "EVENTS flood.event COUNT", kEvents, seconds(30)) == kEvents);
+    CHECK(count(env, "EVENTS synthetic.gap COUNT") == 0);
+    CHECK(count(env, "EVENTS app.login COUNT") == 10);
+
+    // The slow client finds an error frame (if one fitted) and then the end of the connection,
+    // not an endless stream.
+    bool error_frame = false;
+    size_t records = 0;
+    const auto deadline = std::chrono::steady_clock::now() + seconds(15);
+    while (!slow.closed() && std::chrono::steady_clock::now() < deadline) {
+        auto f = slow.read_frame(milliseconds(500));
+        if (!f) continue;
+        if (f->value("status", "") == "error") error_frame = true;
+        if (f->contains("records")) records += (*f)["records"].size();
+    }
+    INFO("records received before the drop: " << records << ", error frame: " << error_frame);
+    CHECK(slow.closed());
+    CHECK(records < size_t(kEvents));
+}
+
+TEST_CASE("MaxStreamingQueries: the next stream is refused, plain queries still run", "[stream]") {
+    QueryEnv env(fast_commits({{"MaxStreamingQueries", 2}}));
+    std::vector<std::unique_ptr<WireClient>> streams;
+    for (int i = 0; i < 2; ++i) {
+        streams.push_back(std::make_unique<WireClient>(env.socket()));
+        REQUIRE(streams.back()->send_query("EVENTS app.login STREAM COUNT"));
+        const auto frames = streams.back()->read_reply(seconds(10));
+        INFO(json(frames).dump());
+        REQUIRE(!frames.empty());
+        REQUIRE(frames.back() == json({{"status", "watch"}}));
+    }
+    const RunResult refused = env.query("EVENTS STREAM");
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.out.empty());
+    CHECK(refused.err.find("too many concurrent streaming queries") != std::string::npos);
+    CHECK(count(env, "EVENTS app.login COUNT") == 10);
+    streams.pop_back();  // a slot frees when a stream's client leaves
+    bool accepted = false;
+    for (int attempt = 0; attempt < 50 && !accepted; ++attempt) {
+        WireClient again(env.socket());
+        REQUIRE(again.send_query("EVENTS app.login STREAM"));
+        const auto frames = again.read_reply(seconds(5));
+        accepted = !frames.empty() && frames.back() == json({{"status", "watch"}});
+        if (!accepted) std::this_thread::sleep_for(milliseconds(100));
+    }
+    CHECK(accepted);
+}
+
+TEST_CASE("MaxConcurrentQueries counts idle connections and streams", "[stream]") {
+    QueryEnv env(fast_commits({{"MaxConcurrentQueries", 3}}));
+    WireClient stream(env.socket());
+    REQUIRE(stream.send_query("EVENTS STREAM"));
+    REQUIRE(!stream.read_reply(seconds(10)).empty());
+    WireClient idle1(env.socket());
+    WireClient idle2(env.socket());
+    std::this_thread::sleep_for(milliseconds(200));  // let eventd accept them
+    const RunResult refused = env.query("EVENTS app.login COUNT");
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.out.empty());
+    CHECK(refused.err.find("too many concurrent queries") != std::string::npos);
+    CHECK(refused.err.find("from this user") == std::string::npos);
+}
+
+TEST_CASE("MaxQueriesPerUser limits one non-root user; root is exempt", "[stream]") {
+    ensure_test_users();
+    QueryEnv env(fast_commits({{"MaxQueriesPerUser", 2}}));
+    const auto nobody = lookup_user("nobody");
+    REQUIRE(nobody);
+    // Two streams held open by `nobody` (nothing visible to it: empty initial result, then watch).
+    Child first(env.query_argv("EVENTS STREAM", nobody));
+    Child second(env.query_argv("EVENTS STREAM", nobody));
+    RunResult third;
+    const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+    do {
+        std::this_thread::sleep_for(milliseconds(100));
+        third = env.query("EVENTS COUNT", nobody);
+    } while (third.exit_code == 0 && std::chrono::steady_clock::now() < deadline);
+    INFO("stderr: " << third.err << " first: " << first.err_so_far() << " second: " << second.err_so_far());
+    CHECK(third.exit_code == 1);
+    CHECK(third.out.empty());
+    CHECK(third.err.find("too many concurrent queries from this user") != std::string::npos);
+    // Root is exempt, even with more connections than the per-user limit.
+    WireClient a(env.socket()), b(env.socket()), c(env.socket());
+    CHECK(count(env, "EVENTS app.login COUNT") == 10);
+}
+
+TEST_CASE("QueryTimeoutMs stops a long query with its exact text", "[stream]") {
+    QueryEnv env(EnvOptions{.eventd = {{"QueryTimeoutMs", 1000}}, .filler_rows = 1500000});
+    const auto start = std::chrono::steady_clock::now();
+    const RunResult r = env.query("EVENTS filler.row WHERE s CONTAINS \"no such row\" OR i < 0 SORT s DESC, i COUNT BY s",
+                                  std::nullopt, "jsonl", seconds(30));
+    const auto took = std::chrono::steady_clock::now() - start;
+    INFO("exit " << r.exit_code << " stderr " << r.err << " after "
+                 << std::chrono::duration_cast<milliseconds>(took).count() << " ms");
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("query timed out after 1000 ms (QueryTimeoutMs)") != std::string::npos);
+    CHECK(took < seconds(5));
+    // The server is fine afterwards.
+    CHECK(count(env, "EVENTS app.login COUNT") == 10);
+}
+
+TEST_CASE("eventd shutting down ends open streams with \"eventd is shutting down\"", "[stream]") {
+    QueryEnv env(fast_commits());
+    WireClient raw(env.socket());
+    REQUIRE(raw.send_query("EVENTS STREAM app.login COUNT"));
+    const auto frames = raw.read_reply(seconds(10));
+    REQUIRE(!frames.empty());
+    REQUIRE(frames.back() == json({{"status", "watch"}}));
+    Child eventctl(env.query_argv("EVENTS bulk.tick WHERE i == 24 SELECT i STREAM"));
+    REQUIRE(eventctl.read_line(seconds(10)) == R"({"i":24})");
+
+    env.stop_eventd();
+    auto last = raw.read_frame(seconds(10));
+    REQUIRE(last);
+    CHECK(*last == json({{"status", "error"}, {"error", "eventd is shutting down"}}));
+    CHECK(raw.wait_closed(seconds(5)));
+    const RunResult r = eventctl.finish(seconds(10));
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("eventd is shutting down") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace eventd::query_it
