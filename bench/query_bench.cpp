@@ -407,7 +407,7 @@ int main(int argc, char** argv) try {
                                         ? std::to_string(ev.records)
                                         : std::to_string(ev.records) + " (SQL " + std::to_string(sql.records) + "!)";
         table.add({"`" + c.query + "`", records, bench::fmt("%.1f", bench::median(ev.seconds) * 1e3),
-                   bench::fmt("%.1f", bench::median(sql.seconds) * 1e3), bench::fmt("%.2f×", bench::median(ratios))});
+                   bench::fmt("%.1f", bench::median(sql.seconds) * 1e3), bench::fmt("%.2fx", bench::median(ratios))});
     }
     std::error_code ec;
     fs::remove_all(out_dir, ec);

@@ -44,8 +44,9 @@ std::vector<uint8_t> watch_frame();
 std::string oversized_request_message(uint64_t length, uint32_t max_bytes);
 
 // The query text of a request body. Errors (EINVAL), sent back as they are:
-//   "request is not valid msgpack"
+//   "request is not valid msgpack"               (garbage, trailing bytes, truncated value)
 //   "request must be a map with a string 'query'"
+//   "request nests deeper than 32 levels"        (the decoder's recursion is bounded)
 kmes::Result<std::string> decode_request(std::span<const uint8_t> body);
 
 // Packs records into {status:"ok", records:[…]} frames of about `target_bytes`: a record is

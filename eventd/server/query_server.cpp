@@ -128,12 +128,16 @@ void QueryServer::Impl::on_accept(stream_protocol::socket socket) {
 }
 
 void QueryServer::Impl::read_header(const std::shared_ptr<Pending>& p) {
-    asio::async_read(p->socket, asio::buffer(p->header), [this, p](error_code ec, size_t) {
+    asio::async_read(p->socket, asio::buffer(p->header), [this, p](error_code ec, size_t got) {
         if (!pending.count(p)) return;
-        if (ec) {  // the client left (or sent a truncated header and closed)
-            p->timer.cancel();
-            pending.erase(p);
-            return;
+        if (ec) {  // the client left, perhaps half-way through the header (it may still read)
+            if (got == 0) {
+                p->timer.cancel();
+                pending.erase(p);
+                return;
+            }
+            return refuse(p, "request truncated: the connection closed after " + std::to_string(got) + " of " +
+                                 std::to_string(kFrameHeaderBytes) + " header bytes");
         }
         const uint32_t length = frame_length(p->header);
         const uint32_t max = shared.limits().max_query_message_bytes;
@@ -145,13 +149,11 @@ void QueryServer::Impl::read_header(const std::shared_ptr<Pending>& p) {
 }
 
 void QueryServer::Impl::read_body(const std::shared_ptr<Pending>& p) {
-    asio::async_read(p->socket, asio::buffer(p->body), [this, p](error_code ec, size_t) {
+    asio::async_read(p->socket, asio::buffer(p->body), [this, p](error_code ec, size_t got) {
         if (!pending.count(p)) return;
-        if (ec) {  // truncated frame: the client closed before sending the whole body
-            p->timer.cancel();
-            pending.erase(p);
-            return;
-        }
+        if (ec)  // truncated frame: the client stopped sending before the whole body
+            return refuse(p, "request truncated: the connection closed after " + std::to_string(got) + " of " +
+                                 std::to_string(p->body.size()) + " body bytes");
         auto text = decode_request(p->body);
         if (!text) {
             shared.counters.errors.fetch_add(1, std::memory_order_relaxed);

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -62,7 +64,10 @@ public:
 
     // §8.7.6: never wait. Nothing written → would_block; part of the frame → torn (the
     // connection can only be closed then: anything more would be read as the frame's rest).
+    // A frame is only started when the send buffer has room for all of it, so a slow client
+    // normally gets a whole error frame rather than a cut one.
     Sent send_now(const std::vector<uint8_t>& frame) {
+        if (!fits(frame.size())) return Sent::would_block;
         for (;;) {
             const ssize_t n = ::send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n == static_cast<ssize_t>(frame.size())) return Sent::ok;
@@ -73,9 +78,32 @@ public:
         }
     }
 
+    // Room for `bytes` more in the send buffer? Both sides of the comparison are the kernel's
+    // own accounting (SIOCOUTQ = bytes charged to the socket, SO_SNDBUF = its limit), with a
+    // margin for per-buffer overhead. An empty buffer always takes a frame (one larger than
+    // the whole buffer could never be sent otherwise).
+    bool fits(size_t bytes) const {
+        int queued = 0, limit = 0;
+        socklen_t len = sizeof limit;
+        if (ioctl(fd_, SIOCOUTQ, &queued) != 0 || getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &limit, &len) != 0) return true;
+        if (queued <= 0) return true;
+        return static_cast<size_t>(queued) + bytes + bytes / 4 + kBufferOverhead <= static_cast<size_t>(limit);
+    }
+
+    // A stream's buffer: room for bursts between two reads of a client that keeps up, still a
+    // fixed bound (§8.7.6 "never unbounded buffering"). SO_SNDBUFFORCE passes wmem_max.
+    void enlarge_send_buffer() {
+        const int bytes = kStreamSendBuffer;
+        if (setsockopt(fd_, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+            setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    }
+
     int fd() const { return fd_; }
 
 private:
+    static constexpr size_t kBufferOverhead = 2048;
+    static constexpr int kStreamSendBuffer = 1 << 20;
+
     int fd_;
 };
 
@@ -238,6 +266,7 @@ void Session::run_events(const query::Query& q) {
     }
     if (!q.stream) return send_final(end_frame());
     if (!send_initial(watch_frame())) return;
+    channel_.enlarge_send_buffer();
     follow(q, std::move(*start), access, *wake, generation);
 }
 

@@ -40,7 +40,9 @@ std::optional<std::string> run_case(QueryEnv& env, const QueryCase& c) {
         return report.str();
     };
     if (c.kind == QueryCase::Kind::error) {
-        const std::string err = strip_newline(r.err);
+        // eventctl prints "eventctl: <eventd's message>"; the tables hold eventd's message.
+        std::string err = strip_newline(r.err);
+        if (err.rfind("eventctl: ", 0) == 0) err.erase(0, 10);
         const bool matches = c.error_substring ? err.find(c.error) != std::string::npos : err == c.error;
         if (r.exit_code == 1 && r.out.empty() && matches) return std::nullopt;
         report << "  expected: exit 1, no stdout, stderr " << (c.error_substring ? "containing: " : "") << c.error << "\n";

@@ -62,6 +62,12 @@ TEST_CASE("a policy without \"*\" denies everyone but root", "[access]") {
     const json no_default = {{"Events", {{"app.login", json::array({{{"allow", {"group:adm", "everyone"}}}})}}}};
     QueryEnv env(EnvOptions{.eventd = {{"Security", no_default}}});
     CHECK(count_as(env, "EVENTS app.login COUNT", nullptr) == 10);
+    CHECK(count_as(env, "EVENTS kacs.access_denied COUNT", nullptr) == 7);
+    // Types no pattern covers: root only (both readings of §9.1.7 agree).
+    CHECK(count_as(env, "EVENTS kacs.access_denied COUNT", "eventd-adm") == 0);
+    CHECK(count_as(env, "EVENTS WHERE event_type != \"app.login\" COUNT", "eventd-adm") == 0);
+    // The whole policy is void without "*" (policy.hpp: "No \"*\" pattern → no access for
+    // anyone else"; issue 4: "no `*` entry → no events for anyone but root").
     CHECK(count_as(env, "EVENTS app.login COUNT", "eventd-adm") == 0);
     CHECK(count_as(env, "EVENTS COUNT", "eventd-adm") == 0);
     CHECK(count_as(env, "EVENTS app.login COUNT", "eventd-auditor") == 0);
