@@ -146,9 +146,11 @@ private:
 kmes::Status Session::send_initial(const std::vector<uint8_t>& frame) {
     const Sent r = channel_.send_until(frame, deadline_);
     if (r == Sent::ok) return {};
-    client_gone_ = true;
-    torn_ = r == Sent::torn;
+    // The deadline passed while the client read too slowly: if no part of the frame went out,
+    // the timeout error can still follow; a cut frame or a gone client leaves nothing to say.
     send_timed_out_ = r == Sent::timed_out || r == Sent::torn;
+    torn_ = r == Sent::torn;
+    client_gone_ = r == Sent::closed || r == Sent::would_block;
     return kmes::Error{EPIPE, "the client stopped reading or left"};
 }
 
@@ -251,21 +253,31 @@ void Session::run_events(const query::Query& q) {
     const std::string timeout_text =
         "query timed out after " + std::to_string(limits_.query_timeout_ms) + " ms (QueryTimeoutMs)";
     if (!start) {
-        if (client_gone_) {
-            if (send_timed_out_) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-            return;  // nothing can reach the client any more
+        if (send_timed_out_) {
+            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+            return fail(timeout_text);  // unless the frame was cut
         }
+        if (client_gone_) return;  // nothing can reach the client any more
         if (start.error().code == ETIMEDOUT) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
         else if (start.error().code != ECANCELED) shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
         return fail(start.error().message);
     }
     batcher_.flush();
     if (!drain_batcher_initial()) {
-        if (send_timed_out_) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        if (send_timed_out_) {
+            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+            fail(timeout_text);
+        }
         return;
     }
     if (!q.stream) return send_final(end_frame());
-    if (!send_initial(watch_frame())) return;
+    if (!send_initial(watch_frame())) {
+        if (send_timed_out_) {
+            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+            fail(timeout_text);
+        }
+        return;
+    }
     channel_.enlarge_send_buffer();
     follow(q, std::move(*start), access, *wake, generation);
 }
