@@ -47,6 +47,9 @@ TypeGrant Policy::grant_pattern(const Caller& caller, std::string_view pattern) 
         grant.visible = grant.all_fields = grant.all_payload = true;
         return grant;
     }
+    // §9.1.7 / issue 4: the "*" default MUST exist; without it the whole event policy is
+    // considered missing and nobody but root sees any event (fail closed, DESIGN.md §3.6).
+    if (events_.find("*") == events_.end()) return grant;
     const auto found = events_.find(pattern);
     if (found == events_.end()) return grant;
 

@@ -134,8 +134,8 @@ private:
             policy_->events_.emplace(pattern, std::move(parsed));
         }
         if (policy_->events_.count("*") == 0) {
-            policy_->warnings_.push_back("Security.Events has no \"*\" pattern: events of types no pattern "
-                                         "covers are visible to root only (fail closed)");
+            policy_->warnings_.push_back("Security.Events has no \"*\" pattern: no events are visible "
+                                         "to anyone but root (fail closed)");
         }
         return {};
     }

@@ -20,9 +20,10 @@ bool is_non_ascii(char c) { return static_cast<unsigned char>(c) >= 0x80; }
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
 // Words carry field names (payload keys may be any UTF-8), event type patterns (`*`) and
-// dotted paths.
+// dotted paths. `?`, `[` and `]` are literal characters of a type pattern (§8.2.2: `*` is the
+// only wildcard), so they may continue a word: `EVENTS app.logi?` needs no quotes.
 bool starts_word(char c) { return is_alpha(c) || c == '_' || c == '*' || is_non_ascii(c); }
-bool continues_word(char c) { return starts_word(c) || is_digit(c) || c == '.'; }
+bool continues_word(char c) { return starts_word(c) || is_digit(c) || c == '.' || c == '?' || c == '[' || c == ']'; }
 
 char ascii_upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
 
