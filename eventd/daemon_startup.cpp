@@ -184,7 +184,12 @@ server::ServerLimits query_limits(const EventdConfig& c) {
 
 std::shared_ptr<const access::Policy> load_policy(const nlohmann::json& security) {
     auto policy = access::Policy::parse(security);
-    if (policy) return *policy;
+    if (policy) {
+        // Unknown user/group names and a missing "*" pattern are not errors, but they change
+        // who sees what: say so every time the policy is (re)loaded.
+        for (const std::string& warning : (*policy)->warnings()) spdlog::warn("Security policy: {}", warning);
+        return *policy;
+    }
     // DESIGN.md §3: fail closed — nobody but root reads anything until the policy is fixed.
     spdlog::error("Security policy rejected, only root may query until it is fixed: {}", policy.error().message);
     return access::Policy::deny_all();
