@@ -37,6 +37,12 @@ struct EventdSettings {
     uint32_t storage_shards = 0;
     uint32_t max_batch_size = 10000;
     uint32_t max_batch_latency_ms = 100;
+    // An existing store to serve instead of a fresh <dir>/events (the query benchmark's
+    // 10 M-event store). It lives outside the temporary directory, so it is never removed.
+    std::string store_dir;
+    uint32_t event_retention_days = 30;  // an old store must survive retention
+    uint32_t query_timeout_ms = 30000;
+    int ready_timeout_s = 20;  // a large store takes longer to open
 };
 
 // Memory of a process from /proc/<pid>/status, in KiB.
@@ -93,14 +99,17 @@ public:
         std::string templ = s.parent_dir + "/eventd-bench-XXXXXX";
         if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp in " + s.parent_dir + " failed");
         dir_ = templ;
-        store_ = dir_ + "/events";
+        store_ = s.store_dir.empty() ? dir_ + "/events" : s.store_dir;
+        ready_timeout_ = std::chrono::seconds(s.ready_timeout_s);
         log_ = dir_ + "/eventd.log";
         const std::string config = dir_ + "/eventd.json";
         std::ofstream(config) << "{\n  \"EventStorePath\": \"" << store_ << "\",\n  \"QuerySocketPath\": \"" << dir_
                               << "/query.sock\",\n  \"KmesSocketPath\": \"" << s.kmes_socket
                               << "\",\n  \"StorageShards\": " << s.storage_shards
                               << ",\n  \"MaxBatchSize\": " << s.max_batch_size
-                              << ",\n  \"MaxBatchLatencyMs\": " << s.max_batch_latency_ms << "\n}\n";
+                              << ",\n  \"MaxBatchLatencyMs\": " << s.max_batch_latency_ms
+                              << ",\n  \"EventRetentionDays\": " << s.event_retention_days
+                              << ",\n  \"QueryTimeoutMs\": " << s.query_timeout_ms << "\n}\n";
 
         // sd_notify target: a datagram socket, as systemd's.
         const std::string notify_path = dir_ + "/notify.sock";
@@ -148,6 +157,7 @@ public:
 
     pid_t pid() const { return pid_; }
     const std::string& store() const { return store_; }
+    std::string query_socket() const { return dir_ + "/query.sock"; }
     const std::string& log_path() const { return log_; }
     // Seconds from spawn to READY=1.
     double startup_seconds() const { return startup_seconds_; }
@@ -182,7 +192,7 @@ public:
 
 private:
     void wait_ready() {
-        const auto deadline = started_ + std::chrono::seconds(20);
+        const auto deadline = started_ + ready_timeout_;
         char buf[4096];
         for (;;) {
             pollfd p{notify_fd_, POLLIN, 0};
@@ -201,7 +211,8 @@ private:
             }
             if (std::chrono::steady_clock::now() > deadline) {
                 keep_ = true;
-                throw std::runtime_error("eventd did not send READY=1 within 20 s; see " + log_);
+                throw std::runtime_error("eventd did not send READY=1 within " + std::to_string(ready_timeout_.count()) +
+                                         " s; see " + log_);
             }
         }
         startup_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -212,6 +223,7 @@ private:
     pid_t pid_ = -1;
     bool keep_ = false;
     std::chrono::steady_clock::time_point started_;
+    std::chrono::seconds ready_timeout_{20};
     double startup_seconds_ = 0;
 };
 

@@ -28,12 +28,9 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <poll.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "eventd_process.hpp"
 #include "harness.hpp"
 #include "shim_process.hpp"
 #include "store/shard_catalog.hpp"
@@ -168,86 +166,6 @@ uint64_t count_records(const std::string& path) {
     return n;
 }
 
-// eventd on an existing store: like bench/eventd_process.hpp, but the store is given, not
-// made, and the query socket is what we want from it.
-class StoreEventd {
-public:
-    StoreEventd(const Options& o, uint32_t shards, const std::string& kmes_socket) {
-        char templ[] = "/tmp/eventd-query-bench-XXXXXX";
-        if (!mkdtemp(templ)) throw std::runtime_error("mkdtemp failed");
-        dir_ = templ;
-        socket_ = dir_ + "/query.sock";
-        log_ = dir_ + "/eventd.log";
-        const std::string config = dir_ + "/eventd.json";
-        std::ofstream(config) << json{{"EventStorePath", fs::absolute(o.store).string()},
-                                      {"QuerySocketPath", socket_},
-                                      {"KmesSocketPath", kmes_socket},
-                                      {"StorageShards", shards},
-                                      {"EventRetentionDays", 3650},
-                                      {"QueryTimeoutMs", 300000}}
-                                         .dump(2);
-        const std::string notify = dir_ + "/notify.sock";
-        notify_fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", notify.c_str());
-        if (notify_fd_ < 0 || bind(notify_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-            throw std::runtime_error("cannot bind " + notify);
-        std::vector<std::string> env;
-        for (char** e = environ; *e; ++e)
-            if (std::strncmp(*e, "NOTIFY_SOCKET=", 14) != 0) env.push_back(*e);
-        env.push_back("NOTIFY_SOCKET=" + notify);
-        std::vector<char*> envp;
-        for (auto& e : env) envp.push_back(e.data());
-        envp.push_back(nullptr);
-        std::vector<std::string> args{o.eventd, "--config", config};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_adddup2(&actions, 1, 2);
-        const int rc = posix_spawn(&pid_, o.eventd.c_str(), &actions, nullptr, argv.data(), envp.data());
-        posix_spawn_file_actions_destroy(&actions);
-        if (rc != 0) throw std::runtime_error("cannot start " + o.eventd + ": " + std::strerror(rc));
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        char buf[4096];
-        for (;;) {
-            pollfd p{notify_fd_, POLLIN, 0};
-            poll(&p, 1, 50);
-            if (p.revents & POLLIN) {
-                const ssize_t n = recv(notify_fd_, buf, sizeof buf - 1, 0);
-                if (n > 0) {
-                    buf[n] = 0;
-                    if (std::strstr(buf, "READY=1")) break;
-                }
-            }
-            if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-                pid_ = -1;
-                throw std::runtime_error("eventd exited before READY=1; see " + log_);
-            }
-            if (std::chrono::steady_clock::now() > deadline)
-                throw std::runtime_error("eventd did not send READY=1 within 60 s; see " + log_);
-        }
-    }
-    ~StoreEventd() {
-        if (pid_ > 0) {
-            kill(pid_, SIGTERM);
-            waitpid(pid_, nullptr, 0);
-        }
-        if (notify_fd_ >= 0) close(notify_fd_);
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    const std::string& socket() const { return socket_; }
-
-private:
-    std::string dir_, socket_, log_;
-    int notify_fd_ = -1;
-    pid_t pid_ = -1;
-};
-
 // --- the store ------------------------------------------------------------------------------
 
 // End of the generated data: the marker's end_ns, else the newest timestamp in the store.
@@ -352,12 +270,21 @@ int main(int argc, char** argv) try {
     const int64_t end_ns = store_end_ns(o, files);
 
     std::unique_ptr<bench::ShimProcess> shim;
-    std::unique_ptr<StoreEventd> eventd;
+    std::unique_ptr<bench::EventdProcess> eventd;
     std::string socket = o.socket;
     if (socket.empty() && !o.sql_only) {
         shim = std::make_unique<bench::ShimProcess>(o.shimd);
-        eventd = std::make_unique<StoreEventd>(o, active, shim->socket());
-        socket = eventd->socket();
+        bench::EventdSettings settings;
+        settings.binary = o.eventd;
+        settings.kmes_socket = shim->socket();
+        settings.parent_dir = "/tmp";
+        settings.store_dir = fs::absolute(o.store).string();
+        settings.storage_shards = active;
+        settings.event_retention_days = 3650;
+        settings.query_timeout_ms = 300000;
+        settings.ready_timeout_s = 60;
+        eventd = std::make_unique<bench::EventdProcess>(settings);
+        socket = eventd->query_socket();
     }
 
     char tmpl[] = "/tmp/kmes-bench-query-out-XXXXXX";
@@ -411,6 +338,7 @@ int main(int argc, char** argv) try {
     }
     std::error_code ec;
     fs::remove_all(out_dir, ec);
+    if (eventd) eventd->stop();  // SIGTERM: leave the shared store cleanly checkpointed
 
     table.print("Queries on " + o.store.string() + " (" + std::to_string(files.size()) +
                 " shard files): eventctl end to end against the sqlite3 CLI, " + std::to_string(o.runs) +
