@@ -70,6 +70,9 @@ enum class CompareOp {
     is_not_null,   // IS NOT NULL
 };
 
+// The operator as written in queries ("==", "STARTS_WITH", "IS NOT NULL"), for messages.
+const char* operator_text(CompareOp op);
+
 struct Comparison {
     FieldRef field;
     CompareOp op = CompareOp::eq;

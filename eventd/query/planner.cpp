@@ -48,25 +48,6 @@ int record_column(HeaderField h) {
     return 0;
 }
 
-const char* op_text(CompareOp op) {
-    switch (op) {
-        case CompareOp::eq: return "==";
-        case CompareOp::ne: return "!=";
-        case CompareOp::gt: return ">";
-        case CompareOp::ge: return ">=";
-        case CompareOp::lt: return "<";
-        case CompareOp::le: return "<=";
-        case CompareOp::starts_with: return "STARTS_WITH";
-        case CompareOp::ends_with: return "ENDS_WITH";
-        case CompareOp::contains: return "CONTAINS";
-        case CompareOp::in: return "IN";
-        case CompareOp::not_in: return "NOT_IN";
-        case CompareOp::is_null: return "IS NULL";
-        case CompareOp::is_not_null: return "IS NOT NULL";
-    }
-    return "?";
-}
-
 const char* sql_op(CompareOp op) {
     switch (op) {
         case CompareOp::gt: return " > ?";
@@ -156,7 +137,7 @@ kmes::Status emit_condition(const Condition& c, Builder& b);
 
 kmes::Status emit_ordering(const Comparison& c, Builder& b) {
     const FieldKind kind = kind_of(c.field);
-    const char* op = op_text(c.op);
+    const char* op = operator_text(c.op);
     if (c.values.size() != 1) return type_error(std::string("operator ") + op + " needs one value");
     const Literal& v = c.values.front();
     auto num = numeric_param(v);
@@ -192,7 +173,7 @@ kmes::Status emit_ordering(const Comparison& c, Builder& b) {
 
 kmes::Status emit_text_match(const Comparison& c, Builder& b) {
     const FieldKind kind = kind_of(c.field);
-    const char* op = op_text(c.op);
+    const char* op = operator_text(c.op);
     if (c.values.size() != 1) return type_error(std::string(op) + " needs one value");
     const auto* text = std::get_if<std::string>(&c.values.front());
     if (!text) return type_error(std::string(op) + " needs a string, got " + literal_type(c.values.front()));
@@ -249,7 +230,7 @@ kmes::Result<SqlParam> equality_param(const FieldRef& f, const Literal& v, bool*
 }
 
 kmes::Status emit_equality(const Comparison& c, Builder& b) {
-    if (c.values.empty()) return type_error(std::string(op_text(c.op)) + " needs a value");
+    if (c.values.empty()) return type_error(std::string(operator_text(c.op)) + " needs a value");
     bool any_text = false;
     std::vector<SqlParam> params;
     for (const Literal& v : c.values) {
@@ -258,7 +239,7 @@ kmes::Status emit_equality(const Comparison& c, Builder& b) {
         params.push_back(std::move(*p));
     }
     if (c.op == CompareOp::eq || c.op == CompareOp::ne) {
-        if (params.size() != 1) return type_error(std::string("operator ") + op_text(c.op) + " needs one value");
+        if (params.size() != 1) return type_error(std::string("operator ") + operator_text(c.op) + " needs one value");
         b.field(c.field);
         b << (c.op == CompareOp::eq ? " = ?" : " != ?");
         if (any_text) b << " COLLATE NOCASE";

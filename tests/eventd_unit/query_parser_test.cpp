@@ -32,25 +32,6 @@ std::string render(const Literal& v) {
     return out.str();
 }
 
-const char* render(CompareOp op) {
-    switch (op) {
-        case CompareOp::eq: return "==";
-        case CompareOp::ne: return "!=";
-        case CompareOp::gt: return ">";
-        case CompareOp::ge: return ">=";
-        case CompareOp::lt: return "<";
-        case CompareOp::le: return "<=";
-        case CompareOp::starts_with: return "STARTS_WITH";
-        case CompareOp::ends_with: return "ENDS_WITH";
-        case CompareOp::contains: return "CONTAINS";
-        case CompareOp::in: return "IN";
-        case CompareOp::not_in: return "NOT_IN";
-        case CompareOp::is_null: return "IS NULL";
-        case CompareOp::is_not_null: return "IS NOT NULL";
-    }
-    return "?";
-}
-
 std::string render(const Condition& c) {
     if (c.kind != Condition::Kind::compare) {
         std::string out = c.kind == Condition::Kind::all_of ? "(and" : "(or";
@@ -58,7 +39,7 @@ std::string render(const Condition& c) {
         return out + ")";
     }
     const Comparison& cmp = c.comparison;
-    std::string out = cmp.field.name + " " + render(cmp.op);
+    std::string out = cmp.field.name + " " + operator_text(cmp.op);
     if (cmp.op == CompareOp::in || cmp.op == CompareOp::not_in) {
         out += " (";
         for (size_t i = 0; i < cmp.values.size(); ++i) out += (i ? ", " : "") + render(cmp.values[i]);
