@@ -40,20 +40,13 @@ void Daemon::reload(const std::string& config_path) {
     const auto changes = tuning_changes(LoadedConfig{config_, {}, present_}, *loaded, &restart_only);
     present_ = loaded->present;
     for (const std::string& key : restart_only) spdlog::warn("configuration key {} changed; it applies at the next start", key);
-    EventdConfig next = config_;
-    next.max_batch_size = loaded->config.max_batch_size;
-    next.max_batch_latency_ms = loaded->config.max_batch_latency_ms;
-    next.event_retention_days = loaded->config.event_retention_days;
-    next.event_retention_max_bytes = loaded->config.event_retention_max_bytes;
-    next.retention_check_interval_minutes = loaded->config.retention_check_interval_minutes;
-    next.test_commit_delay_ms = loaded->config.test_commit_delay_ms;
-    next.query_timeout_ms = loaded->config.query_timeout_ms;
-    next.max_concurrent_queries = loaded->config.max_concurrent_queries;
-    next.max_streaming_queries = loaded->config.max_streaming_queries;
-    next.max_queries_per_user = loaded->config.max_queries_per_user;
-    next.max_query_message_bytes = loaded->config.max_query_message_bytes;
-    next.query_response_target_bytes = loaded->config.query_response_target_bytes;
-    next.security = loaded->config.security;
+    // Everything applies at once except the restart-only keys (§12.1), which keep their values
+    // in force (tuning_changes reported them above).
+    EventdConfig next = loaded->config;
+    next.event_store_path = config_.event_store_path;
+    next.query_socket_path = config_.query_socket_path;
+    next.kmes_socket_path = config_.kmes_socket_path;
+    next.storage_shards = config_.storage_shards;
     config_ = next;
     settings_.max_batch_size.store(next.max_batch_size);
     settings_.max_batch_latency_ms.store(next.max_batch_latency_ms);
