@@ -3,10 +3,12 @@
 #include <cerrno>
 #include <optional>
 
-#include "msgpack_scan.hpp"
+#include "msgpack/reader.hpp"
 
 namespace eventctl {
 namespace {
+
+namespace msgpack = eventd::msgpack;
 
 kmes::Error bad_reply(const std::string& what) {
     return kmes::Error{EPROTO, "eventd sent a reply eventctl cannot read (" + what +

@@ -165,6 +165,12 @@ void CallerAccess::filter_payload(const PathNode& node, nlohmann::json& object) 
     }
 }
 
+bool CallerAccess::reads_all_fields(std::string_view event_type) {
+    if (unrestricted()) return true;
+    const CachedGrant& entry = cached(event_type);
+    return entry.grant.visible && entry.grant.all_fields;
+}
+
 void CallerAccess::filter_fields(std::string_view event_type, nlohmann::json& record) {
     if (unrestricted()) return;
     const CachedGrant& entry = cached(event_type);

@@ -107,6 +107,9 @@ public:
     // every field the caller may not read for its event type. A granted path "source.name"
     // keeps only that member of the map `source`.
     void filter_fields(std::string_view event_type, nlohmann::json& record);
+    // True when filter_fields would leave a visible record of `event_type` whole (root, or a
+    // grant without a field list): the record can then be encoded without a tree.
+    bool reads_all_fields(std::string_view event_type);
     // §9.2 step 5, extended to filters (issue 4: no inference through filters): every field
     // referenced by WHERE, SINCE/UNTIL (timestamp), SORT (not an aggregate's output key such
     // as count), GROUP (incl. its aggregated field), COUNT BY, TOP N BY or DISTINCT must be

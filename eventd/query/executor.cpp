@@ -24,6 +24,7 @@
 
 #include "eventd/query/merge.hpp"
 #include "eventd/query/planner.hpp"
+#include "eventd/query/row_encoder.hpp"
 #include "store/shard_catalog.hpp"
 #include "store/sqlite_util.hpp"
 
@@ -139,8 +140,8 @@ kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan&
 // Plain rows: ORDER BY per shard, merged here on the same order.
 class PlainMerge {
 public:
-    PlainMerge(const Query& q, const Plan& plan, ExecutionContext& ctx, bool restricted)
-        : query_(q), plan_(plan), ctx_(ctx), restricted_(restricted) {}
+    PlainMerge(const Query& q, const Plan& plan, ExecutionContext& ctx)
+        : query_(q), plan_(plan), ctx_(ctx), encoder_(q.select, *ctx.access) {}
 
     // Step `shard` once: true with its keys loaded when it has a row, false when done.
     kmes::Result<bool> advance(Shard& shard) {
@@ -213,22 +214,12 @@ public:
     }
 
 private:
-    kmes::Status emit(Shard& shard, const RecordSink& sink) {
-        sqlite3_stmt* s = shard.stmt.get();
-        Record record = record_from_row(s, 0);
-        if (restricted_) {
-            const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(s, kEventTypeColumn));
-            const std::string_view event_type(type ? type : "", static_cast<size_t>(sqlite3_column_bytes(s, kEventTypeColumn)));
-            ctx_.access->filter_fields(event_type, record);
-        }
-        if (!query_.select.empty()) apply_select(record, query_.select);
-        return sink(std::move(record));
-    }
+    kmes::Status emit(Shard& shard, const RecordSink& sink) { return sink(encoder_.encode(shard.stmt.get())); }
 
     const Query& query_;
     const Plan& plan_;
     ExecutionContext& ctx_;
-    bool restricted_;
+    RowEncoder encoder_;
 };
 
 }  // namespace
@@ -261,11 +252,14 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
             if (rc != SQLITE_DONE) return read_error(s.file, s.conn, rc, ctx);
         }
         uint64_t n = 0;
-        for (Record& r : merger.finish()) {
+        std::vector<uint8_t> encoded;
+        for (const Record& r : merger.finish()) {
             if (++n % kCheckEvery == 0) {
                 if (auto st = check_time(ctx); !st) return st.error();
             }
-            if (auto st = sink(std::move(r)); !st) return st.error();
+            encoded.clear();
+            to_msgpack_float64(r, encoded);
+            if (auto st = sink(encoded); !st) return st.error();
         }
         return start;
     }
@@ -281,7 +275,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
         if (*shard) shards.push_back(std::move(**shard));
     }
     if (plan->shard_limit && *plan->shard_limit == 0) return start;  // TAKE 0
-    PlainMerge merge(q, *plan, ctx, restricted);
+    PlainMerge merge(q, *plan, ctx);
     if (auto st = merge.run(shards, sink); !st) return st.error();
     return start;
 }

@@ -5,7 +5,7 @@
 //                ─► per shard: BEGIN; max(id) (active shards: the stream watermark); the planned
 //                   query (planner.hpp) — all in one read snapshot
 //                ─► plain: N-way merge on the sort key, SKIP/TAKE at the coordinator, each record
-//                   built, field-filtered (access), SELECTed and handed to the sink as produced
+//                   encoded (row_encoder.hpp: field filter, SELECT) and handed to the sink as produced
 //                ─► aggregate: partials merged (merge.hpp), sorted, SKIP/TAKE, sink
 //
 // The result is never materialised whole: a plain query holds one row per shard at a time.
@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <span>
 
 #include "eventd/access/policy.hpp"
 #include "eventd/query/ast.hpp"
@@ -25,9 +26,10 @@
 
 namespace eventd::query {
 
-// Receives each result record in order. An error stops execution and is returned by
-// execute() unchanged (typically: the client is gone).
-using RecordSink = std::function<kmes::Status(Record&&)>;
+// Receives each result record in order, msgpack-encoded for the wire (§8.8; the bytes are
+// valid during the call). An error stops execution and is returned by execute() unchanged
+// (typically: the client is gone).
+using RecordSink = std::function<kmes::Status(std::span<const uint8_t> record)>;
 
 struct ExecutionContext {
     std::filesystem::path store_dir;

@@ -15,7 +15,7 @@
 #include <optional>
 
 #include "eventd/query/planner.hpp"
-#include "eventd/query/record.hpp"
+#include "eventd/query/row_encoder.hpp"
 #include "store/shard_catalog.hpp"
 #include "store/shard_db.hpp"
 #include "store/sqlite_util.hpp"
@@ -141,6 +141,7 @@ kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& acce
     if (hi == watermark) return {};
 
     sqlite3_stmt* rows = c->rows.get();
+    RowEncoder encoder(m.query.select, access);
     int64_t from = watermark;
     for (;;) {
         sqlite3_reset(rows);
@@ -150,14 +151,7 @@ kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& acce
         while ((rc = sqlite3_step(rows)) == SQLITE_ROW) {
             ++n;
             from = sqlite3_column_int64(rows, kIdColumn);
-            Record record = record_from_row(rows, 0);
-            if (restricted) {
-                const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(rows, kEventTypeColumn));
-                access.filter_fields(std::string_view(type ? type : "", static_cast<size_t>(sqlite3_column_bytes(rows, kEventTypeColumn))),
-                                     record);
-            }
-            if (!m.query.select.empty()) apply_select(record, m.query.select);
-            if (auto st = sink(std::move(record)); !st) {
+            if (auto st = sink(encoder.encode(rows)); !st) {
                 watermark = from;  // what was handed over stays handed over
                 return st;
             }

@@ -6,30 +6,20 @@
 #include <cstring>
 #include <limits>
 
+#include "msgpack/writer.hpp"
+
 namespace eventd::query {
+
+bool is_header_name(std::string_view key) {
+    return std::any_of(std::begin(kHeaderColumns), std::end(kHeaderColumns),
+                       [&](const HeaderColumn& c) { return key == c.name; });
+}
 
 namespace {
 
 using json = nlohmann::json;
 
-// kRecordColumns, in order; the GUID columns are shown as GUID strings.
-struct Column {
-    const char* name;
-    bool guid;
-};
-constexpr Column kHeaderColumns[] = {
-    {"boot_id", true},          {"timestamp", false},       {"cpu_id", false},
-    {"sequence", false},        {"origin_class", false},    {"event_type", false},
-    {"effective_token_guid", true}, {"true_token_guid", true}, {"process_guid", true},
-};
-constexpr int kPayloadColumn = 9;
-static_assert(std::size(kHeaderColumns) == kPayloadColumn);
-
-// The §13.1 header names; local so record shaping does not depend on the parser's tables.
-bool is_header_name(const std::string& key) {
-    return std::any_of(std::begin(kHeaderColumns), std::end(kHeaderColumns),
-                       [&](const Column& c) { return key == c.name; });
-}
+constexpr int kPayloadColumn = kHeaderColumnCount;
 
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -122,126 +112,20 @@ json decode_payload(const uint8_t* data, size_t size) {
     return std::move(builder.root);
 }
 
-// --- msgpack writer (float64 always) ----------------------------------------------------
-
-void put_be(std::vector<uint8_t>& out, uint64_t v, int bytes) {
-    for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-
-void put_unsigned(std::vector<uint8_t>& out, uint64_t v) {
-    if (v < 128) {
-        out.push_back(static_cast<uint8_t>(v));
-    } else if (v <= 0xff) {
-        out.push_back(0xcc);
-        put_be(out, v, 1);
-    } else if (v <= 0xffff) {
-        out.push_back(0xcd);
-        put_be(out, v, 2);
-    } else if (v <= 0xffffffffu) {
-        out.push_back(0xce);
-        put_be(out, v, 4);
-    } else {
-        out.push_back(0xcf);
-        put_be(out, v, 8);
-    }
-}
-
-void put_signed(std::vector<uint8_t>& out, int64_t v) {
-    if (v >= 0) return put_unsigned(out, static_cast<uint64_t>(v));
-    const auto u = static_cast<uint64_t>(v);
-    if (v >= -32) {
-        out.push_back(static_cast<uint8_t>(v));
-    } else if (v >= std::numeric_limits<int8_t>::min()) {
-        out.push_back(0xd0);
-        put_be(out, u, 1);
-    } else if (v >= std::numeric_limits<int16_t>::min()) {
-        out.push_back(0xd1);
-        put_be(out, u, 2);
-    } else if (v >= std::numeric_limits<int32_t>::min()) {
-        out.push_back(0xd2);
-        put_be(out, u, 4);
-    } else {
-        out.push_back(0xd3);
-        put_be(out, u, 8);
-    }
-}
-
-void put_string(std::vector<uint8_t>& out, const std::string& s) {
-    const size_t n = s.size();
-    if (n <= 31) {
-        out.push_back(static_cast<uint8_t>(0xa0 | n));
-    } else if (n <= 0xff) {
-        out.push_back(0xd9);
-        put_be(out, n, 1);
-    } else if (n <= 0xffff) {
-        out.push_back(0xda);
-        put_be(out, n, 2);
-    } else {
-        out.push_back(0xdb);
-        put_be(out, n, 4);
-    }
-    out.insert(out.end(), s.begin(), s.end());
-}
-
-void put_container_header(std::vector<uint8_t>& out, size_t n, uint8_t fix, uint8_t b16, uint8_t b32) {
-    if (n <= 15) {
-        out.push_back(static_cast<uint8_t>(fix | n));
-    } else if (n <= 0xffff) {
-        out.push_back(b16);
-        put_be(out, n, 2);
-    } else {
-        out.push_back(b32);
-        put_be(out, n, 4);
-    }
-}
-
-void put_binary(std::vector<uint8_t>& out, const json::binary_t& b) {
-    const size_t n = b.size();
-    if (b.has_subtype()) {  // ext: keep the application's type byte
-        const auto type = static_cast<uint8_t>(b.subtype());
-        switch (n) {
-            case 1: out.push_back(0xd4); break;
-            case 2: out.push_back(0xd5); break;
-            case 4: out.push_back(0xd6); break;
-            case 8: out.push_back(0xd7); break;
-            case 16: out.push_back(0xd8); break;
-            default:
-                if (n <= 0xff) {
-                    out.push_back(0xc7);
-                    put_be(out, n, 1);
-                } else if (n <= 0xffff) {
-                    out.push_back(0xc8);
-                    put_be(out, n, 2);
-                } else {
-                    out.push_back(0xc9);
-                    put_be(out, n, 4);
-                }
-        }
-        out.push_back(type);
-    } else if (n <= 0xff) {
-        out.push_back(0xc4);
-        put_be(out, n, 1);
-    } else if (n <= 0xffff) {
-        out.push_back(0xc5);
-        put_be(out, n, 2);
-    } else {
-        out.push_back(0xc6);
-        put_be(out, n, 4);
-    }
-    out.insert(out.end(), b.begin(), b.end());
-}
-
 }  // namespace
 
-std::string format_guid(const uint8_t* b) {
-    static const char* hex = "0123456789abcdef";
-    std::string s;
-    s.reserve(36);
+void format_guid(const uint8_t* b, char* out) {
+    static constexpr char kHex[] = "0123456789abcdef";
     for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-        s += hex[b[i] >> 4];
-        s += hex[b[i] & 0xf];
+        if (i == 4 || i == 6 || i == 8 || i == 10) *out++ = '-';
+        *out++ = kHex[b[i] >> 4];
+        *out++ = kHex[b[i] & 0xf];
     }
+}
+
+std::string format_guid(const uint8_t* b) {
+    std::string s(kGuidTextLength, '\0');
+    format_guid(b, s.data());
     return s;
 }
 
@@ -346,42 +230,45 @@ void apply_select(Record& record, const std::vector<FieldRef>& select) {
 }
 
 void to_msgpack_float64(const json& j, std::vector<uint8_t>& out) {
+    namespace mp = eventd::msgpack;
     switch (j.type()) {
         case json::value_t::null:
         case json::value_t::discarded:
-            out.push_back(0xc0);
+            mp::put_nil(out);
             break;
         case json::value_t::boolean:
-            out.push_back(j.get<bool>() ? 0xc3 : 0xc2);
+            mp::put_bool(out, j.get<bool>());
             break;
         case json::value_t::number_integer:
-            put_signed(out, j.get<int64_t>());
+            mp::put_signed(out, j.get<int64_t>());
             break;
         case json::value_t::number_unsigned:
-            put_unsigned(out, j.get<uint64_t>());
+            mp::put_unsigned(out, j.get<uint64_t>());
             break;
-        case json::value_t::number_float: {
-            const double d = j.get<double>();
-            uint64_t bits;
-            std::memcpy(&bits, &d, sizeof bits);
-            out.push_back(0xcb);  // §8.8: float64, never narrowed
-            put_be(out, bits, 8);
+        case json::value_t::number_float:
+            mp::put_float64(out, j.get<double>());
+            break;
+        case json::value_t::string:
+            mp::put_string(out, j.get_ref<const std::string&>());
+            break;
+        case json::value_t::binary: {
+            const json::binary_t& b = j.get_binary();
+            // nlohmann keeps a msgpack ext type as the binary's subtype: ext again on the wire.
+            if (b.has_subtype()) {
+                mp::put_ext(out, static_cast<int8_t>(static_cast<uint8_t>(b.subtype())), b);
+            } else {
+                mp::put_binary(out, b);
+            }
             break;
         }
-        case json::value_t::string:
-            put_string(out, j.get_ref<const std::string&>());
-            break;
-        case json::value_t::binary:
-            put_binary(out, j.get_binary());
-            break;
         case json::value_t::array:
-            put_container_header(out, j.size(), 0x90, 0xdc, 0xdd);
+            mp::put_array_header(out, j.size());
             for (const auto& v : j) to_msgpack_float64(v, out);
             break;
         case json::value_t::object:
-            put_container_header(out, j.size(), 0x80, 0xde, 0xdf);
+            mp::put_map_header(out, j.size());
             for (const auto& [k, v] : j.items()) {
-                put_string(out, k);
+                mp::put_string(out, k);
                 to_msgpack_float64(v, out);
             }
             break;

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <array>
+#include <iterator>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,6 +27,23 @@ inline constexpr const char* kRecordColumns =
     "event_type, effective_token_guid, true_token_guid, process_guid, payload";
 inline constexpr int kRecordColumnCount = 10;
 
+// The header columns of kRecordColumns (all but the payload), in order; GUID columns travel as
+// GUID strings. Every full record carries these keys.
+struct HeaderColumn {
+    const char* name;
+    bool guid;
+};
+inline constexpr HeaderColumn kHeaderColumns[] = {
+    {"boot_id", true},          {"timestamp", false},       {"cpu_id", false},
+    {"sequence", false},        {"origin_class", false},    {"event_type", false},
+    {"effective_token_guid", true}, {"true_token_guid", true}, {"process_guid", true},
+};
+inline constexpr int kHeaderColumnCount = 9;
+static_assert(std::size(kHeaderColumns) == kHeaderColumnCount);
+
+// One of the §13.1 header names above (a payload key of that name is shadowed).
+bool is_header_name(std::string_view key);
+
 // The full record from kRecordColumns starting at column `first_column` of the current row.
 Record record_from_row(sqlite3_stmt* stmt, int first_column);
 
@@ -43,8 +61,11 @@ nlohmann::json value_from_column(sqlite3_stmt* stmt, int col, bool guid);
 // and tests). `data` may be null (payload NULL → nothing added).
 void merge_payload(Record& record, const uint8_t* data, size_t size);
 
-// "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lowercase.
+// "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lowercase; the second form writes the
+// kGuidTextLength characters to `out` (no terminator).
+inline constexpr size_t kGuidTextLength = 36;
 std::string format_guid(const uint8_t* bytes16);
+void format_guid(const uint8_t* bytes16, char* out);
 // The standard form, braces optional, any case; nullopt for anything else.
 std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text);
 

@@ -137,9 +137,13 @@ kmes::Result<std::string> decode_request(std::span<const uint8_t> body) {
 void RecordBatcher::add(const json& record) {
     scratch_.clear();
     query::to_msgpack_float64(record, scratch_);
+    add_encoded(scratch_);
+}
+
+void RecordBatcher::add_encoded(std::span<const uint8_t> record) {
     // Cut before a record that would take the open batch past the target.
-    if (count_ > 0 && records_.size() + scratch_.size() > target_) seal();
-    records_.insert(records_.end(), scratch_.begin(), scratch_.end());
+    if (count_ > 0 && records_.size() + record.size() > target_) seal();
+    records_.insert(records_.end(), record.begin(), record.end());
     ++count_;
     if (records_.size() >= target_) seal();
 }

@@ -58,6 +58,8 @@ public:
 
     // Encode and queue `record`; afterwards take every sealed frame (has_frame/next_frame).
     void add(const nlohmann::json& record);
+    // Queue a record already encoded (one msgpack map, floats float64).
+    void add_encoded(std::span<const uint8_t> record);
     bool has_frame() const { return !sealed_.empty(); }
     std::vector<uint8_t> next_frame();
     // Seal the open batch (if it holds records) so next_frame() returns it.

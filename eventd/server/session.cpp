@@ -245,8 +245,8 @@ void Session::run_events(const query::Query& q) {
     ctx.deadline = deadline_;
     ctx.timeout_ms = limits_.query_timeout_ms;
     ctx.cancelled = &shared_.stopping;
-    const query::RecordSink sink = [this](query::Record&& record) -> kmes::Status {
-        batcher_.add(record);
+    const query::RecordSink sink = [this](std::span<const uint8_t> record) -> kmes::Status {
+        batcher_.add_encoded(record);
         return drain_batcher_initial();
     };
     auto start = query::execute(q, ctx, sink);
@@ -288,8 +288,8 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
                      StreamWake& wake, uint64_t generation) {
     query::LiveFeed feed(q, shared_.store_dir, std::move(start));
     bool dropped = false;
-    const query::RecordSink sink = [&](query::Record&& record) -> kmes::Status {
-        batcher_.add(record);
+    const query::RecordSink sink = [&](std::span<const uint8_t> record) -> kmes::Status {
+        batcher_.add_encoded(record);
         while (batcher_.has_frame())
             if (!send_live(batcher_.next_frame())) {
                 dropped = true;

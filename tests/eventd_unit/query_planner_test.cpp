@@ -178,8 +178,8 @@ Run run(const Query& q, const fs::path& dir, CallerAccess& access,
     ctx.deadline = deadline;
     ctx.timeout_ms = 5;
     ctx.cancelled = cancelled;
-    r.result = execute(q, ctx, [&](Record&& rec) -> kmes::Status {
-        r.records.push_back(std::move(rec));
+    r.result = execute(q, ctx, [&](std::span<const uint8_t> rec) -> kmes::Status {
+        r.records.push_back(json::from_msgpack(rec.begin(), rec.end()));
         return {};
     });
     return r;
@@ -552,7 +552,7 @@ TEST_CASE("a sink error stops the query and is returned", "[planner]") {
     ctx.access = &root;
     ctx.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     int calls = 0;
-    auto r = execute(Query{}, ctx, [&](Record&&) -> kmes::Status {
+    auto r = execute(Query{}, ctx, [&](std::span<const uint8_t>) -> kmes::Status {
         ++calls;
         return kmes::Error{EPIPE, "client gone"};
     });
@@ -608,8 +608,8 @@ TEST_CASE("a stream's live feed delivers rows committed after the snapshot, filt
     LiveFeed feed(q, s.path(), initial.result.value());
     CallerAccess root = root_access();
     std::vector<Record> got;
-    auto sink = [&](Record&& r) -> kmes::Status {
-        got.push_back(std::move(r));
+    auto sink = [&](std::span<const uint8_t> r) -> kmes::Status {
+        got.push_back(json::from_msgpack(r.begin(), r.end()));
         return {};
     };
     REQUIRE(feed.read_new(0, root, sink).ok());

@@ -1,0 +1,159 @@
+// Plain records from rows, direct or through a tree (see row_encoder.hpp).
+#include "eventd/query/row_encoder.hpp"
+
+#include <string_view>
+
+#include "eventd/query/planner.hpp"
+#include "eventd/query/record.hpp"
+#include "msgpack/reader.hpp"
+#include "msgpack/writer.hpp"
+
+namespace eventd::query {
+namespace {
+
+namespace mp = eventd::msgpack;
+
+// Limits of the direct way; anything beyond them takes the tree way, which has the real limits
+// (DepthLimitedBuilder in record.cpp). Keys are checked for repeats pairwise, so maps stay small.
+constexpr int kMaxDirectDepth = 32;
+constexpr uint32_t kMaxDirectKeys = 64;
+
+// No key appears twice among keys[0, n) (the tree keeps only the last of repeated keys).
+bool keys_distinct(const std::string_view* keys, size_t n) {
+    for (size_t i = 1; i < n; ++i)
+        for (size_t j = 0; j < i; ++j)
+            if (keys[i] == keys[j]) return false;
+    return true;
+}
+
+// Walks one value and says whether its bytes mean, on the wire, exactly what the tree decoder
+// would re-encode: every map key a string and none repeated within its map, no float32 (the
+// tree widens it to float64, §8.8), nesting within kMaxDirectDepth.
+bool copyable_value(mp::Reader& in, int depth) {
+    auto item = in.next();
+    if (!item) return false;
+    switch (item->kind) {
+    case mp::Kind::float32: return false;
+    case mp::Kind::array:
+        if (depth >= kMaxDirectDepth) return false;
+        for (uint32_t i = 0; i < item->count; ++i)
+            if (!copyable_value(in, depth + 1)) return false;
+        return true;
+    case mp::Kind::map: {
+        if (depth >= kMaxDirectDepth || item->count > kMaxDirectKeys) return false;
+        std::string_view keys[kMaxDirectKeys];
+        for (uint32_t i = 0; i < item->count; ++i) {
+            if (!in.next_is_string()) return false;
+            auto key = in.string();
+            if (!key) return false;
+            keys[i] = key.value();
+            if (!copyable_value(in, depth + 1)) return false;
+        }
+        return keys_distinct(keys, item->count);
+    }
+    default: return true;
+    }
+}
+
+// One header column as a record value (value_from_column in record.cpp, without a tree).
+void put_column(std::vector<uint8_t>& out, sqlite3_stmt* stmt, int col, bool guid) {
+    switch (sqlite3_column_type(stmt, col)) {
+    case SQLITE_INTEGER: mp::put_signed(out, sqlite3_column_int64(stmt, col)); return;
+    case SQLITE_FLOAT: mp::put_float64(out, sqlite3_column_double(stmt, col)); return;
+    case SQLITE_TEXT: {
+        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, col));
+        mp::put_string(out, std::string_view(text, static_cast<size_t>(sqlite3_column_bytes(stmt, col))));
+        return;
+    }
+    case SQLITE_BLOB: {
+        const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, col));
+        const auto size = static_cast<size_t>(sqlite3_column_bytes(stmt, col));
+        if (guid && size == 16) {
+            char text[kGuidTextLength];
+            format_guid(data, text);
+            mp::put_string(out, std::string_view(text, sizeof text));
+        } else {
+            mp::put_binary(out, std::span<const uint8_t>(data, size));
+        }
+        return;
+    }
+    default: mp::put_nil(out); return;
+    }
+}
+
+}  // namespace
+
+std::span<const uint8_t> RowEncoder::encode(sqlite3_stmt* stmt) {
+    out_.clear();
+    if (encode_direct(stmt)) {
+        ++direct_;
+    } else {
+        out_.clear();
+        encode_tree(stmt);
+    }
+    return out_;
+}
+
+void RowEncoder::encode_tree(sqlite3_stmt* stmt) {
+    Record record = record_from_row(stmt, 0);
+    if (!access_.unrestricted()) {
+        const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(stmt, kEventTypeColumn));
+        access_.filter_fields(std::string_view(type ? type : "", static_cast<size_t>(sqlite3_column_bytes(stmt, kEventTypeColumn))),
+                              record);
+    }
+    if (!select_.empty()) apply_select(record, select_);
+    to_msgpack_float64(record, out_);
+}
+
+bool RowEncoder::encode_direct(sqlite3_stmt* stmt) {
+    if (!select_.empty()) return false;
+    if (!access_.unrestricted()) {
+        const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(stmt, kEventTypeColumn));
+        if (!access_.reads_all_fields(std::string_view(type ? type : "", static_cast<size_t>(sqlite3_column_bytes(stmt, kEventTypeColumn)))))
+            return false;
+    }
+
+    // The payload's top-level pairs, checked before anything is written. A NULL payload adds
+    // nothing; anything else must be exactly one map (record.cpp merge_payload keeps other
+    // payloads whole as `payload` bytes — the tree way does that).
+    struct Pair {
+        std::string_view key;
+        std::span<const uint8_t> value;
+    };
+    Pair pairs[kMaxDirectKeys];
+    size_t kept = 0;
+    const int payload_column = kHeaderColumnCount;
+    if (sqlite3_column_type(stmt, payload_column) != SQLITE_NULL) {
+        const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, payload_column));
+        const std::span<const uint8_t> payload(data, static_cast<size_t>(sqlite3_column_bytes(stmt, payload_column)));
+        mp::Reader in(payload);
+        if (!in.next_is_map()) return false;
+        auto map = in.next();
+        if (!map || map->count > kMaxDirectKeys) return false;
+        std::string_view keys[kMaxDirectKeys];
+        for (uint32_t i = 0; i < map->count; ++i) {
+            if (!in.next_is_string()) return false;
+            auto key = in.string();
+            if (!key) return false;
+            keys[i] = key.value();
+            const size_t start = in.pos();
+            if (!copyable_value(in, 1)) return false;
+            // §8.1 field resolution: a header field wins over a payload key of the same name.
+            if (!is_header_name(key.value())) pairs[kept++] = {key.value(), payload.subspan(start, in.pos() - start)};
+        }
+        if (!in.at_end() || !keys_distinct(keys, map->count)) return false;
+    }
+
+    mp::put_map_header(out_, kHeaderColumnCount + kept);
+    for (int i = 0; i < kHeaderColumnCount; ++i) {
+        mp::put_string(out_, kHeaderColumns[i].name);
+        put_column(out_, stmt, i, kHeaderColumns[i].guid);
+    }
+    for (size_t i = 0; i < kept; ++i) {
+        mp::put_string(out_, pairs[i].key);
+        out_.insert(out_.end(), pairs[i].value.begin(), pairs[i].value.end());
+    }
+    return true;
+}
+
+}  // namespace eventd::query
