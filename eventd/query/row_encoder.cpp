@@ -26,9 +26,30 @@ bool keys_distinct(const std::string_view* keys, size_t n) {
     return true;
 }
 
+bool copyable_value(mp::Reader& in, int depth);
+
+// Walks the `count` pairs of a map whose header was just read: every key a string, none
+// repeated (the tree keeps only the last of repeated keys), every value copyable.
+// `on_pair(key, start, end)` sees each pair with its value's byte range in the reader.
+template <class OnPair>
+bool copyable_map(mp::Reader& in, uint32_t count, int depth, OnPair&& on_pair) {
+    if (count > kMaxDirectKeys) return false;
+    std::string_view keys[kMaxDirectKeys];
+    for (uint32_t i = 0; i < count; ++i) {
+        if (!in.next_is_string()) return false;
+        auto key = in.string();
+        if (!key) return false;
+        keys[i] = key.value();
+        const size_t start = in.pos();
+        if (!copyable_value(in, depth + 1)) return false;
+        on_pair(key.value(), start, in.pos());
+    }
+    return keys_distinct(keys, count);
+}
+
 // Walks one value and says whether its bytes mean, on the wire, exactly what the tree decoder
-// would re-encode: every map key a string and none repeated within its map, no float32 (the
-// tree widens it to float64, §8.8), nesting within kMaxDirectDepth.
+// would re-encode: maps as copyable_map says, no float32 (the tree widens it to float64,
+// §8.8), nesting within kMaxDirectDepth.
 bool copyable_value(mp::Reader& in, int depth) {
     auto item = in.next();
     if (!item) return false;
@@ -39,20 +60,16 @@ bool copyable_value(mp::Reader& in, int depth) {
         for (uint32_t i = 0; i < item->count; ++i)
             if (!copyable_value(in, depth + 1)) return false;
         return true;
-    case mp::Kind::map: {
-        if (depth >= kMaxDirectDepth || item->count > kMaxDirectKeys) return false;
-        std::string_view keys[kMaxDirectKeys];
-        for (uint32_t i = 0; i < item->count; ++i) {
-            if (!in.next_is_string()) return false;
-            auto key = in.string();
-            if (!key) return false;
-            keys[i] = key.value();
-            if (!copyable_value(in, depth + 1)) return false;
-        }
-        return keys_distinct(keys, item->count);
-    }
+    case mp::Kind::map:
+        if (depth >= kMaxDirectDepth) return false;
+        return copyable_map(in, item->count, depth, [](std::string_view, size_t, size_t) {});
     default: return true;
     }
+}
+
+std::string_view event_type_of(sqlite3_stmt* stmt) {
+    const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(stmt, kEventTypeColumn));
+    return {type ? type : "", static_cast<size_t>(sqlite3_column_bytes(stmt, kEventTypeColumn))};
 }
 
 // One header column as a record value (value_from_column in record.cpp, without a tree).
@@ -97,9 +114,7 @@ std::span<const uint8_t> RowEncoder::encode(sqlite3_stmt* stmt) {
 void RowEncoder::encode_tree(sqlite3_stmt* stmt) {
     Record record = record_from_row(stmt, 0);
     if (!access_.unrestricted()) {
-        const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(stmt, kEventTypeColumn));
-        access_.filter_fields(std::string_view(type ? type : "", static_cast<size_t>(sqlite3_column_bytes(stmt, kEventTypeColumn))),
-                              record);
+        access_.filter_fields(event_type_of(stmt), record);
     }
     if (!select_.empty()) apply_select(record, select_);
     to_msgpack_float64(record, out_);
@@ -108,9 +123,7 @@ void RowEncoder::encode_tree(sqlite3_stmt* stmt) {
 bool RowEncoder::encode_direct(sqlite3_stmt* stmt) {
     if (!select_.empty()) return false;
     if (!access_.unrestricted()) {
-        const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(stmt, kEventTypeColumn));
-        if (!access_.reads_all_fields(std::string_view(type ? type : "", static_cast<size_t>(sqlite3_column_bytes(stmt, kEventTypeColumn)))))
-            return false;
+        if (!access_.reads_all_fields(event_type_of(stmt))) return false;
     }
 
     // The payload's top-level pairs, checked before anything is written. A NULL payload adds
@@ -129,19 +142,12 @@ bool RowEncoder::encode_direct(sqlite3_stmt* stmt) {
         mp::Reader in(payload);
         if (!in.next_is_map()) return false;
         auto map = in.next();
-        if (!map || map->count > kMaxDirectKeys) return false;
-        std::string_view keys[kMaxDirectKeys];
-        for (uint32_t i = 0; i < map->count; ++i) {
-            if (!in.next_is_string()) return false;
-            auto key = in.string();
-            if (!key) return false;
-            keys[i] = key.value();
-            const size_t start = in.pos();
-            if (!copyable_value(in, 1)) return false;
+        if (!map) return false;
+        const bool copyable = copyable_map(in, map->count, 0, [&](std::string_view key, size_t start, size_t end) {
             // §8.1 field resolution: a header field wins over a payload key of the same name.
-            if (!is_header_name(key.value())) pairs[kept++] = {key.value(), payload.subspan(start, in.pos() - start)};
-        }
-        if (!in.at_end() || !keys_distinct(keys, map->count)) return false;
+            if (!is_header_name(key)) pairs[kept++] = {key, payload.subspan(start, end - start)};
+        });
+        if (!copyable || !in.at_end()) return false;
     }
 
     mp::put_map_header(out_, kHeaderColumnCount + kept);
