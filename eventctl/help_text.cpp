@@ -53,7 +53,7 @@ const char* const kHelpFooter =
     "\n"
     "Environment:\n"
     "  EVENTD_SOCKET  eventd's query socket, when --socket is not given (default " EVENTCTL_DEFAULT_SOCKET ")\n"
-    "  TMPDIR         where results wait (in an unlinked file) until complete (default /tmp)\n"
+    "  TMPDIR         where results over 8 MiB wait (in an unlinked file) until complete (default /tmp)\n"
     "\n"
     "Examples:\n"
     "  eventctl 'EVENTS TAKE 10'                                 # the 10 newest events\n"

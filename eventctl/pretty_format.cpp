@@ -1,12 +1,17 @@
 #include "pretty_format.hpp"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 
+#include "msgpack/reader.hpp"
+#include "scalar_text.hpp"
 #include "utf8.hpp"
 
 namespace eventctl {
 namespace {
+
+namespace msgpack = eventd::msgpack;
 
 void append_escape(std::string& out, const char* format, unsigned value) {
     char buf[12];
@@ -15,14 +20,14 @@ void append_escape(std::string& out, const char* format, unsigned value) {
 }
 
 // Length of the valid UTF-8 sequence at s[i], or 0 if the byte there does not start one.
-std::size_t utf8_length_at(const std::string& s, std::size_t i) {
+std::size_t utf8_length_at(std::string_view s, std::size_t i) {
     const auto b = static_cast<uint8_t>(s[i]);
     const std::size_t len = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
     if (len == 0 || i + len > s.size()) return 0;
-    return find_invalid_utf8(std::string_view(s).substr(i, len)) ? 0 : len;
+    return find_invalid_utf8(s.substr(i, len)) ? 0 : len;
 }
 
-bool needs_quotes(const std::string& key) {
+bool needs_quotes(std::string_view key) {
     if (key.empty()) return true;
     for (const char c : key) {
         const auto b = static_cast<uint8_t>(c);
@@ -31,11 +36,74 @@ bool needs_quotes(const std::string& key) {
     return static_cast<bool>(find_invalid_utf8(key));
 }
 
+void append_pretty_key(std::string& out, std::string_view key) {
+    if (needs_quotes(key)) return append_pretty_string(out, key);
+    out += key;
+}
+
+kmes::Status append_value(std::string& out, msgpack::Reader& in, int depth) {
+    if (depth > msgpack::kMaxDepth) {
+        return kmes::Error{EPROTO, "a record nested deeper than " + std::to_string(msgpack::kMaxDepth) + " levels"};
+    }
+    auto next = in.next();
+    if (!next) return next.error();
+    const msgpack::Item& item = next.value();
+    switch (item.kind) {
+    case msgpack::Kind::nil: out += "null"; return {};
+    case msgpack::Kind::boolean: out += item.boolean ? "true" : "false"; return {};
+    case msgpack::Kind::int_signed: append_signed(out, item.signed_value); return {};
+    case msgpack::Kind::int_unsigned: append_unsigned(out, item.unsigned_value); return {};
+    case msgpack::Kind::float32:
+    case msgpack::Kind::float64:
+        if (std::isfinite(item.float_value)) {
+            append_finite_float(out, item.float_value);
+        } else {
+            out += non_finite_name(item.float_value);
+        }
+        return {};
+    case msgpack::Kind::string: append_pretty_string(out, item.bytes); return {};
+    case msgpack::Kind::binary:
+        out += "bin:";
+        append_hex(out, item.bytes);
+        return {};
+    case msgpack::Kind::ext:
+        out += "ext(";
+        append_signed(out, item.ext_type);
+        out += "):";
+        append_hex(out, item.bytes);
+        return {};
+    case msgpack::Kind::map:
+        out += '{';
+        for (uint32_t i = 0; i < item.count; ++i) {
+            if (i > 0) out += ',';
+            auto key = in.string();
+            if (!key) return key.error();
+            append_pretty_string(out, key.value());  // always quoted inside braces, like JSON
+            out += ':';
+            if (auto st = append_value(out, in, depth + 1); !st) return st;
+        }
+        out += '}';
+        return {};
+    case msgpack::Kind::array:
+        out += '[';
+        for (uint32_t i = 0; i < item.count; ++i) {
+            if (i > 0) out += ',';
+            if (auto st = append_value(out, in, depth + 1); !st) return st;
+        }
+        out += ']';
+        return {};
+    }
+    return kmes::Error{EPROTO, "a msgpack item of unknown kind"};
+}
+
+kmes::Status expect_end(const msgpack::Reader& in) {
+    if (!in.at_end()) return kmes::Error{EPROTO, "bytes after the end of a record"};
+    return {};
+}
+
 }  // namespace
 
-std::string pretty_string(const std::string& text) {
-    std::string out;
-    out.reserve(text.size() + 2);
+void append_pretty_string(std::string& out, std::string_view text) {
     out.push_back('"');
     for (std::size_t i = 0; i < text.size();) {
         const auto b = static_cast<uint8_t>(text[i]);
@@ -64,63 +132,44 @@ std::string pretty_string(const std::string& text) {
             i += 2;
             continue;
         }
-        out.append(text, i, len);
+        out.append(text.substr(i, len));
         i += len;
     }
     out.push_back('"');
+}
+
+std::string pretty_string(std::string_view text) {
+    std::string out;
+    out.reserve(text.size() + 2);
+    append_pretty_string(out, text);
     return out;
 }
 
-std::string pretty_value(const Json& value) {
-    switch (value.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return value.get<bool>() ? "true" : "false";
-    case Json::value_t::string: return pretty_string(value.get_ref<const std::string&>());
-    case Json::value_t::number_float: {
-        const double d = value.get<double>();
-        if (std::isnan(d)) return "nan";
-        if (std::isinf(d)) return d > 0 ? "+inf" : "-inf";
-        return value.dump();
-    }
-    case Json::value_t::binary: {
-        const auto& bin = value.get_binary();
-        if (bin.has_subtype()) return "ext(" + std::to_string(ext_type(bin)) + "):" + to_hex(bin);
-        return "bin:" + to_hex(bin);
-    }
-    case Json::value_t::object: {
-        std::string out = "{";
-        bool first = true;
-        for (const auto& [k, v] : value.items()) {
-            if (!first) out += ',';
-            first = false;
-            out += pretty_string(k) + ":" + pretty_value(v);
-        }
-        return out + "}";
-    }
-    case Json::value_t::array: {
-        std::string out = "[";
-        bool first = true;
-        for (const auto& v : value) {
-            if (!first) out += ',';
-            first = false;
-            out += pretty_value(v);
-        }
-        return out + "]";
-    }
-    default:
-        return value.dump();  // integers
-    }
+std::string pretty_key(std::string_view key) {
+    std::string out;
+    append_pretty_key(out, key);
+    return out;
 }
 
-std::string pretty_key(const std::string& key) { return needs_quotes(key) ? pretty_string(key) : key; }
+kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> value) {
+    msgpack::Reader in(value);
+    if (auto st = append_value(out, in, 0); !st) return st;
+    return expect_end(in);
+}
 
-std::string pretty_record(const Json& record) {
-    std::string line;
-    for (const auto& [k, v] : record.items()) {
-        if (!line.empty()) line += ' ';
-        line += pretty_key(k) + "=" + pretty_value(v);
+kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record) {
+    msgpack::Reader in(record);
+    auto pairs = in.map_header();
+    if (!pairs) return pairs.error();
+    for (uint32_t i = 0; i < pairs.value(); ++i) {
+        if (i > 0) out += ' ';
+        auto key = in.string();
+        if (!key) return key.error();
+        append_pretty_key(out, key.value());
+        out += '=';
+        if (auto st = append_value(out, in, 1); !st) return st;
     }
-    return line;
+    return expect_end(in);
 }
 
 }  // namespace eventctl

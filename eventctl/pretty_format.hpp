@@ -1,22 +1,30 @@
 // --format pretty (the default): one line per record, `key=value` pairs separated by spaces,
-// in eventd's key order:
+// in eventd's key order, written while walking the record's msgpack bytes once (no tree):
 //   timestamp=1763830522678123456 cpu_id=1 event_type="kacs.access_check" user="alice\nbob" ok=true
 // Strings are quoted with C/JSON escapes (\n, \t, \", \\, \u00XX for other control characters,
 // \xNN for bytes that are not UTF-8), so a record never spans lines. Other values:
-//   null, true/false, integers, floats (nan, +inf, -inf), bin:<hex>, ext(N):<hex>,
+//   null, true/false, integers, floats (nan, +inf, -inf; scalar_text.hpp), bin:<hex>, ext(N):<hex>,
 //   nested maps and arrays compactly: {"k":1,"l":[1,"x"]}
 // A key is written bare unless it contains spaces, '=', quotes or control characters.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 
-#include "json_tagging.hpp"
+#include "kmes/result.hpp"
 
 namespace eventctl {
 
-std::string pretty_string(const std::string& text);  // quoted and escaped
-std::string pretty_value(const Json& value);
-std::string pretty_key(const std::string& key);
-std::string pretty_record(const Json& record);       // without the newline
+void append_pretty_string(std::string& out, std::string_view text);  // quoted and escaped
+std::string pretty_string(std::string_view text);
+std::string pretty_key(std::string_view key);
+
+// One msgpack value (`eventctl status` cells), and one record without the newline. The bytes
+// were checked by parse_reply(); an error is still returned, never a crash, if they are not one
+// well-formed msgpack value.
+kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> value);
+kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record);
 
 }  // namespace eventctl

@@ -4,49 +4,49 @@
 #include <string>
 #include <vector>
 
-#include "json_tagging.hpp"
+#include "json_record.hpp"
 #include "pretty_format.hpp"
 #include "status_view.hpp"
 
 namespace eventctl {
 namespace {
 
-// parse_reply() has already checked the bytes are a map with string keys, which is all
-// nlohmann's decoder requires; the catch is for the impossible case.
-kmes::Result<Json> decode(std::span<const uint8_t> record) {
-    try {
-        return Json::from_msgpack(record.begin(), record.end());
-    } catch (const Json::exception& e) {
-        return kmes::Error{EPROTO, std::string("eventd sent a record eventctl cannot decode: ") + e.what()};
-    }
+kmes::Error undecodable(const kmes::Error& e) {
+    return kmes::Error{EPROTO, "eventd sent a record eventctl cannot decode: " + e.message};
 }
 
+// pretty, jsonl and json write each record into one reused line: no allocation per record
+// once it has grown to the longest record.
 class PrettyWriter : public RecordWriter {
 public:
     explicit PrettyWriter(Output& out) : out_(out) {}
     kmes::Status write(std::span<const uint8_t> record) override {
-        auto r = decode(record);
-        if (!r) return r.error();
-        out_.write(pretty_record(r.value()) + "\n");
+        line_.clear();
+        if (auto st = append_pretty_record(line_, record); !st) return undecodable(st.error());
+        line_ += '\n';
+        out_.write(line_);
         return {};
     }
 
 private:
     Output& out_;
+    std::string line_;
 };
 
 class JsonlWriter : public RecordWriter {
 public:
     explicit JsonlWriter(Output& out) : out_(out) {}
     kmes::Status write(std::span<const uint8_t> record) override {
-        auto r = decode(record);
-        if (!r) return r.error();
-        out_.write(record_to_json(r.value()) + "\n");
+        line_.clear();
+        if (auto st = append_json_record(line_, record); !st) return undecodable(st.error());
+        line_ += '\n';
+        out_.write(line_);
         return {};
     }
 
 private:
     Output& out_;
+    std::string line_;
 };
 
 // "[\n{…},\n{…}\n]\n", or "[]\n" for no records. A stream's array is closed when it ends.
@@ -55,9 +55,9 @@ public:
     explicit JsonArrayWriter(Output& out) : out_(out) {}
     void begin() override { out_.write("["); }
     kmes::Status write(std::span<const uint8_t> record) override {
-        auto r = decode(record);
-        if (!r) return r.error();
-        out_.write((any_ ? ",\n" : "\n") + record_to_json(r.value()));
+        line_.assign(any_ ? ",\n" : "\n");
+        if (auto st = append_json_record(line_, record); !st) return undecodable(st.error());
+        out_.write(line_);
         any_ = true;
         return {};
     }
@@ -65,6 +65,7 @@ public:
 
 private:
     Output& out_;
+    std::string line_;
     bool any_ = false;
 };
 
@@ -89,9 +90,12 @@ class StatusWriter : public RecordWriter {
 public:
     explicit StatusWriter(Output& out) : out_(out) {}
     kmes::Status write(std::span<const uint8_t> record) override {
-        auto r = decode(record);
-        if (!r) return r.error();
-        records_.push_back(std::move(r.value()));
+        // parse_reply() has checked what nlohmann's decoder requires (a map, string keys).
+        try {
+            records_.push_back(Json::from_msgpack(record.begin(), record.end()));
+        } catch (const Json::exception& e) {
+            return undecodable(kmes::Error{EPROTO, e.what()});
+        }
         return {};
     }
     void finish() override { out_.write(render_status(records_)); }

@@ -1,7 +1,7 @@
 // Output formats (issue 4, eventctl --format). A writer gets each record's msgpack bytes, as
 // eventd sent them, between begin() and finish():
 //   pretty   one line per record, key=value (pretty_format.hpp)
-//   jsonl    one JSON object per line, unrepresentable values tagged (json_tagging.hpp)
+//   jsonl    one JSON object per line, unrepresentable values tagged (json_record.hpp)
 //   json     one JSON array of those objects
 //   msgpack  each record as a msgpack map behind a 4-byte little-endian length (bytes unchanged)
 // `eventctl status` with pretty renders tables instead (status_view.hpp).

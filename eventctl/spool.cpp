@@ -10,7 +10,12 @@
 namespace eventctl {
 namespace {
 
-constexpr std::size_t kChunk = 64 * 1024;
+constexpr std::size_t kChunk = 64 * 1024;  // file reads and writes
+constexpr std::size_t kHeaderSize = 4;      // u32 LE length before each record
+
+uint32_t read_length(const uint8_t* p) {
+    return p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
 
 std::string temp_directory() {
     const char* dir = std::getenv("TMPDIR");
@@ -52,22 +57,46 @@ kmes::Status Spool::write_out() {
     return {};
 }
 
+// The records held in memory go to a new file; from then on pending_ only buffers writes.
+kmes::Status Spool::spill() {
+    if (auto st = create_file(); !st) return st;
+    if (auto st = write_out(); !st) return st;
+    pending_.shrink_to_fit();  // give the 8 MiB back
+    return {};
+}
+
 kmes::Status Spool::append(std::span<const uint8_t> record) {
-    if (fd_ < 0) {
-        if (auto st = create_file(); !st) return st;
+    if (fd_ < 0 && pending_.size() + kHeaderSize + record.size() > kMemoryLimit) {
+        if (auto st = spill(); !st) return st;
     }
     const auto len = static_cast<uint32_t>(record.size());
-    const uint8_t header[4] = {static_cast<uint8_t>(len), static_cast<uint8_t>(len >> 8),
-                               static_cast<uint8_t>(len >> 16), static_cast<uint8_t>(len >> 24)};
-    pending_.insert(pending_.end(), header, header + 4);
+    const uint8_t header[kHeaderSize] = {static_cast<uint8_t>(len), static_cast<uint8_t>(len >> 8),
+                                         static_cast<uint8_t>(len >> 16), static_cast<uint8_t>(len >> 24)};
+    pending_.insert(pending_.end(), header, header + kHeaderSize);
     pending_.insert(pending_.end(), record.begin(), record.end());
     ++count_;
-    if (pending_.size() >= kChunk) return write_out();
+    if (fd_ >= 0 && pending_.size() >= kChunk) return write_out();
     return {};
 }
 
 kmes::Status Spool::drain(const std::function<kmes::Status(std::span<const uint8_t>)>& sink) {
-    if (fd_ < 0) return {};
+    return fd_ < 0 ? drain_memory(sink) : drain_file(sink);
+}
+
+kmes::Status Spool::drain_memory(const std::function<kmes::Status(std::span<const uint8_t>)>& sink) {
+    std::size_t at = 0;
+    for (uint64_t i = 0; i < count_; ++i) {
+        const uint32_t len = read_length(pending_.data() + at);
+        at += kHeaderSize;
+        if (auto st = sink(std::span<const uint8_t>(pending_.data() + at, len)); !st) return st;
+        at += len;
+    }
+    pending_.clear();
+    count_ = 0;
+    return {};
+}
+
+kmes::Status Spool::drain_file(const std::function<kmes::Status(std::span<const uint8_t>)>& sink) {
     if (auto st = write_out(); !st) return st;
     if (lseek(fd_, 0, SEEK_SET) != 0) return spool_error(directory_, errno, "rewind");
 
@@ -93,12 +122,11 @@ kmes::Status Spool::drain(const std::function<kmes::Status(std::span<const uint8
         return true;
     };
     for (uint64_t i = 0; i < count_; ++i) {
-        auto have = need(4);
+        auto have = need(kHeaderSize);
         if (!have) return have.error();
         if (!have.value()) return spool_error(directory_, EIO, "read back");
-        const uint32_t len = buf[begin] | (buf[begin + 1] << 8) | (buf[begin + 2] << 16) |
-                             (static_cast<uint32_t>(buf[begin + 3]) << 24);
-        begin += 4;
+        const uint32_t len = read_length(buf.data() + begin);
+        begin += kHeaderSize;
         have = need(len);
         if (!have) return have.error();
         if (!have.value()) return spool_error(directory_, EIO, "read back");

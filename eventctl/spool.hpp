@@ -1,11 +1,14 @@
 // The spool: records received before eventd says `end` (or `watch`) wait here, so that a query
-// failing halfway prints nothing but its error (issue 4, eventctl). They live in an unlinked
-// temporary file — O_TMPFILE in $TMPDIR (else /tmp), or mkstemp + unlink where O_TMPFILE is not
-// supported — so memory stays small however large the result. Created at the first record.
+// failing halfway prints nothing but its error (issue 4, eventctl). Up to 8 MiB they wait in
+// memory — most results never touch a file. The record that would pass 8 MiB moves them all to
+// an unlinked temporary file — O_TMPFILE in $TMPDIR (else /tmp), or mkstemp + unlink where
+// O_TMPFILE is not supported — and every later record follows them there, so memory stays
+// bounded however large the result.
 //
-//   file layout: [u32 LE length][record msgpack bytes] [u32 LE length][...] ...
+//   layout, in memory and in the file: [u32 LE length][record msgpack bytes] [u32 LE length][...] ...
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -29,13 +32,19 @@ public:
 
     uint64_t count() const { return count_; }
 
+    // Bytes (records and their length headers) kept in memory before the spool moves to a file.
+    static constexpr std::size_t kMemoryLimit = 8 * 1024 * 1024;
+
 private:
+    kmes::Status spill();
     kmes::Status create_file();
     kmes::Status write_out();
+    kmes::Status drain_memory(const std::function<kmes::Status(std::span<const uint8_t>)>& sink);
+    kmes::Status drain_file(const std::function<kmes::Status(std::span<const uint8_t>)>& sink);
 
-    int fd_ = -1;
+    int fd_ = -1;  // -1 while the records fit in memory
     std::string directory_;
-    std::vector<uint8_t> pending_;  // buffered writes
+    std::vector<uint8_t> pending_;  // every record while in memory; then buffered file writes
     uint64_t count_ = 0;
 };
 

@@ -32,12 +32,16 @@ std::string printf_string(const char* format, double v) {
 bool is_number(const Json& v) { return v.is_number() && !(v.is_number_float() && !std::isfinite(v.get<double>())); }
 
 // Any value as a table cell: strings without quotes (still escaped), the rest as in pretty.
+// Re-encoded to msgpack so that pretty_format.cpp's one writer renders it (the cells are few).
 std::string plain(const Json& v) {
     if (v.is_string()) {
         const std::string quoted = pretty_string(v.get_ref<const std::string&>());
         return quoted.substr(1, quoted.size() - 2);
     }
-    return pretty_value(v);
+    std::string out;
+    const std::vector<uint8_t> bytes = Json::to_msgpack(v);
+    if (!append_pretty_value(out, bytes)) return "?";  // cannot happen: nlohmann wrote the bytes
+    return out;
 }
 
 std::string bytes(const Json& v) {

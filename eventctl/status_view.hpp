@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "json_tagging.hpp"
+#include <nlohmann/json.hpp>
 
 namespace eventctl {
+
+using Json = nlohmann::ordered_json;  // keeps eventd's key order
 
 std::string render_status(const std::vector<Json>& records);
 
