@@ -7,6 +7,7 @@
 #include "msgpack/reader.hpp"
 #include "scalar_text.hpp"
 #include "utf8.hpp"
+#include "value_walk.hpp"
 
 namespace eventctl {
 namespace {
@@ -41,60 +42,24 @@ void append_pretty_key(std::string& out, std::string_view key) {
     out += key;
 }
 
-kmes::Status append_value(std::string& out, msgpack::Reader& in, int depth) {
-    if (depth > msgpack::kMaxDepth) {
-        return kmes::Error{EPROTO, "a record nested deeper than " + std::to_string(msgpack::kMaxDepth) + " levels"};
+// Nested keys are always quoted inside braces, like JSON.
+struct PrettyStyle {
+    static void string(std::string& out, std::string_view text) { append_pretty_string(out, text); }
+    static void number(std::string& out, double value) {
+        if (std::isfinite(value)) return append_finite_float(out, value);
+        out += non_finite_name(value);
     }
-    auto next = in.next();
-    if (!next) return next.error();
-    const msgpack::Item& item = next.value();
-    switch (item.kind) {
-    case msgpack::Kind::nil: out += "null"; return {};
-    case msgpack::Kind::boolean: out += item.boolean ? "true" : "false"; return {};
-    case msgpack::Kind::int_signed: append_signed(out, item.signed_value); return {};
-    case msgpack::Kind::int_unsigned: append_unsigned(out, item.unsigned_value); return {};
-    case msgpack::Kind::float32:
-    case msgpack::Kind::float64:
-        if (std::isfinite(item.float_value)) {
-            append_finite_float(out, item.float_value);
-        } else {
-            out += non_finite_name(item.float_value);
-        }
-        return {};
-    case msgpack::Kind::string: append_pretty_string(out, item.bytes); return {};
-    case msgpack::Kind::binary:
+    static void binary(std::string& out, std::string_view bytes) {
         out += "bin:";
-        append_hex(out, item.bytes);
-        return {};
-    case msgpack::Kind::ext:
-        out += "ext(";
-        append_signed(out, item.ext_type);
-        out += "):";
-        append_hex(out, item.bytes);
-        return {};
-    case msgpack::Kind::map:
-        out += '{';
-        for (uint32_t i = 0; i < item.count; ++i) {
-            if (i > 0) out += ',';
-            auto key = in.string();
-            if (!key) return key.error();
-            append_pretty_string(out, key.value());  // always quoted inside braces, like JSON
-            out += ':';
-            if (auto st = append_value(out, in, depth + 1); !st) return st;
-        }
-        out += '}';
-        return {};
-    case msgpack::Kind::array:
-        out += '[';
-        for (uint32_t i = 0; i < item.count; ++i) {
-            if (i > 0) out += ',';
-            if (auto st = append_value(out, in, depth + 1); !st) return st;
-        }
-        out += ']';
-        return {};
+        append_hex(out, bytes);
     }
-    return kmes::Error{EPROTO, "a msgpack item of unknown kind"};
-}
+    static void ext(std::string& out, int8_t type, std::string_view bytes) {
+        out += "ext(";
+        append_signed(out, type);
+        out += "):";
+        append_hex(out, bytes);
+    }
+};
 
 kmes::Status expect_end(const msgpack::Reader& in) {
     if (!in.at_end()) return kmes::Error{EPROTO, "bytes after the end of a record"};
@@ -153,7 +118,7 @@ std::string pretty_key(std::string_view key) {
 
 kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> value) {
     msgpack::Reader in(value);
-    if (auto st = append_value(out, in, 0); !st) return st;
+    if (auto st = append_walked_value<PrettyStyle>(out, in, 0); !st) return st;
     return expect_end(in);
 }
 
@@ -167,7 +132,7 @@ kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> rec
         if (!key) return key.error();
         append_pretty_key(out, key.value());
         out += '=';
-        if (auto st = append_value(out, in, 1); !st) return st;
+        if (auto st = append_walked_value<PrettyStyle>(out, in, 1); !st) return st;
     }
     return expect_end(in);
 }

@@ -1,0 +1,66 @@
+// The walk JSON and pretty output share (json_record.hpp, pretty_format.hpp): one msgpack value
+// written as text while reading it — null, true/false and integers the same in both formats,
+// containers as {"key":value,…} and [value,…] with keys written as strings — and the values the
+// formats show differently handed to the format's Style:
+//
+//   struct Style {
+//       static void string(std::string& out, std::string_view text);   // values and keys
+//       static void number(std::string& out, double value);             // float32 / float64
+//       static void binary(std::string& out, std::string_view bytes);
+//       static void ext(std::string& out, int8_t type, std::string_view bytes);
+//   };
+#pragma once
+
+#include <cerrno>
+#include <string>
+
+#include "kmes/result.hpp"
+#include "msgpack/reader.hpp"
+#include "scalar_text.hpp"
+
+namespace eventctl {
+
+template <class Style>
+kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, int depth) {
+    namespace msgpack = eventd::msgpack;
+    if (depth > msgpack::kMaxDepth) {
+        return kmes::Error{EPROTO, "a record nested deeper than " + std::to_string(msgpack::kMaxDepth) + " levels"};
+    }
+    auto next = in.next();
+    if (!next) return next.error();
+    const msgpack::Item& item = next.value();
+    switch (item.kind) {
+    case msgpack::Kind::nil: out += "null"; return {};
+    case msgpack::Kind::boolean: out += item.boolean ? "true" : "false"; return {};
+    case msgpack::Kind::int_signed: append_signed(out, item.signed_value); return {};
+    case msgpack::Kind::int_unsigned: append_unsigned(out, item.unsigned_value); return {};
+    case msgpack::Kind::float32:
+    case msgpack::Kind::float64: Style::number(out, item.float_value); return {};
+    case msgpack::Kind::string: Style::string(out, item.bytes); return {};
+    case msgpack::Kind::binary: Style::binary(out, item.bytes); return {};
+    case msgpack::Kind::ext: Style::ext(out, item.ext_type, item.bytes); return {};
+    case msgpack::Kind::map:
+        out += '{';
+        for (uint32_t i = 0; i < item.count; ++i) {
+            if (i > 0) out += ',';
+            auto key = in.string();
+            if (!key) return key.error();
+            Style::string(out, key.value());
+            out += ':';
+            if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
+        }
+        out += '}';
+        return {};
+    case msgpack::Kind::array:
+        out += '[';
+        for (uint32_t i = 0; i < item.count; ++i) {
+            if (i > 0) out += ',';
+            if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
+        }
+        out += ']';
+        return {};
+    }
+    return kmes::Error{EPROTO, "a msgpack item of unknown kind"};
+}
+
+}  // namespace eventctl
