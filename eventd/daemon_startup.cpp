@@ -3,12 +3,9 @@
 // count needs the CPU count when StorageShards is 0) → query socket → threads →
 // synthetic.startup. main signals READY=1 after start() succeeds.
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -16,6 +13,7 @@
 
 #include "daemon.hpp"
 #include "kmes/kmes.h"
+#include "kmes/unix_listener.hpp"
 #include "shard_routing.hpp"
 #include "synthetic.hpp"
 
@@ -149,25 +147,13 @@ Status Daemon::open_shards(uint32_t count) {
 }
 
 Status Daemon::open_query_socket() {
-    const std::string& path = config_.query_socket_path;
-    std::error_code ec;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    struct stat st{};
-    if (lstat(path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) return Error{EEXIST, path + " exists and is not a socket; remove it or set QuerySocketPath"};
-        unlink(path.c_str());  // stale socket of an earlier run (§10.1 step 15)
-    }
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) return Error{ENAMETOOLONG, "QuerySocketPath too long: " + path};
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    query_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (query_fd_ < 0) return kmes::errno_error("socket");
-    if (bind(query_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return kmes::errno_error("bind " + path);
+    // §10.1 step 15: a stale socket of an earlier run is replaced; the socket accepts any local
+    // user, authorisation is per query (§9).
+    auto fd = kmes::listen_unix_socket(config_.query_socket_path,
+                                       {.type = SOCK_STREAM, .backlog = 64, .setting = "QuerySocketPath", .daemon = "eventd"});
+    if (!fd) return fd.error();
+    query_fd_ = *fd;
     query_socket_bound_ = true;
-    if (chmod(path.c_str(), 0666) != 0) return kmes::errno_error("chmod 0666 " + path);  // authorisation is per query
-    if (listen(query_fd_, 64) != 0) return kmes::errno_error("listen " + path);
     return {};
 }
 

@@ -2,17 +2,15 @@
 // formats of wire.hpp. A connection that sent ATTACH *is* the attachment.
 #include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
 #include "../lib/socket_io.hpp"
+#include "kmes/unix_listener.hpp"
 #include "identity.hpp"
 #include "shim.hpp"
 
@@ -30,30 +28,9 @@ wire::Reply error_reply(int code) {
 }  // namespace
 
 Status Shim::listen_on(const std::string& path) {
-    std::error_code ec;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-
-    struct stat st{};
-    if (lstat(path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) return Error{EEXIST, path + " exists and is not a socket; remove it or set SocketPath"};
-        int probe = detail::connect_seqpacket(path);
-        if (probe >= 0) {
-            close(probe);
-            return Error{EADDRINUSE, "another kmes-shimd is already listening on " + path};
-        }
-        unlink(path.c_str());  // stale socket of a previous run
-    }
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) return Error{ENAMETOOLONG, "socket path too long: " + path};
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) return errno_error("socket");
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return errno_error("bind " + path);
-    // Anyone may connect; every request is authorised on the peer's credentials.
-    if (chmod(path.c_str(), 0666) != 0) return errno_error("chmod 0666 " + path);
-    if (listen(listen_fd_, 128) != 0) return errno_error("listen " + path);
+    auto fd = kmes::listen_unix_socket(path, {.type = SOCK_SEQPACKET, .backlog = 128, .setting = "SocketPath", .daemon = "kmes-shimd"});
+    if (!fd) return fd.error();
+    listen_fd_ = *fd;
     return {};
 }
 

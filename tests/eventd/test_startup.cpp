@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <catch2/catch.hpp>
 
@@ -70,4 +71,39 @@ TEST_CASE("startup: a QuerySocketPath in a directory that cannot exist fails sta
     // /proc refuses new directories, even to root.
     expect_startup_failure(p, {{"QuerySocketPath", "/proc/eventd-test-missing/query.sock"}},
                            "/proc/eventd-test-missing/query.sock");
+}
+
+TEST_CASE("startup: a file that is not a socket at QuerySocketPath is refused and left alone", "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    const std::string path = p.dir() + "/not-a-socket";
+    std::ofstream(path) << "keep me";
+    expect_startup_failure(p, {{"QuerySocketPath", path}}, path + " exists and is not a socket; remove it or set QuerySocketPath");
+    std::ifstream in(path);
+    std::string content;
+    std::getline(in, content);
+    CHECK(content == "keep me");
+}
+
+TEST_CASE("startup: a second eventd on a query socket a running eventd answers on refuses to start", "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    p.start_eventd();
+    // The second instance: its own directory, store and NOTIFY_SOCKET, the first one's query socket.
+    const std::string second_dir = p.dir() + "/second";
+    std::filesystem::create_directories(second_dir);
+    nlohmann::json config;
+    std::ifstream(p.config_path()) >> config;
+    config["EventStorePath"] = second_dir + "/events";
+    const std::string second_config = second_dir + "/eventd.json";
+    std::ofstream(second_config) << config.dump(2);
+
+    EventdProcess second(second_dir, second_config);
+    const auto status = second.wait_exit(std::chrono::seconds(30));
+    INFO("second eventd log:\n" << second.log());
+    REQUIRE(status);
+    CHECK(WEXITSTATUS(*status) != 0);
+    CHECK_FALSE(second.notified("READY=1"));
+    CHECK(second.log().find("another eventd is already listening on " + p.dir() + "/query.sock") != std::string::npos);
+    // The first one still owns its socket.
+    struct stat st{};
+    CHECK(stat((p.dir() + "/query.sock").c_str(), &st) == 0);
 }
