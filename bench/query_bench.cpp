@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "eventd_process.hpp"
 #include "harness.hpp"
 #include "shim_process.hpp"
@@ -81,39 +82,45 @@ struct Options {
     std::vector<std::string> only;
 };
 
-[[noreturn]] void usage_error(const std::string& what) {
-    std::fprintf(stderr,
-                 "kmes-bench-query: %s\nusage: kmes-bench-query --store DIR [--socket PATH] [--runs N] [--quick] "
-                 "[--only take100|since-1m|count-by-type|payload-where]… [--eventctl PATH] [--eventd PATH] "
-                 "[--shimd PATH] [--sqlite3 PATH] [--ext PATH] [--sql-only]\n",
-                 what.c_str());
-    std::exit(2);
-}
+// The cases of make_cases, for --only.
+const std::vector<std::string> kCaseNames{"take100", "since-1m", "count-by-type", "payload-where"};
 
 Options parse(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) usage_error(a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--store") o.store = next();
-        else if (a == "--socket") o.socket = next();
-        else if (a == "--eventctl") o.eventctl = next();
-        else if (a == "--eventd") o.eventd = next();
-        else if (a == "--shimd") o.shimd = next();
-        else if (a == "--sqlite3") o.sqlite3 = next();
-        else if (a == "--ext") o.ext = next();
-        else if (a == "--runs") o.runs = std::max(1, std::stoi(next()));
-        else if (a == "--quick") o.runs = 2;
-        else if (a == "--time") next();  // scripts/bench passes it to every benchmark; runs count here
-        else if (a == "--only") o.only.push_back(next());
-        else if (a == "--sql-only") o.sql_only = true;
-        else if (a == "-h" || a == "--help") usage_error("times eventctl against sqlite3 on a generated store");
-        else usage_error("unknown argument '" + a + "'");
-    }
-    if (o.store.empty()) usage_error("--store DIR is required (build one with kmes-bench-query-store)");
+    CLI::App app{"Times eventctl end to end against the sqlite3 CLI running the same queries on the same store\n"
+                 "(one built by kmes-bench-query-store). Without --socket it starts kmes-shimd and eventd on\n"
+                 "the store.",
+                 "kmes-bench-query"};
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
+    app.add_option("--store", o.store, "the store to query (required; build one with kmes-bench-query-store)")
+        ->type_name("DIR");
+    app.add_option("--socket", o.socket, "query an eventd already running on this query socket instead of starting one")
+        ->type_name("PATH");
+    app.add_option_function<int>(
+           "--runs", [&o](int runs) { o.runs = std::max(1, runs); },
+           "timed runs per query and side (default 5; at least 1)")
+        ->type_name("N")
+        ->trigger_on_parse();
+    bench::cli::add_run_length(
+        app, [&o] { o.runs = 2; }, "short run: 2 runs per query", nullptr,
+        "accepted and ignored (scripts/bench passes it to every benchmark; --runs sets the length here)");
+    app.add_option("--only", o.only, "run only this query (repeatable; default: all)")
+        ->type_name("NAME")
+        ->check(CLI::IsMember(kCaseNames))
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->allow_extra_args(false);
+    app.add_flag("--sql-only", o.sql_only, "only the SQL side: checks the store and the SQL without eventd");
+    app.add_option("--eventctl", o.eventctl, "eventctl binary")->type_name("PATH")->capture_default_str();
+    app.add_option("--eventd", o.eventd, "eventd binary")->type_name("PATH")->capture_default_str();
+    app.add_option("--shimd", o.shimd, "kmes-shimd binary")->type_name("PATH")->capture_default_str();
+    app.add_option("--sqlite3", o.sqlite3, "sqlite3 CLI")->type_name("PATH")->capture_default_str();
+    app.add_option("--ext", o.ext, "SQLite extension with msgpack_extract (query_bench_sqlite_ext)")
+        ->type_name("PATH")
+        ->capture_default_str();
+    bench::cli::parse_or_exit(app, argc, argv);
+    // Checked here rather than with ->required(), which CLI11 checks before unknown options.
+    if (o.store.empty())
+        bench::cli::usage_error(app, "--store DIR is required (build one with kmes-bench-query-store)");
     return o;
 }
 

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "store/shard_db.hpp"
 
 namespace fs = std::filesystem;
@@ -54,34 +55,27 @@ struct Options {
     bool force = false;
 };
 
-[[noreturn]] void usage_error(const std::string& what) {
-    std::fprintf(stderr,
-                 "kmes-bench-query-store: %s\nusage: kmes-bench-query-store --out DIR [--events N] [--shards S] "
-                 "[--end-ns NS] [--seed N] [--force]\n",
-                 what.c_str());
-    std::exit(2);
-}
-
 Options parse(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) usage_error(a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--out") o.out = next();
-        else if (a == "--events") o.events = std::stoull(next());
-        else if (a == "--shards") o.shards = static_cast<uint32_t>(std::stoul(next()));
-        else if (a == "--end-ns") o.end_ns = std::stoull(next());
-        else if (a == "--seed") o.seed = std::stoull(next());
-        else if (a == "--force") o.force = true;
-        else if (a == "-h" || a == "--help") usage_error("builds the query benchmark's store");
-        else usage_error("unknown argument '" + a + "'");
-    }
-    if (o.out.empty()) usage_error("--out DIR is required");
-    if (o.shards == 0 || o.shards > kCpus) usage_error("--shards must be 1 to 4");
-    if (o.events == 0) usage_error("--events must be at least 1");
+    CLI::App app{"Builds the store kmes-bench-query reads: events spread evenly over the 24 hours before\n"
+                 "--end-ns, ~20 event types with realistic msgpack payloads, deterministic for given\n"
+                 "parameters. A second run with the same parameters finds the store complete and does nothing.",
+                 "kmes-bench-query-store"};
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
+    app.add_option("--out", o.out, "the store directory to write (required)")->type_name("DIR");
+    app.add_option("--events", o.events, "number of events (at least 1)")->type_name("N")->capture_default_str();
+    app.add_option("--shards", o.shards, "shard files; CPU c's events go to shard c % S")
+        ->type_name("S")
+        ->capture_default_str();
+    app.add_option("--end-ns", o.end_ns, "end of the 24-hour span, ns since the epoch (default: now, whole seconds)")
+        ->type_name("NS");
+    app.add_option("--seed", o.seed, "random seed")->type_name("N")->capture_default_str();
+    app.add_flag("--force", o.force, "rebuild even if a complete store with these parameters exists");
+    bench::cli::parse_or_exit(app, argc, argv);
+    // Checked here rather than with ->required(), which CLI11 checks before unknown options.
+    if (o.out.empty()) bench::cli::usage_error(app, "--out DIR is required");
+    if (o.shards == 0 || o.shards > kCpus) bench::cli::usage_error(app, "--shards must be 1 to 4");
+    if (o.events == 0) bench::cli::usage_error(app, "--events must be at least 1");
     if (o.end_ns == 0) {
         o.end_ns = static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())

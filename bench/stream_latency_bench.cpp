@@ -50,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli.hpp"
 #include "eventd_process.hpp"
 #include "harness.hpp"
 #include "kmes/kmes.h"
@@ -79,35 +80,30 @@ struct Options {
     std::string shimd = KMES_BENCH_SHIMD;
 };
 
-[[noreturn]] void usage_error(const std::string& what) {
-    std::fprintf(stderr,
-                 "kmes-bench-stream: %s\nusage: kmes-bench-stream [--time S] [--rate R] [--shards N] [--warmup N] "
-                 "[--quick] [--store-dir DIR] [--eventd PATH] [--shimd PATH]\n",
-                 what.c_str());
-    std::exit(2);
-}
-
 Options parse(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) usage_error(a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--time") o.seconds = std::stod(next());
-        else if (a == "--rate") o.rate = std::stod(next());
-        else if (a == "--shards") o.shards = uint32_t(std::stoul(next()));
-        else if (a == "--warmup") o.warmup = uint32_t(std::stoul(next()));
-        else if (a == "--quick") o.seconds = 3;
-        else if (a == "--store-dir") o.store_dir = next();
-        else if (a == "--eventd") o.eventd = next();
-        else if (a == "--shimd") o.shimd = next();
-        else if (a == "-h" || a == "--help") usage_error("stream latency of eventd, emit to client");
-        else usage_error("unknown argument '" + a + "'");
-    }
-    if (o.rate <= 0 || o.rate > 1000) usage_error("--rate must be in (0, 1000] events/s (a low rate: idle latency)");
-    if (o.seconds <= 0) usage_error("--time must be positive");
+    CLI::App app{"Stream latency of eventd on an idle system: a raw `EVENTS bench.stream STREAM` client on a\n"
+                 "real eventd (with a real kmes-shimd, on a fresh store), paced kmes_emit, arrival minus\n"
+                 "emit time, ring write time and the commit's last WAL write.",
+                 "kmes-bench-stream"};
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
+    bench::cli::add_run_length(
+        app, [&o] { o.seconds = 3; }, "short run: 3 s of emission", [&o](double seconds) { o.seconds = seconds; },
+        "seconds of emission after the warm-up (default 20)");
+    app.add_option("--rate", o.rate, "events per second, in (0, 1000]: a low rate, idle latency")
+        ->type_name("R")
+        ->capture_default_str();
+    app.add_option("--shards", o.shards, "eventd's StorageShards")->type_name("N")->capture_default_str();
+    app.add_option("--warmup", o.warmup, "events emitted first and not counted")->type_name("N")->capture_default_str();
+    app.add_option("--store-dir", o.store_dir, "parent of the temporary store (a real disk, not tmpfs)")
+        ->type_name("DIR")
+        ->capture_default_str();
+    app.add_option("--eventd", o.eventd, "eventd binary")->type_name("PATH")->capture_default_str();
+    app.add_option("--shimd", o.shimd, "kmes-shimd binary")->type_name("PATH")->capture_default_str();
+    bench::cli::parse_or_exit(app, argc, argv);
+    if (o.rate <= 0 || o.rate > 1000)
+        bench::cli::usage_error(app, "--rate must be in (0, 1000] events/s (a low rate: idle latency)");
+    if (o.seconds <= 0) bench::cli::usage_error(app, "--time must be positive");
     return o;
 }
 
