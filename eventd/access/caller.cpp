@@ -20,6 +20,8 @@ bool Caller::in_group(gid_t g) const {
     return std::find(groups.begin(), groups.end(), g) != groups.end();
 }
 
+std::string Caller::user_name() const { return user_name_of(uid).value_or("uid:" + std::to_string(uid)); }
+
 namespace {
 
 // SO_PEERGROUPS (Linux ≥ 4.13): the supplementary groups the peer held at connect(), the
@@ -130,7 +132,6 @@ kmes::Result<Caller> caller_of(int connected_fd) {
     for (gid_t g : supplementary) {
         if (!caller.in_group(g)) caller.groups.push_back(g);
     }
-    caller.user_name = user_name_of(caller.uid).value_or("uid:" + std::to_string(caller.uid));
     return caller;
 }
 

@@ -17,10 +17,12 @@ struct Caller {
     uid_t uid = 0;
     gid_t gid = 0;
     std::vector<gid_t> groups;  // primary gid first, then supplementary groups
-    std::string user_name;      // for logs; "uid:N" when the uid has no passwd entry
 
     bool is_root() const { return uid == 0; }
     bool in_group(gid_t g) const;
+    // For log lines: the passwd name, or "uid:N" when the uid has none. Looked up when asked,
+    // not at connect: only a few rare log lines need it, and the lookup reads /etc/passwd.
+    std::string user_name() const;
 };
 
 // Credentials of the peer of a connected AF_UNIX socket. uid, gid and pid come from

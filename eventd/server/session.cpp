@@ -177,12 +177,12 @@ bool Session::send_live(const std::vector<uint8_t>& frame) {
             // the socket still takes one.
             shared_.counters.dropped_streams.fetch_add(1, std::memory_order_relaxed);
             channel_.send_now(error_frame("stream dropped: client is not reading fast enough"));
-            spdlog::info("stream of {} dropped: the client is not reading fast enough", caller_.user_name);
+            spdlog::info("stream of {} dropped: the client is not reading fast enough", caller_.user_name());
             return false;
         case Sent::torn:
             shared_.counters.dropped_streams.fetch_add(1, std::memory_order_relaxed);
             spdlog::info("stream of {} dropped: the client is not reading fast enough (frame cut, connection closed)",
-                         caller_.user_name);
+                         caller_.user_name());
             return false;
         default: return false;  // the client left
     }
@@ -332,7 +332,7 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
         for (uint32_t shard : shards) {
             if (kmes::Status s = feed.read_new(shard, access, sink); !s) {
                 if (dropped) return;
-                spdlog::warn("stream of {} ended: {}", caller_.user_name, s.error().message);
+                spdlog::warn("stream of {} ended: {}", caller_.user_name(), s.error().message);
                 channel_.send_now(error_frame(s.error().message));
                 return;
             }
