@@ -139,6 +139,10 @@ const CallerAccess::CachedGrant& CallerAccess::cached(std::string_view event_typ
             }
         }
     }
+    // A stream over very many distinct types must not grow without bound: past the cap the
+    // cache starts over (verdicts are re-evaluated from the same policy, so nothing changes but
+    // the cost). No reference into the cache is held across calls.
+    if (cache_.size() >= kMaxCachedTypes) cache_.clear();
     return cache_.emplace(std::string(event_type), std::move(entry)).first->second;
 }
 

@@ -99,6 +99,7 @@ public:
     CallerAccess(Caller caller, std::shared_ptr<const Policy> policy);
 
     const Caller& caller() const { return caller_; }
+    size_t cached_types() const { return cache_.size(); }  // for tests: the cache stays bounded
     // Root: no filtering at all (the planner skips the visibility predicate).
     bool unrestricted() const { return caller_.is_root(); }
     // Root verdict for records of `event_type` (the SQL function eventd_visible calls this).
@@ -146,6 +147,7 @@ private:
 
     Caller caller_;
     std::shared_ptr<const Policy> policy_;
+    static constexpr size_t kMaxCachedTypes = 4096;
     std::unordered_map<std::string, CachedGrant, StringHash, std::equal_to<>> cache_;
 };
 

@@ -296,6 +296,19 @@ TEST_CASE("visible() follows the policy and is cached until reset()", "[access]"
     CHECK(as_root.visible("kacs.x"));
 }
 
+TEST_CASE("the per-type cache stays bounded over very many types, verdicts unchanged", "[access]") {
+    CallerAccess access(user(kAlice, {kAuditors}), policy(matrix_security()));
+    size_t largest = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const std::string type = (i % 2 ? "app.t" : "kacs.t") + std::to_string(i);
+        CHECK(access.visible(type) == access.visible(i % 2 ? "app.login" : "kacs.x"));
+        largest = std::max(largest, access.cached_types());
+    }
+    CHECK(largest <= 4096);
+    CHECK(access.visible("app.login"));
+    CHECK_FALSE(access.visible("kacs.x"));
+}
+
 TEST_CASE("filter_fields keeps only granted header and payload fields", "[access]") {
     const json record = json::parse(R"({
         "boot_id": "00000000-0000-0000-0000-000000000001", "timestamp": 5, "cpu_id": 1,
