@@ -7,15 +7,12 @@
 // The binary is taken from $EVENTD (set by tests/eventd/meson.build).
 #pragma once
 
-#include <sys/types.h>
-
-#include <chrono>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "daemon_process.hpp"
 
 namespace eventd::it {
 
@@ -27,57 +24,19 @@ nlohmann::json eventd_config(const std::string& dir, const std::string& kmes_soc
 // sees a half-written file.
 void write_json_file(const std::string& path, const nlohmann::json& config);
 
-class EventdProcess {
+// An eventd: the process plumbing (notifications, exit, signals, log) is kmes::it::DaemonProcess.
+class EventdProcess : public kmes::it::DaemonProcess {
 public:
     // Spawns `eventd --config <config_path>` with its log at <dir>/eventd-<n>.log. Does not wait.
+    // wait_ready() waits 30 s; terminate() sends SIGKILL after 60 s. This test's NOTIFY_SOCKET,
+    // KMES_SOCKET and WATCHDOG_* are not passed on: eventd learns everything from its configuration.
     EventdProcess(const std::string& dir, const std::string& config_path);
     // Spawn and REQUIRE readiness.
     static std::unique_ptr<EventdProcess> start(const std::string& dir, const std::string& config_path);
-    // SIGCONT + SIGTERM if still running, then CHECK a clean exit (status 0).
-    ~EventdProcess();
-    EventdProcess(const EventdProcess&) = delete;
-    EventdProcess& operator=(const EventdProcess&) = delete;
-
-    // Wait for a notification containing `text`. False on timeout or when eventd exited first;
-    // *why says which, with eventd's log.
-    bool wait_notification(const std::string& text, std::chrono::milliseconds timeout, std::string* why);
-    bool wait_ready(std::string* why) { return wait_notification("READY=1", std::chrono::seconds(30), why); }
-    // Every notification received so far (reads what is pending first).
-    const std::vector<std::string>& notifications();
-    bool notified(const std::string& text);
-
-    // The raw wait status once the process has exited within `timeout`.
-    std::optional<int> wait_exit(std::chrono::milliseconds timeout);
-    // SIGCONT (in case it is stopped), SIGTERM, and wait (SIGKILL after 60 s). Returns the status.
-    int terminate();
-    // SIGKILL and wait. Returns the status.
-    int kill();
-    // SIGSTOP / SIGCONT, returning once the kernel shows the process stopped / running.
-    void freeze();
-    void thaw();
-    void signal(int signo) const;
-
-    pid_t pid() const { return pid_; }
-    bool running() const { return !exit_status_; }
-    std::string log() const;  // eventd's stdout+stderr so far
-    // Wait until the log contains `text`; false after `timeout` or when eventd exited.
-    bool wait_log(const std::string& text, std::chrono::milliseconds timeout);
-
-private:
-    void receive_pending();
-
-    std::string log_path_;
-    std::string notify_path_;
-    int notify_fd_ = -1;
-    pid_t pid_ = -1;
-    std::optional<int> exit_status_;
-    std::vector<std::string> notifications_;
 };
 
-// The state letter of /proc/<pid>/stat ('R', 'S', 'T', …), or '?' when the process is gone.
-char process_state(pid_t pid);
-// SIGSTOP `pid` and wait until it is stopped; SIGCONT and wait until it is not.
-void stop_process(pid_t pid);
-void continue_process(pid_t pid);
+using kmes::it::continue_process;
+using kmes::it::process_state;
+using kmes::it::stop_process;
 
 }  // namespace eventd::it

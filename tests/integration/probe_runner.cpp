@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -18,16 +17,10 @@ extern char** environ;
 namespace kmes::it {
 namespace {
 
-std::string probe_path() {
-    const char* path = std::getenv("KMES_PROBE");
-    if (!path || !*path) throw std::runtime_error("KMES_PROBE is not set: run the tests through `meson test`");
-    return path;
-}
-
 // posix_spawnp with stdout and stderr on a pipe; returns the read end.
 pid_t spawn_captured(const std::vector<std::string>& prefix, const std::vector<std::string>& steps, int* out_fd) {
     std::vector<std::string> args = prefix;
-    args.push_back(probe_path());
+    args.push_back(path_from_env("KMES_PROBE"));
     args.insert(args.end(), steps.begin(), steps.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());

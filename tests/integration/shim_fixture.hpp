@@ -2,21 +2,21 @@
 // probe running as `nobody` can reach the socket), a kmes.json written by the test, the
 // socket at <dir>/kmes.sock, and readiness through the real systemd protocol — the fixture
 // owns the NOTIFY_SOCKET datagram socket and waits for "READY=1" (sd_notify in the shim).
-// Teardown sends SIGTERM and checks the shim exits with status 0.
+// Teardown sends SIGTERM and checks the shim exits with status 0 (DaemonProcess).
 //
 // The binary is taken from $KMES_SHIMD (set by tests/integration/meson.build).
 // Constructing a ShimProcess also points this process's libkmes at it ($KMES_SOCKET).
 #pragma once
 
-#include <sys/types.h>
-
-#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "daemon_process.hpp"
 
 namespace kmes::it {
 
@@ -48,53 +48,37 @@ struct ShimOptions {
     bool wait_configured = true;
 };
 
-class ShimProcess {
+// The shim's directory and configuration file. A base of ShimProcess listed before
+// DaemonProcess, so the directory exists before the shim is spawned and is removed only after
+// the shim has been stopped (bases are built in order and destroyed in reverse).
+class ShimFiles {
+protected:
+    explicit ShimFiles(const ShimOptions& options);
+
+    TempDir dir_;
+    std::string socket_path_;
+    std::string config_path_;
+    std::string config_file_;
+};
+
+// A kmes-shimd: the process plumbing (notifications, exit, signals, log) is DaemonProcess.
+// wait_ready() waits 10 s; terminate() sends SIGKILL after 10 s.
+class ShimProcess : private ShimFiles, public DaemonProcess {
 public:
     // Spawns the shim (does not wait). Use start() unless the test expects a failure.
     explicit ShimProcess(ShimOptions options = {});
     // Spawn, then REQUIRE readiness (and the configured status unless disabled).
     static std::unique_ptr<ShimProcess> start(ShimOptions options = {});
-    ~ShimProcess();  // SIGTERM if still running; CHECKs a clean exit
-    ShimProcess(const ShimProcess&) = delete;
-    ShimProcess& operator=(const ShimProcess&) = delete;
 
-    // Wait for a notification containing `text` ("READY=1", "STATUS=…"). False on timeout
-    // or when the shim exited first; *why says which, with the tail of the shim's log.
-    bool wait_notification(const std::string& text, std::chrono::milliseconds timeout, std::string* why);
-    bool wait_ready(std::string* why) { return wait_notification("READY=1", std::chrono::seconds(10), why); }
-
-    // The raw wait status once the process has exited within `timeout`.
-    std::optional<int> wait_exit(std::chrono::milliseconds timeout);
-    // SIGTERM and wait (SIGKILL after 10 s). Returns the wait status.
-    int terminate();
-    void signal(int signo) const;
-
-    pid_t pid() const { return pid_; }
-    bool running() const { return !exit_status_; }
     const std::string& dir() const { return dir_.path(); }
     const std::string& socket_path() const { return socket_path_; }
     const std::string& config_path() const { return config_path_; }
-    std::string log() const;  // the shim's stdout+stderr so far
 
     // Rewrite the configuration in place (through the symlink when config_via_symlink).
     void write_config(const nlohmann::json& config) const;
     void write_raw_config(const std::string& text) const;
     // The file the configuration content lives in (the symlink target when config_via_symlink).
     const std::string& config_file() const { return config_file_; }
-
-private:
-    TempDir dir_;
-    std::string socket_path_;
-    std::string config_path_;
-    std::string config_file_;
-    std::string log_path_;
-    int notify_fd_ = -1;
-    pid_t pid_ = -1;
-    std::optional<int> exit_status_;
-    std::vector<std::string> notifications_;  // every datagram received so far
 };
-
-// The wait status as text ("exit 0", "signal SIGSEGV") for test messages.
-std::string describe_status(int status);
 
 }  // namespace kmes::it

@@ -1,0 +1,223 @@
+#include "daemon_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+extern char** environ;
+
+namespace kmes::it {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A datagram socket bound at `path`: the NOTIFY_SOCKET end sd_notify() sends to.
+int bind_notify_socket(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("notify socket path too long: " + path);
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    unlink(path.c_str());
+    const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+        throw std::runtime_error("cannot bind notify socket " + path + ": " + std::strerror(errno));
+    return fd;
+}
+
+bool starts_with_any(const char* text, const std::vector<std::string>& prefixes) {
+    for (const std::string& prefix : prefixes)
+        if (std::strncmp(text, prefix.c_str(), prefix.size()) == 0) return true;
+    return false;
+}
+
+}  // namespace
+
+DaemonProcess::DaemonProcess(DaemonCommand command) : command_(std::move(command)) {
+    notify_fd_ = bind_notify_socket(command_.notify_path);
+
+    std::vector<std::string> args = command_.args;
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    std::vector<std::string> env_storage{"NOTIFY_SOCKET=" + command_.notify_path};
+    for (char** e = environ; *e; ++e)
+        if (std::strncmp(*e, "NOTIFY_SOCKET=", 14) != 0 && !starts_with_any(*e, command_.withheld_env))
+            env_storage.emplace_back(*e);
+    std::vector<char*> envp;
+    for (std::string& e : env_storage) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, command_.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc == 0) return;
+    close(notify_fd_);  // the destructor does not run for a constructor that throws
+    unlink(command_.notify_path.c_str());
+    throw std::runtime_error("cannot start " + args[0] + ": " + std::strerror(rc));
+}
+
+DaemonProcess::~DaemonProcess() {
+    if (running()) {
+        const int status = terminate();
+        INFO(command_.name << " ended with " << describe_status(status) << "; log:\n" << log());
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+    close(notify_fd_);
+    unlink(command_.notify_path.c_str());
+}
+
+void DaemonProcess::receive_pending() {
+    for (;;) {
+        char buffer[4096];
+        const ssize_t n = recv(notify_fd_, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (n <= 0) return;
+        notifications_.emplace_back(buffer, size_t(n));
+    }
+}
+
+const std::vector<std::string>& DaemonProcess::notifications() {
+    receive_pending();
+    return notifications_;
+}
+
+bool DaemonProcess::notified(const std::string& text) {
+    for (const std::string& n : notifications())
+        if (n.find(text) != std::string::npos) return true;
+    return false;
+}
+
+bool DaemonProcess::wait_notification(const std::string& text, std::chrono::milliseconds timeout, std::string* why) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+        if (notified(text)) return true;
+        if (wait_exit(std::chrono::milliseconds(0))) {
+            if (notified(text)) return true;  // it may have notified just before exiting
+            if (why)
+                *why = command_.name + " exited (" + describe_status(*exit_status_) + ") before \"" + text + "\"; log:\n" +
+                       log();
+            return false;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) {
+            if (why)
+                *why = "no \"" + text + "\" from " + command_.name + " within " + std::to_string(timeout.count()) +
+                       " ms; log:\n" + log();
+            return false;
+        }
+        pollfd p{notify_fd_, POLLIN, 0};
+        poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 50)));
+    }
+}
+
+std::optional<int> DaemonProcess::wait_exit(std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (!exit_status_) {
+        int status = 0;
+        const pid_t r = waitpid(pid_, &status, WNOHANG);
+        if (r == pid_) {
+            exit_status_ = status;
+            break;
+        }
+        if (r < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+        if (Clock::now() >= deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return exit_status_;
+}
+
+int DaemonProcess::terminate() {
+    if (exit_status_) return *exit_status_;
+    ::kill(pid_, SIGCONT);
+    ::kill(pid_, SIGTERM);
+    if (auto status = wait_exit(command_.stop_timeout)) return *status;
+    ::kill(pid_, SIGKILL);  // hung on shutdown: the caller's status check fails
+    return wait_exit(std::chrono::seconds(10)).value_or(-1);
+}
+
+int DaemonProcess::kill() {
+    if (exit_status_) return *exit_status_;
+    ::kill(pid_, SIGKILL);
+    return wait_exit(std::chrono::seconds(10)).value_or(-1);
+}
+
+void DaemonProcess::freeze() { stop_process(pid_); }
+void DaemonProcess::thaw() { continue_process(pid_); }
+
+void DaemonProcess::signal(int signo) const {
+    if (!exit_status_) ::kill(pid_, signo);
+}
+
+std::string DaemonProcess::log() const {
+    std::ifstream in(command_.log_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+bool DaemonProcess::wait_log(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+        if (log().find(text) != std::string::npos) return true;
+        if (wait_exit(std::chrono::milliseconds(0)) || Clock::now() >= deadline) return log().find(text) != std::string::npos;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+std::string path_from_env(const char* variable) {
+    const char* path = std::getenv(variable);
+    if (!path || !*path) throw std::runtime_error(std::string(variable) + " is not set: run the tests through `meson test`");
+    return path;
+}
+
+std::string describe_status(int status) {
+    if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) {
+        const char* name = sigabbrev_np(WTERMSIG(status));
+        return std::string("signal SIG") + (name ? name : std::to_string(WTERMSIG(status)).c_str());
+    }
+    return "status " + std::to_string(status);
+}
+
+char process_state(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos || close + 2 >= text.size()) return '?';
+    return text[close + 2];
+}
+
+void stop_process(pid_t pid) {
+    ::kill(pid, SIGSTOP);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (process_state(pid) != 'T' && process_state(pid) != 't' && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (process_state(pid) != 'T' && process_state(pid) != 't') FAIL("process " << pid << " did not stop on SIGSTOP");
+}
+
+void continue_process(pid_t pid) {
+    ::kill(pid, SIGCONT);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (process_state(pid) == 'T' && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+}  // namespace kmes::it
