@@ -17,12 +17,15 @@ kmes::Error undecodable(const kmes::Error& e) {
 
 // pretty, jsonl and json write each record into one reused line: no allocation per record
 // once it has grown to the longest record.
-class PrettyWriter : public RecordWriter {
+using AppendRecord = kmes::Status (*)(std::string& out, std::span<const uint8_t> record);
+
+// pretty and jsonl: one line per record, the format's text followed by a newline.
+class LineWriter : public RecordWriter {
 public:
-    explicit PrettyWriter(Output& out) : out_(out) {}
+    LineWriter(Output& out, AppendRecord append) : out_(out), append_(append) {}
     kmes::Status write(std::span<const uint8_t> record) override {
         line_.clear();
-        if (auto st = append_pretty_record(line_, record); !st) return undecodable(st.error());
+        if (auto st = append_(line_, record); !st) return undecodable(st.error());
         line_ += '\n';
         out_.write(line_);
         return {};
@@ -30,22 +33,7 @@ public:
 
 private:
     Output& out_;
-    std::string line_;
-};
-
-class JsonlWriter : public RecordWriter {
-public:
-    explicit JsonlWriter(Output& out) : out_(out) {}
-    kmes::Status write(std::span<const uint8_t> record) override {
-        line_.clear();
-        if (auto st = append_json_record(line_, record); !st) return undecodable(st.error());
-        line_ += '\n';
-        out_.write(line_);
-        return {};
-    }
-
-private:
-    Output& out_;
+    AppendRecord append_;
     std::string line_;
 };
 
@@ -119,8 +107,8 @@ std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view
     switch (format) {
     case Format::kPretty:
         if (status_view) return std::make_unique<StatusWriter>(out);
-        return std::make_unique<PrettyWriter>(out);
-    case Format::kJsonl: return std::make_unique<JsonlWriter>(out);
+        return std::make_unique<LineWriter>(out, append_pretty_record);
+    case Format::kJsonl: return std::make_unique<LineWriter>(out, append_json_record);
     case Format::kJson: return std::make_unique<JsonArrayWriter>(out);
     case Format::kMsgpack: return std::make_unique<MsgpackWriter>(out);
     }
