@@ -81,7 +81,7 @@ TypeGrant Policy::grant_pattern(const Caller& caller, std::string_view pattern) 
         fields.erase(std::remove_if(fields.begin(), fields.end(),
                                     [](const std::string& f) { return !is_header_name(f); }),
                      fields.end());
-        if (fields.size() == kHeaderNames.size()) grant.all_fields = true;
+        if (fields.size() == kHeaderFieldCount) grant.all_fields = true;
     }
     grant.fields = std::move(fields);
     return grant;

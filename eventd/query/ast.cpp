@@ -24,6 +24,7 @@ constexpr HeaderName kHeaderNames[] = {
     {HeaderField::true_token_guid, "true_token_guid"},
     {HeaderField::process_guid, "process_guid"},
 };
+static_assert(std::size(kHeaderNames) == kHeaderFieldCount);
 
 }  // namespace
 

@@ -31,6 +31,9 @@ enum class HeaderField {
 // Name as written in queries and records ("cpu_id"); nullopt for anything else.
 const char* header_name(HeaderField field);
 std::optional<HeaderField> header_field(std::string_view name);  // case-sensitive, as §13.1
+// One of the §13.1 header names (a payload key of that name is shadowed by the header).
+inline bool is_header_name(std::string_view name) { return header_field(name).has_value(); }
+inline constexpr size_t kHeaderFieldCount = 9;
 bool is_guid_column(HeaderField field);  // stored as a 16-byte BLOB, shown as a GUID string
 
 struct FieldRef {

@@ -10,11 +10,6 @@
 
 namespace eventd::query {
 
-bool is_header_name(std::string_view key) {
-    return std::any_of(std::begin(kHeaderColumns), std::end(kHeaderColumns),
-                       [&](const HeaderColumn& c) { return key == c.name; });
-}
-
 namespace {
 
 using json = nlohmann::json;

@@ -39,10 +39,7 @@ inline constexpr HeaderColumn kHeaderColumns[] = {
     {"effective_token_guid", true}, {"true_token_guid", true}, {"process_guid", true},
 };
 inline constexpr int kHeaderColumnCount = 9;
-static_assert(std::size(kHeaderColumns) == kHeaderColumnCount);
-
-// One of the §13.1 header names above (a payload key of that name is shadowed).
-bool is_header_name(std::string_view key);
+static_assert(std::size(kHeaderColumns) == kHeaderColumnCount && kHeaderColumnCount == kHeaderFieldCount);
 
 // The full record from kRecordColumns starting at column `first_column` of the current row.
 Record record_from_row(sqlite3_stmt* stmt, int first_column);
