@@ -2,15 +2,13 @@
 // about its rings, shards and throughput — every place that can lose or drop an event shows
 // its counter here (STYLE.md "loss is a first-class output"). The query server adds
 // {kind:"queries"}.
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <optional>
 
 #include "daemon.hpp"
-#include "store/shard_catalog.hpp"
+#include "store/shard_snapshot.hpp"
 #include "synthetic.hpp"
 
 namespace eventd {
@@ -32,16 +30,12 @@ uint64_t file_bytes(const std::filesystem::path& p) {
 
 // Rows stored in one shard file, counted on a read-only connection (never blocks the
 // writer); nullopt when it could not be counted within the budget.
-std::optional<uint64_t> count_rows(const std::filesystem::path& file, Clock::time_point deadline) {
-    auto conn = store::ReadConnection::open(file);
-    if (!conn) return std::nullopt;
-    conn->set_deadline(deadline, nullptr);
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(conn->get(), "SELECT count(*) FROM events", -1, &stmt, nullptr) != SQLITE_OK) return std::nullopt;
-    std::optional<uint64_t> rows;
-    if (sqlite3_step(stmt) == SQLITE_ROW) rows = static_cast<uint64_t>(sqlite3_column_int64(stmt, 0));
-    sqlite3_finalize(stmt);
-    return rows;
+std::optional<uint64_t> count_rows(const store::ShardFile& file, Clock::time_point deadline) {
+    auto snapshot = store::ShardSnapshot::open(file, store::ReadOptions{deadline, nullptr, {}});
+    if (!snapshot) return std::nullopt;
+    auto rows = snapshot->count_events();
+    if (!rows) return std::nullopt;
+    return *rows;
 }
 
 }  // namespace
@@ -95,7 +89,7 @@ std::vector<json> Daemon::status_records() const {
         const uint64_t rows_written = s.rows.load(std::memory_order_relaxed);
         out_rows += rows_written;
         const std::filesystem::path wal = w->path().string() + "-wal";
-        const std::optional<uint64_t> rows = count_rows(w->path(), count_deadline);
+        const std::optional<uint64_t> rows = count_rows(store::ShardFile{w->path(), w->path().filename().string(), w->index()}, count_deadline);
         const uint64_t last_commit = s.last_commit_ns.load(std::memory_order_relaxed);
         out.push_back(json{
             {"kind", "shard"},

@@ -5,26 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "event_columns.hpp"
 #include "sqlite_util.hpp"
 
 namespace eventd::store::detail {
 
 namespace {
 
-// PSD-008 §3.1.1, column for column.
-constexpr const char* kCreateEvents =
-    "CREATE TABLE events ("
-    "id INTEGER PRIMARY KEY, "
-    "boot_id BLOB NOT NULL, "
-    "timestamp INTEGER NOT NULL, "
-    "cpu_id INTEGER, "
-    "sequence INTEGER, "
-    "origin_class INTEGER, "
-    "event_type TEXT NOT NULL, "
-    "effective_token_guid BLOB, "
-    "true_token_guid BLOB, "
-    "process_guid BLOB, "
-    "payload BLOB)";
 // §3.1.4
 constexpr const char* kCreateMetadata = "CREATE TABLE metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
 // §3.1.3: the only index at creation.
@@ -42,25 +29,20 @@ constexpr const char* kCreateSequenceState =
     "PRIMARY KEY (boot_id, cpu_id, first_sequence)) WITHOUT ROWID";
 
 struct Column {
-    const char* name;
-    const char* type;
+    std::string name;
+    std::string type;
     bool not_null;
     int pk;  // position in the primary key, 0 if not part of it
 };
 
-const std::vector<Column> kEventsColumns = {
-    {"id", "INTEGER", false, 1},
-    {"boot_id", "BLOB", true, 0},
-    {"timestamp", "INTEGER", true, 0},
-    {"cpu_id", "INTEGER", false, 0},
-    {"sequence", "INTEGER", false, 0},
-    {"origin_class", "INTEGER", false, 0},
-    {"event_type", "TEXT", true, 0},
-    {"effective_token_guid", "BLOB", false, 0},
-    {"true_token_guid", "BLOB", false, 0},
-    {"process_guid", "BLOB", false, 0},
-    {"payload", "BLOB", false, 0},
-};
+// The events table as event_columns.hpp draws it: id is the (only) primary-key column.
+const std::vector<Column> kEventsColumns = [] {
+    std::vector<Column> columns;
+    for (const EventColumnSpec& c : kEventColumns) {
+        columns.push_back({std::string(c.name), std::string(c.sql_type), c.not_null, c.column == EventColumn::id ? 1 : 0});
+    }
+    return columns;
+}();
 const std::vector<Column> kMetadataColumns = {
     {"key", "TEXT", false, 1},
     {"value", "TEXT", true, 0},
@@ -100,7 +82,7 @@ kmes::Status verify_columns(sqlite3* db, const char* table, const std::vector<Co
         const int pk = sqlite3_column_int(stmt->get(), 5);
         if (i >= expected.size()) return broken(file, std::string(table) + " has an unexpected column " + name);
         const Column& want = expected[i];
-        if (name != want.name || !same_type(type, want.type) || not_null != want.not_null || pk != want.pk) {
+        if (name != want.name || !same_type(type, want.type.c_str()) || not_null != want.not_null || pk != want.pk) {
             return broken(file, std::string(table) + " column " + std::to_string(i) + " is '" + name + " " + type +
                                     (not_null ? " NOT NULL" : "") + "', expected '" + want.name + " " + want.type +
                                     (want.not_null ? " NOT NULL" : "") + "'");
@@ -169,7 +151,7 @@ kmes::Status set_durability(sqlite3* db, const std::filesystem::path& file) {
 kmes::Status create_schema(sqlite3* db, const std::filesystem::path& file) {
     if (auto s = set_durability(db, file); !s) return s;
     if (auto s = exec(db, "BEGIN IMMEDIATE", file); !s) return s;
-    for (const char* sql : {kCreateEvents, kCreateMetadata, kCreateTimestampIndex, kInsertMetadata, kCreateSequenceState}) {
+    for (const char* sql : {create_events_sql().c_str(), kCreateMetadata, kCreateTimestampIndex, kInsertMetadata, kCreateSequenceState}) {
         if (auto s = exec(db, sql, file); !s) {
             // Best effort; the file then has no tables and is created afresh next time.
             sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);

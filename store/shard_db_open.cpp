@@ -6,6 +6,7 @@
 
 #include "schema.hpp"
 #include "shard_db.hpp"
+#include "event_columns.hpp"
 #include "sqlite_util.hpp"
 
 namespace eventd::store {
@@ -105,9 +106,7 @@ Status ShardDb::prepare_statements() {
     };
     const Wanted wanted[] = {
         // §2.4.5: one prepared INSERT, reused for every row.
-        {&insert_,
-         "INSERT INTO events (boot_id, timestamp, cpu_id, sequence, origin_class, event_type, "
-         "effective_token_guid, true_token_guid, process_guid, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
+        {&insert_, insert_event_sql().c_str()},
         {&delete_ranges_,
          "DELETE FROM sequence_state WHERE boot_id = ?1 AND cpu_id = ?2 AND first_sequence BETWEEN ?3 AND ?4"},
         {&insert_range_,

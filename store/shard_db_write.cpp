@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "shard_db.hpp"
+#include "event_columns.hpp"
 #include "sqlite_util.hpp"
 
 namespace eventd::store {
@@ -61,21 +62,25 @@ Status ShardDb::begin() {
 Status ShardDb::insert(const EventRow& row) {
     if (!in_transaction()) return misuse(path_, "insert() outside a transaction");
     sqlite3_stmt* stmt = insert_;
-    bind_guid(stmt, 1, row.boot_id);
-    sqlite3_bind_int64(stmt, 2, to_sql(row.timestamp));
-    if (row.cpu_id) sqlite3_bind_int(stmt, 3, *row.cpu_id);
-    if (row.sequence) sqlite3_bind_int64(stmt, 4, to_sql(*row.sequence));
-    if (row.origin_class) sqlite3_bind_int(stmt, 5, *row.origin_class);
-    sqlite3_bind_text(stmt, 6, row.event_type.data(), static_cast<int>(row.event_type.size()), SQLITE_STATIC);
-    bind_optional_guid(stmt, 7, row.effective_token);
-    bind_optional_guid(stmt, 8, row.true_token);
-    bind_optional_guid(stmt, 9, row.process);
+    // insert_event_sql(): parameter ?N is column N of event_columns.hpp (id is not bound).
+    using C = EventColumn;
+    bind_guid(stmt, index_of(C::boot_id), row.boot_id);
+    sqlite3_bind_int64(stmt, index_of(C::timestamp), to_sql(row.timestamp));
+    if (row.cpu_id) sqlite3_bind_int(stmt, index_of(C::cpu_id), *row.cpu_id);
+    if (row.sequence) sqlite3_bind_int64(stmt, index_of(C::sequence), to_sql(*row.sequence));
+    if (row.origin_class) sqlite3_bind_int(stmt, index_of(C::origin_class), *row.origin_class);
+    sqlite3_bind_text(stmt, index_of(C::event_type), row.event_type.data(), static_cast<int>(row.event_type.size()),
+                      SQLITE_STATIC);
+    bind_optional_guid(stmt, index_of(C::effective_token_guid), row.effective_token);
+    bind_optional_guid(stmt, index_of(C::true_token_guid), row.true_token);
+    bind_optional_guid(stmt, index_of(C::process_guid), row.process);
     if (row.payload) {
         // A present but empty payload stays an empty BLOB: binding a null pointer would store NULL.
         if (row.payload->empty()) {
-            sqlite3_bind_zeroblob(stmt, 10, 0);
+            sqlite3_bind_zeroblob(stmt, index_of(C::payload), 0);
         } else {
-            sqlite3_bind_blob(stmt, 10, row.payload->data(), static_cast<int>(row.payload->size()), SQLITE_STATIC);
+            sqlite3_bind_blob(stmt, index_of(C::payload), row.payload->data(), static_cast<int>(row.payload->size()),
+                              SQLITE_STATIC);
         }
     }
     const int rc = run(stmt);

@@ -1,15 +1,6 @@
 // Fan-out, N-way merge and aggregate merge of one EVENTS query (PSD-008 §8.6.4); see
-// executor.hpp for the flow.
-//
-// Unreadable files. A query must not fail forever because of one file eventd itself set
-// aside, so a shard file that cannot be opened as a shard (ReadConnection::open fails: not
-// SQLite, no event table, unreadable) is skipped with a warning when
-//   - it is quarantined (shard-NNNN.quarantined-<t>.db: the writer already gave up on it), or
-//   - it no longer exists (retention or quarantine moved it after the directory was listed), or
-//   - it does not even start with the SQLite header (garbage under a shard name).
-// Any other failure — opening an active or historical shard that looks like SQLite, an I/O
-// error or a corrupt page met while reading — fails the query with an error naming the file:
-// silently leaving out a live shard's events would give wrong answers.
+// executor.hpp for the flow. Every shard is read through store::ShardSnapshot; a file that
+// cannot be opened is left out only when store::may_skip_unreadable says a query may.
 #include "eventd/query/executor.hpp"
 
 #include <spdlog/spdlog.h>
@@ -17,124 +8,74 @@
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <optional>
-#include <system_error>
 
 #include "eventd/query/merge.hpp"
 #include "eventd/query/planner.hpp"
 #include "eventd/query/row_encoder.hpp"
 #include "store/shard_catalog.hpp"
-#include "store/sqlite_util.hpp"
+#include "store/shard_snapshot.hpp"
 
 namespace eventd::query {
 namespace {
 
-namespace fs = std::filesystem;
 using kmes::Error;
-using store::ReadConnection;
+using store::EventColumn;
 using store::ShardFile;
-using store::detail::StmtPtr;
+using store::ShardSnapshot;
 
 constexpr int kCheckEvery = 256;  // records between explicit deadline checks
 
-Error timeout_error(const ExecutionContext& ctx) {
-    return Error{ETIMEDOUT, "query timed out after " + std::to_string(ctx.timeout_ms) + " ms (QueryTimeoutMs)"};
-}
+Error shutdown_error() { return Error{ECANCELED, "eventd is shutting down"}; }
 
-Error shutdown_error() { return Error{ESHUTDOWN, "eventd is shutting down"}; }
-
-// The progress handler only runs inside sqlite3_step; this covers the time spent between
-// steps (merging, the sink) and deadlines that have passed before a short statement runs.
+// The progress handler only runs inside SQLite; this covers the time spent between steps
+// (merging, the sink) and deadlines that have passed before a short statement runs.
 kmes::Status check_time(const ExecutionContext& ctx) {
     if (ctx.cancelled && ctx.cancelled->load(std::memory_order_relaxed)) return shutdown_error();
-    if (std::chrono::steady_clock::now() > ctx.deadline) return timeout_error(ctx);
+    if (std::chrono::steady_clock::now() > ctx.deadline) return timeout_error(ctx.timeout_ms);
     return {};
 }
 
-Error read_error(const ShardFile& file, const ReadConnection& conn, int rc, const ExecutionContext& ctx) {
-    if ((rc & 0xff) == SQLITE_INTERRUPT) {
-        if (conn.cancelled()) return shutdown_error();
-        if (conn.timed_out()) return timeout_error(ctx);
-        if (ctx.cancelled && ctx.cancelled->load(std::memory_order_relaxed)) return shutdown_error();
-        return timeout_error(ctx);
-    }
-    // sqlite3_errstr, not errmsg: the generic text never carries SQL or table names.
-    return Error{EIO, "cannot read event store file " + file.name + ": " + sqlite3_errstr(rc)};
-}
-
-bool has_sqlite_header(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    char header[16] = {};
-    in.read(header, sizeof header);
-    return in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0;
-}
-
-// See the comment at the top of the file.
-bool skippable(const ShardFile& file) {
-    std::error_code ec;
-    if (!file.active_index) return true;
-    if (!fs::exists(file.path, ec)) return true;
-    return !has_sqlite_header(file.path);
+// A store error in this query's words: its deadline and shutdown, not the shard's.
+Error query_error(const Error& e, const ExecutionContext& ctx) {
+    if (e.code == ECANCELED) return shutdown_error();
+    if (e.code == ETIMEDOUT) return timeout_error(ctx.timeout_ms);
+    return e;
 }
 
 struct Shard {
-    ShardFile file;
-    ReadConnection conn;
-    StmtPtr stmt;                // the planned query
-    std::vector<SqlValue> keys;  // plain: user sort keys, boot_id, cpu_id, sequence, id
+    ShardSnapshot snapshot;
+    std::optional<store::RowCursor> cursor;  // the planned query
+    std::vector<SqlValue> keys;              // plain: user sort keys, boot_id, cpu_id, sequence, id
 };
 
-// Open one shard for the query: connection, functions, deadline, read transaction, stream
-// watermark (active shards), the prepared and bound statement. nullopt: skipped file.
-kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan& plan, bool restricted,
-                                              access::CallerAccess* const* slot, ExecutionContext& ctx,
-                                              StreamStart& start) {
-    auto conn = ReadConnection::open(file.path);
-    if (!conn) {
-        if (skippable(file)) {
+// Open one shard for the query: snapshot (deadline, cancel flag, visibility), stream
+// watermark (active shards), the planned query. nullopt: a file the query may leave out.
+kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan& plan, const store::TypeFilter& visible,
+                                              ExecutionContext& ctx, StreamStart& start) {
+    auto snapshot = ShardSnapshot::open(file, store::ReadOptions{ctx.deadline, ctx.cancelled, visible});
+    if (!snapshot) {
+        if (store::may_skip_unreadable(file)) {
             // A quarantined file is a known state (logged when it was quarantined): no
             // warning per query for it.
             if (file.active_index) {
-                spdlog::warn("query: skipping unreadable event store file {}: {}", file.name, conn.error().message);
+                spdlog::warn("query: skipping unreadable event store file {}: {}", file.name, snapshot.error().message);
             } else {
-                spdlog::debug("query: skipping unreadable event store file {}: {}", file.name, conn.error().message);
+                spdlog::debug("query: skipping unreadable event store file {}: {}", file.name, snapshot.error().message);
             }
             return std::optional<Shard>{};
         }
-        return Error{EIO, conn.error().message};
+        return snapshot.error();
     }
-    sqlite3* db = conn->get();
-    conn->set_deadline(ctx.deadline, ctx.cancelled);
-    if (restricted) {
-        if (auto st = register_visibility(db, slot); !st) return st.error();
+    // The watermark opens the snapshot the query then reads (§8.7).
+    if (auto st = snapshot->begin(); !st) return query_error(st.error(), ctx);
+    if (file.active_index) start.last_id[*file.active_index] = snapshot->watermark();
+    auto cursor = snapshot->run(plan.read);
+    if (!cursor) {
+        spdlog::error("query: {}", cursor.error().message);
+        return cursor.error();
     }
-    if (plan.aggregate) {
-        if (auto st = register_aggregate_functions(db); !st) return st.error();
-    }
-    int rc = sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return read_error(file, *conn, rc, ctx);
-
-    // The watermark is read first: it opens the snapshot the query then reads (§8.7).
-    if (file.active_index) {
-        sqlite3_stmt* raw = nullptr;
-        rc = sqlite3_prepare_v2(db, "SELECT max(id) FROM events", -1, &raw, nullptr);
-        StmtPtr max_id(raw);
-        if (rc == SQLITE_OK) rc = sqlite3_step(raw);
-        if (rc != SQLITE_ROW) return read_error(file, *conn, rc, ctx);
-        start.last_id[*file.active_index] = sqlite3_column_int64(raw, 0);  // NULL (empty) → 0
-    }
-
-    sqlite3_stmt* raw = nullptr;
-    rc = sqlite3_prepare_v2(db, plan.sql.c_str(), static_cast<int>(plan.sql.size()), &raw, nullptr);
-    StmtPtr stmt(raw);
-    if (rc != SQLITE_OK) {
-        spdlog::error("query: cannot prepare the plan on {}: {}", file.name, sqlite3_errmsg(db));
-        return Error{EIO, "cannot query event store file " + file.name + ": " + sqlite3_errstr(rc)};
-    }
-    bind_params(raw, plan.params);
-    return std::optional<Shard>{Shard{file, std::move(*conn), std::move(stmt), {}}};
+    return std::optional<Shard>{Shard{std::move(*snapshot), std::move(*cursor), {}}};
 }
 
 // Plain rows: ORDER BY per shard, merged here on the same order.
@@ -145,16 +86,15 @@ public:
 
     // Step `shard` once: true with its keys loaded when it has a row, false when done.
     kmes::Result<bool> advance(Shard& shard) {
-        const int rc = sqlite3_step(shard.stmt.get());
-        if (rc == SQLITE_DONE) return false;
-        if (rc != SQLITE_ROW) return read_error(shard.file, shard.conn, rc, ctx_);
-        sqlite3_stmt* s = shard.stmt.get();
+        auto has = shard.cursor->next();
+        if (!has) return query_error(has.error(), ctx_);
+        if (!*has) return false;
+        const store::RowView row = shard.cursor->row();
         shard.keys.clear();
-        for (const SortColumn& c : plan_.sort) shard.keys.push_back(column_value(s, c.column));
-        shard.keys.push_back(column_value(s, kBootIdColumn));
-        shard.keys.push_back(column_value(s, kCpuIdColumn));
-        shard.keys.push_back(column_value(s, kSequenceColumn));
-        shard.keys.push_back(SqlValue::integer(sqlite3_column_int64(s, kIdColumn)));
+        for (const SortColumn& c : plan_.sort) shard.keys.push_back(store::value_at(row, c.column));
+        for (EventColumn c : {EventColumn::boot_id, EventColumn::cpu_id, EventColumn::sequence, EventColumn::id}) {
+            shard.keys.push_back(store::value_at(row, store::index_of(c)));
+        }
         return true;
     }
 
@@ -171,7 +111,7 @@ public:
             const int c = compare_values(a.keys[i], b.keys[i], false);
             if (c != 0) return c;
         }
-        const int c = a.file.name.compare(b.file.name);
+        const int c = a.snapshot.file().name.compare(b.snapshot.file().name);
         if (c != 0) return c;
         return compare_values(a.keys[n + 3], b.keys[n + 3], false);
     }
@@ -207,14 +147,14 @@ public:
                 heap.push_back(top);
                 std::push_heap(heap.begin(), heap.end(), after);
             } else {
-                top->stmt.reset();  // done: end this shard's statement early
+                top->cursor.reset();  // done: end this shard's statement early
             }
         }
         return {};
     }
 
 private:
-    kmes::Status emit(Shard& shard, const RecordSink& sink) { return sink(encoder_.encode(shard.stmt.get())); }
+    kmes::Status emit(Shard& shard, const RecordSink& sink) { return sink(encoder_.encode(shard.cursor->row())); }
 
     const Query& query_;
     const Plan& plan_;
@@ -223,6 +163,10 @@ private:
 };
 
 }  // namespace
+
+kmes::Error timeout_error(uint32_t timeout_ms) {
+    return Error{ETIMEDOUT, "query timed out after " + std::to_string(timeout_ms) + " ms (QueryTimeoutMs)"};
+}
 
 kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink) {
     assert(ctx.access != nullptr);
@@ -234,7 +178,9 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return files.error();
 
-    access::CallerAccess* slot = ctx.access;  // eventd_visible reads it through this pointer
+    // eventd_visible's answer: the caller's type access (none asked for an unrestricted caller).
+    store::TypeFilter visible;
+    if (restricted) visible = [access = ctx.access](std::string_view type) { return access->visible(type); };
     StreamStart start;
 
     if (plan->aggregate) {
@@ -243,13 +189,16 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
         AggregateMerger merger(q, *plan);
         for (const ShardFile& file : *files) {
             if (auto st = check_time(ctx); !st) return st.error();
-            auto shard = open_shard(file, *plan, restricted, &slot, ctx, start);
+            auto shard = open_shard(file, *plan, visible, ctx, start);
             if (!shard) return shard.error();
             if (!*shard) continue;
-            Shard& s = **shard;
-            int rc;
-            while ((rc = sqlite3_step(s.stmt.get())) == SQLITE_ROW) merger.add_row(s.stmt.get());
-            if (rc != SQLITE_DONE) return read_error(s.file, s.conn, rc, ctx);
+            store::RowCursor& cursor = *(*shard)->cursor;
+            for (;;) {
+                auto has = cursor.next();
+                if (!has) return query_error(has.error(), ctx);
+                if (!*has) break;
+                merger.add_row(cursor.row());
+            }
         }
         uint64_t n = 0;
         std::vector<uint8_t> encoded;
@@ -270,7 +219,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     shards.reserve(files->size());
     for (const ShardFile& file : *files) {
         if (auto st = check_time(ctx); !st) return st.error();
-        auto shard = open_shard(file, *plan, restricted, &slot, ctx, start);
+        auto shard = open_shard(file, *plan, visible, ctx, start);
         if (!shard) return shard.error();
         if (*shard) shards.push_back(std::move(**shard));
     }

@@ -1,9 +1,9 @@
 // Running one EVENTS query over the whole store (PSD-008 §8.6.2–§8.6.4).
 //
-//   execute(q):  list every shard-*.db ─► one read-only connection each (eventd_visible bound to
-//                the caller, deadline + cancel flag in the progress handler)
-//                ─► per shard: BEGIN; max(id) (active shards: the stream watermark); the planned
-//                   query (planner.hpp) — all in one read snapshot
+//   execute(q):  plan (planner.hpp) ─► list every shard-*.db ─► one store::ShardSnapshot each
+//                (eventd_visible bound to the caller, deadline + cancel flag)
+//                ─► per shard: begin() (watermark = max(id), the stream's start on active
+//                   shards), run(plan.read) — all in one read snapshot
 //                ─► plain: N-way merge on the sort key, SKIP/TAKE at the coordinator, each record
 //                   encoded (row_encoder.hpp: field filter, SELECT) and handed to the sink as produced
 //                ─► aggregate: partials merged (merge.hpp), sorted, SKIP/TAKE, sink
@@ -49,6 +49,10 @@ struct StreamStart {
 // a type error in the query (EINVAL, message per the decided semantics), "query timed out
 // after N ms (QueryTimeoutMs)" (ETIMEDOUT), "eventd is shutting down" (ECANCELED), a shard
 // that cannot be read (EIO, naming the file), or the sink's own error.
+// "query timed out after N ms (QueryTimeoutMs)" (ETIMEDOUT): the one wording of a query's
+// deadline, for the executor, live feeds and the session alike.
+kmes::Error timeout_error(uint32_t timeout_ms);
+
 kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink);
 
 }  // namespace eventd::query

@@ -16,17 +16,15 @@
 
 #include "eventd/query/planner.hpp"
 #include "eventd/query/row_encoder.hpp"
-#include "store/shard_catalog.hpp"
 #include "store/shard_db.hpp"
-#include "store/sqlite_util.hpp"
+#include "store/shard_snapshot.hpp"
 
 namespace eventd::query {
 namespace {
 
 namespace fs = std::filesystem;
-using kmes::Error;
-using store::ReadConnection;
-using store::detail::StmtPtr;
+using store::RowCursor;
+using store::ShardSnapshot;
 
 std::optional<ino_t> inode_of(const fs::path& path) {
     struct stat st {};
@@ -38,9 +36,8 @@ std::optional<ino_t> inode_of(const fs::path& path) {
 
 struct LiveFeed::Impl {
     struct Connection {
-        ReadConnection conn;
-        StmtPtr max_id;
-        StmtPtr rows;
+        ShardSnapshot snapshot;
+        RowCursor rows;
         ino_t inode = 0;
     };
 
@@ -63,10 +60,11 @@ struct LiveFeed::Impl {
         return {};
     }
 
-    // The open connection for shard `index`, (re)opened when missing or the file was replaced.
+    // The open snapshot for shard `index`, (re)opened when missing or the file was replaced.
     // nullptr without error: the shard file does not exist (nothing committed there yet).
     kmes::Result<Connection*> connection(uint32_t index) {
-        const fs::path path = dir / store::shard_file_name(index);
+        const std::string name = store::shard_file_name(index);
+        const fs::path path = dir / name;
         const auto inode = inode_of(path);
         if (!inode) {
             connections.erase(index);
@@ -78,20 +76,13 @@ struct LiveFeed::Impl {
             connections.erase(it);
             last_id[index] = 0;  // a new file under the same name: its ids start afresh
         }
-        auto conn = ReadConnection::open(path);
-        if (!conn) return conn.error();
-        sqlite3* db = conn->get();
-        if (auto st = register_visibility(db, slot.get()); !st) return st.error();
-        sqlite3_stmt* raw = nullptr;
-        int rc = sqlite3_prepare_v2(db, "SELECT max(id) FROM events", -1, &raw, nullptr);
-        StmtPtr max_id(raw);
-        if (rc != SQLITE_OK) return Error{EIO, "cannot read event store file " + path.filename().string() + ": " + sqlite3_errstr(rc)};
-        raw = nullptr;
-        rc = sqlite3_prepare_v2(db, plan->sql.c_str(), static_cast<int>(plan->sql.size()), &raw, nullptr);
-        StmtPtr rows(raw);
-        if (rc != SQLITE_OK) return Error{EIO, "cannot query event store file " + path.filename().string() + ": " + sqlite3_errstr(rc)};
-        bind_params(raw, plan->params);
-        auto [pos, inserted] = connections.emplace(index, Connection{std::move(*conn), std::move(max_id), std::move(rows), *inode});
+        store::ReadOptions options;
+        options.visible = [slot = slot.get()](std::string_view type) { return *slot && (*slot)->visible(type); };
+        auto snapshot = ShardSnapshot::open(store::ShardFile{path, name, index}, std::move(options));
+        if (!snapshot) return snapshot.error();
+        auto rows = snapshot->run(plan->read);
+        if (!rows) return rows.error();
+        auto [pos, inserted] = connections.emplace(index, Connection{std::move(*snapshot), std::move(*rows), *inode});
         (void)inserted;
         return &pos->second;
     }
@@ -116,51 +107,41 @@ kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& acce
     if (!found) return found.error();
     Impl::Connection* c = *found;
     if (!c) return {};
-    sqlite3* db = c->conn.get();
-    const std::string name = store::shard_file_name(shard_index);
-    auto fail = [&](int rc) { return Error{EIO, "cannot read event store file " + name + ": " + sqlite3_errstr(rc)}; };
 
-    int rc = sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return fail(rc);
-    // Ends the read transaction however we leave (statements reset first).
-    struct EndTransaction {
-        Impl::Connection* c;
-        ~EndTransaction() {
-            sqlite3_reset(c->max_id.get());
-            sqlite3_reset(c->rows.get());
-            sqlite3_exec(c->conn.get(), "COMMIT", nullptr, nullptr, nullptr);
-        }
-    } end{c};
+    if (auto st = c->snapshot.begin(); !st) return st;
+    // Ends the read transaction however we leave (the cursor is reset with it).
+    struct EndSnapshot {
+        ShardSnapshot& s;
+        ~EndSnapshot() { s.end(); }
+    } end{c->snapshot};
 
-    rc = sqlite3_step(c->max_id.get());
-    if (rc != SQLITE_ROW) return fail(rc);
-    const int64_t hi = sqlite3_column_int64(c->max_id.get(), 0);
-    sqlite3_reset(c->max_id.get());
+    const int64_t hi = c->snapshot.watermark();
     int64_t& watermark = m.last_id[shard_index];
     if (hi < watermark) watermark = 0;  // rows above the watermark are gone: ids restart
     if (hi == watermark) return {};
 
-    sqlite3_stmt* rows = c->rows.get();
     RowEncoder encoder(m.query.select, access);
+    const int id_column = store::index_of(store::EventColumn::id);
     int64_t from = watermark;
     for (;;) {
-        sqlite3_reset(rows);
-        sqlite3_bind_int64(rows, 1, from);
-        sqlite3_bind_int64(rows, 2, hi);
+        c->rows.set_id_range(from, hi);
         int n = 0;
-        while ((rc = sqlite3_step(rows)) == SQLITE_ROW) {
+        for (;;) {
+            auto has = c->rows.next();
+            if (!has) {
+                watermark = from;
+                return has.error();
+            }
+            if (!*has) break;
             ++n;
-            from = sqlite3_column_int64(rows, kIdColumn);
-            if (auto st = sink(encoder.encode(rows)); !st) {
+            const store::RowView row = c->rows.row();
+            from = row.integer(id_column);
+            if (auto st = sink(encoder.encode(row)); !st) {
                 watermark = from;  // what was handed over stays handed over
                 return st;
             }
         }
-        if (rc != SQLITE_DONE) {
-            watermark = from;
-            return fail(rc);
-        }
-        if (n < kLiveBatchRows) break;
+        if (n < store::kLiveBatchRows) break;
     }
     watermark = hi;
     return {};

@@ -1,8 +1,11 @@
-// Query → parameterised per-shard SQL (PSD-008 §8.6.3); see planner.hpp for the layouts.
+// Query → the checked read plan every shard runs (PSD-008 §8.6.3); store/read_sql.cpp turns
+// it into SQL. This file is the query language's type checker: every type error (a string
+// compared with `>`, a non-GUID for a GUID column, …) is found here, before anything runs, and
+// reported with the decided texts (never SQL).
 //
 // Comparison semantics (§8.1, decided for this implementation):
 // - strings compare case-insensitively (ASCII, SQLite NOCASE / LIKE), payload fields included;
-//   `%`, `_`, `\` and `*` in a string value are literal (LIKE … ESCAPE '\');
+//   `%`, `_`, `\` and `*` in a string value are literal;
 // - `> >= < <=` need a number or time literal; on a payload field only numeric values can
 //   satisfy them (a text payload value never satisfies `> 5`);
 // - GUID columns take GUID strings (braces optional, any case) compared as 16 bytes;
@@ -11,6 +14,7 @@
 #include "eventd/query/planner.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -21,7 +25,15 @@
 namespace eventd::query {
 namespace {
 
+static_assert(kHeaderFieldCount == store::kHeaderColumnCount, "every header field is a column of the events table");
+
 using kmes::Error;
+using store::Predicate;
+using store::ReadField;
+using store::ReadOp;
+using store::ReadPlan;
+using store::SqlBlob;
+using store::SqlParam;
 
 enum class FieldKind { guid, integer, text, payload };
 
@@ -30,32 +42,6 @@ FieldKind kind_of(const FieldRef& f) {
     if (is_guid_column(*f.header)) return FieldKind::guid;
     if (*f.header == HeaderField::event_type) return FieldKind::text;
     return FieldKind::integer;
-}
-
-// The record column of a header field (record.hpp kRecordColumns order).
-int record_column(HeaderField h) {
-    switch (h) {
-        case HeaderField::boot_id: return 0;
-        case HeaderField::timestamp: return 1;
-        case HeaderField::cpu_id: return 2;
-        case HeaderField::sequence: return 3;
-        case HeaderField::origin_class: return 4;
-        case HeaderField::event_type: return 5;
-        case HeaderField::effective_token_guid: return 6;
-        case HeaderField::true_token_guid: return 7;
-        case HeaderField::process_guid: return 8;
-    }
-    return 0;
-}
-
-const char* sql_op(CompareOp op) {
-    switch (op) {
-        case CompareOp::gt: return " > ?";
-        case CompareOp::ge: return " >= ?";
-        case CompareOp::lt: return " < ?";
-        case CompareOp::le: return " <= ?";
-        default: return " = ?";
-    }
 }
 
 const char* literal_type(const Literal& v) {
@@ -89,53 +75,49 @@ std::optional<SqlParam> numeric_param(const Literal& v) {
     return std::nullopt;
 }
 
-// `\`, `%`, `_` escaped for LIKE … ESCAPE '\'.
-std::string like_escape(std::string_view text) {
-    std::string out;
-    out.reserve(text.size() + 2);
-    for (char c : text) {
-        if (c == '\\' || c == '%' || c == '_') out += '\\';
-        out += c;
-    }
-    return out;
-}
-
 Error type_error(std::string message) { return Error{EINVAL, std::move(message)}; }
 
-// SQL text and its parameters, built left to right so the `?` order matches.
-struct Builder {
-    std::string sql;
-    std::vector<SqlParam> params;
-
-    Builder& operator<<(std::string_view text) {
-        sql += text;
-        return *this;
+// A field as the store reads it: a header column, or the payload path '$.a.b'.
+ReadField read_field(const FieldRef& f) {
+    if (f.header) return ReadField::of(column_of(*f.header));
+    std::string path = "$";
+    if (f.path.empty()) {
+        path += "." + f.name;
+    } else {
+        for (const std::string& part : f.path) path += "." + part;
     }
-    void param(SqlParam p) { params.push_back(std::move(p)); }
-    // In-place forms (GCC 12 warns spuriously about moving a temporary variant).
-    void param(int64_t v) { params.emplace_back(std::in_place_type<int64_t>, v); }
-    void param(std::string v) { params.emplace_back(std::in_place_type<std::string>, std::move(v)); }
+    return ReadField::payload(std::move(path));
+}
 
-    // A field as an SQL expression: a whitelisted column, or msgpack_extract with the path bound.
-    void field(const FieldRef& f) {
-        if (f.header) {
-            sql += header_name(*f.header);
-            return;
-        }
-        std::string path = "$";
-        if (f.path.empty()) {
-            path += "." + f.name;
-        } else {
-            for (const std::string& part : f.path) path += "." + part;
-        }
-        sql += "msgpack_extract(payload, ?)";
-        param(std::move(path));
+Predicate compare(const FieldRef& f, ReadOp op, std::vector<SqlParam> values = {}, bool nocase = false) {
+    Predicate p;
+    p.field = read_field(f);
+    p.op = op;
+    p.values = std::move(values);
+    p.nocase = nocase;
+    return p;
+}
+
+ReadOp read_op(CompareOp op) {
+    switch (op) {
+        case CompareOp::eq: return ReadOp::eq;
+        case CompareOp::ne: return ReadOp::ne;
+        case CompareOp::gt: return ReadOp::gt;
+        case CompareOp::ge: return ReadOp::ge;
+        case CompareOp::lt: return ReadOp::lt;
+        case CompareOp::le: return ReadOp::le;
+        case CompareOp::starts_with: return ReadOp::starts_with;
+        case CompareOp::ends_with: return ReadOp::ends_with;
+        case CompareOp::contains: return ReadOp::contains;
+        case CompareOp::in: return ReadOp::in;
+        case CompareOp::not_in: return ReadOp::not_in;
+        case CompareOp::is_null: return ReadOp::is_null;
+        case CompareOp::is_not_null: return ReadOp::is_not_null;
     }
-};
+    return ReadOp::eq;
+}
 
-kmes::Status emit_condition(const Condition& c, Builder& b);
-
-kmes::Status emit_ordering(const Comparison& c, Builder& b) {
+kmes::Result<Predicate> check_ordering(const Comparison& c) {
     const FieldKind kind = kind_of(c.field);
     const char* op = operator_text(c.op);
     if (c.values.size() != 1) return type_error(std::string("operator ") + op + " needs one value");
@@ -152,26 +134,10 @@ kmes::Status emit_ordering(const Comparison& c, Builder& b) {
         return type_error(std::string("operator ") + op + " does not apply to field " + c.field.name +
                           ", which is a string");
     }
-    const bool greater = c.op == CompareOp::gt || c.op == CompareOp::ge;
-    if (kind == FieldKind::payload && greater) {
-        // Numbers sort below every text and blob value (SQLite's type order), so `x < ''`
-        // keeps only numeric values; `<`/`<=` need no guard for the same reason.
-        b << "(";
-        b.field(c.field);
-        b << sql_op(c.op);
-        b.param(*num);
-        b << " AND ";
-        b.field(c.field);
-        b << " < '')";
-        return {};
-    }
-    b.field(c.field);
-    b << sql_op(c.op);
-    b.param(*num);
-    return {};
+    return compare(c.field, read_op(c.op), {*num});
 }
 
-kmes::Status emit_text_match(const Comparison& c, Builder& b) {
+kmes::Result<Predicate> check_text_match(const Comparison& c) {
     const FieldKind kind = kind_of(c.field);
     const char* op = operator_text(c.op);
     if (c.values.size() != 1) return type_error(std::string(op) + " needs one value");
@@ -183,21 +149,7 @@ kmes::Status emit_text_match(const Comparison& c, Builder& b) {
     if (kind == FieldKind::integer) {
         return type_error(std::string(op) + " does not apply to field " + c.field.name + ", which is an integer");
     }
-    std::string pattern = like_escape(*text);
-    if (c.op == CompareOp::starts_with) pattern = pattern + "%";
-    if (c.op == CompareOp::ends_with) pattern = "%" + pattern;
-    if (c.op == CompareOp::contains) pattern = "%" + pattern + "%";
-    if (kind == FieldKind::payload) {
-        // LIKE would turn numbers into text; only text values match a string operator.
-        b << "(typeof(";
-        b.field(c.field);
-        b << ") = 'text' AND ";
-    }
-    b.field(c.field);
-    b << " LIKE ? ESCAPE '\\'";
-    b.param(std::move(pattern));
-    if (kind == FieldKind::payload) b << ")";
-    return {};
+    return compare(c.field, read_op(c.op), {SqlParam{*text}});
 }
 
 // The parameter for one ==/!=/IN/NOT_IN value; *is_text set when it compares as a string.
@@ -229,7 +181,7 @@ kmes::Result<SqlParam> equality_param(const FieldRef& f, const Literal& v, bool*
     return type_error("unsupported field " + f.name);
 }
 
-kmes::Status emit_equality(const Comparison& c, Builder& b) {
+kmes::Result<Predicate> check_equality(const Comparison& c) {
     if (c.values.empty()) return type_error(std::string(operator_text(c.op)) + " needs a value");
     bool any_text = false;
     std::vector<SqlParam> params;
@@ -238,125 +190,71 @@ kmes::Status emit_equality(const Comparison& c, Builder& b) {
         if (!p) return p.error();
         params.push_back(std::move(*p));
     }
-    if (c.op == CompareOp::eq || c.op == CompareOp::ne) {
-        if (params.size() != 1) return type_error(std::string("operator ") + operator_text(c.op) + " needs one value");
-        b.field(c.field);
-        b << (c.op == CompareOp::eq ? " = ?" : " != ?");
-        if (any_text) b << " COLLATE NOCASE";
-        b.param(std::move(params.front()));
-        return {};
+    if ((c.op == CompareOp::eq || c.op == CompareOp::ne) && params.size() != 1) {
+        return type_error(std::string("operator ") + operator_text(c.op) + " needs one value");
     }
-    // x [COLLATE NOCASE] [NOT] IN (?, …): the left operand's collation applies to the list.
-    b.field(c.field);
-    if (any_text) b << " COLLATE NOCASE";
-    b << (c.op == CompareOp::in ? " IN (" : " NOT IN (");
-    for (size_t i = 0; i < params.size(); ++i) {
-        b << (i ? ", ?" : "?");
-        b.param(std::move(params[i]));
-    }
-    b << ")";
-    return {};
+    return compare(c.field, read_op(c.op), std::move(params), any_text);
 }
 
-kmes::Status emit_comparison(const Comparison& c, Builder& b) {
+kmes::Result<Predicate> check_comparison(const Comparison& c) {
     switch (c.op) {
         case CompareOp::is_null:
         case CompareOp::is_not_null:
-            b.field(c.field);
-            b << (c.op == CompareOp::is_null ? " IS NULL" : " IS NOT NULL");
-            return {};
+            return compare(c.field, read_op(c.op));
         case CompareOp::gt:
         case CompareOp::ge:
         case CompareOp::lt:
         case CompareOp::le:
-            return emit_ordering(c, b);
+            return check_ordering(c);
         case CompareOp::starts_with:
         case CompareOp::ends_with:
         case CompareOp::contains:
-            return emit_text_match(c, b);
+            return check_text_match(c);
         case CompareOp::eq:
         case CompareOp::ne:
         case CompareOp::in:
         case CompareOp::not_in:
-            return emit_equality(c, b);
+            return check_equality(c);
     }
     return type_error("unsupported operator");
 }
 
-kmes::Status emit_condition(const Condition& c, Builder& b) {
-    if (c.kind == Condition::Kind::compare) return emit_comparison(c.comparison, b);
-    const bool all = c.kind == Condition::Kind::all_of;
-    if (c.children.empty()) {
-        b << (all ? "1" : "0");
-        return {};
+kmes::Result<Predicate> check_condition(const Condition& c) {
+    if (c.kind == Condition::Kind::compare) return check_comparison(c.comparison);
+    Predicate p;
+    p.kind = c.kind == Condition::Kind::all_of ? Predicate::Kind::all_of : Predicate::Kind::any_of;
+    for (const Condition& child : c.children) {
+        auto checked = check_condition(child);
+        if (!checked) return checked.error();
+        p.children.push_back(std::move(*checked));
     }
-    b << "(";
-    for (size_t i = 0; i < c.children.size(); ++i) {
-        if (i) b << (all ? " AND " : " OR ");
-        if (auto st = emit_condition(c.children[i], b); !st) return st;
-    }
-    b << ")";
-    return {};
+    return p;
 }
 
-// Type pattern (§8.2.2): case-insensitive; `*` = any run of characters, the only wildcard.
-void emit_type_pattern(const std::string& pattern, Builder& b) {
-    if (pattern.find('*') == std::string::npos) {
-        b << "event_type = ? COLLATE NOCASE";
-        b.param(pattern);
-        return;
-    }
-    std::string like;
-    for (char c : pattern) {
-        if (c == '*') {
-            like += '%';
-        } else {
-            if (c == '\\' || c == '%' || c == '_') like += '\\';
-            like += c;
-        }
-    }
-    b << "event_type LIKE ? ESCAPE '\\'";
-    b.param(std::move(like));
-}
-
-// The WHERE clause: type pattern, SINCE/UNTIL (when `with_time`), every WHERE group, the
-// visibility predicate. `prefix` conditions come first (the live feed's id bounds).
-kmes::Status emit_where(const Query& q, bool restricted, bool with_time, Builder& b, const char* prefix = nullptr) {
-    bool first = true;
-    auto next = [&] {
-        b << (first ? " WHERE " : " AND ");
-        first = false;
-    };
-    if (prefix) {
-        next();
-        b << prefix;
-    }
+// The filters: type pattern, SINCE/UNTIL (when `with_time`), every WHERE group, visibility.
+kmes::Status check_filters(const Query& q, bool restricted, bool with_time, ReadPlan& plan) {
     // A pattern of only `*` matches every type: no predicate.
     const auto& pattern = q.type_pattern;
     if (pattern && (pattern->empty() || pattern->find_first_not_of('*') != std::string::npos)) {
-        next();
-        emit_type_pattern(*pattern, b);
+        Predicate p;
+        p.field = ReadField::of(store::EventColumn::event_type);
+        p.op = ReadOp::glob;
+        p.values.emplace_back(std::in_place_type<std::string>, *pattern);
+        plan.where.push_back(std::move(p));
     }
+    const ReadField timestamp = ReadField::of(store::EventColumn::timestamp);
     if (with_time && q.since_ns) {
-        next();
-        b << "timestamp >= ?";
-        b.param(*q.since_ns);
+        plan.where.push_back(Predicate{Predicate::Kind::compare, timestamp, ReadOp::ge, {SqlParam{*q.since_ns}}, false, {}});
     }
     if (with_time && q.until_ns) {
-        next();
-        b << "timestamp <= ?";
-        b.param(*q.until_ns);
+        plan.where.push_back(Predicate{Predicate::Kind::compare, timestamp, ReadOp::le, {SqlParam{*q.until_ns}}, false, {}});
     }
     for (const Condition& c : q.where) {
-        next();
-        b << "(";
-        if (auto st = emit_condition(c, b); !st) return st;
-        b << ")";
+        auto checked = check_condition(c);
+        if (!checked) return checked.error();
+        plan.where.push_back(std::move(*checked));
     }
-    if (restricted) {
-        next();
-        b << "eventd_visible(event_type)";
-    }
+    plan.visible_only = restricted;
     return {};
 }
 
@@ -364,8 +262,8 @@ bool text_possible(const FieldRef& f) { return kind_of(f) == FieldKind::text || 
 
 kmes::Result<Plan> plan_plain(const Query& q, bool restricted) {
     Plan plan;
-    Builder b;
-    b << "SELECT " << kRecordColumns << ", id";
+    ReadPlan& read = plan.read;
+    read.shape = ReadPlan::Shape::rows;
     std::vector<SortKey> sort = q.sort;
     if (sort.empty()) {
         SortKey k;
@@ -374,46 +272,21 @@ kmes::Result<Plan> plan_plain(const Query& q, bool restricted) {
         k.descending = true;
         sort.push_back(std::move(k));
     }
-    std::vector<std::string> order_terms;
-    int next_column = kIdColumn + 1;
     for (const SortKey& k : sort) {
-        SortColumn col;
-        col.descending = k.descending;
-        col.nocase = text_possible(k.field);
-        std::string term;
-        if (k.field.header) {
-            col.column = record_column(*k.field.header);
-            term = header_name(*k.field.header);
-        } else {
-            col.column = next_column;
-            term = "k" + std::to_string(next_column - kIdColumn - 1);
-            b << ", ";
-            b.field(k.field);
-            b << " AS " << term;
-            ++next_column;
-        }
-        if (col.nocase) term += " COLLATE NOCASE";
-        if (col.descending) term += " DESC";
-        order_terms.push_back(std::move(term));
-        plan.sort.push_back(col);
+        read.sort.push_back(store::ReadSortKey{read_field(k.field), k.descending, text_possible(k.field)});
     }
-    b << " FROM events";
-    if (auto st = emit_where(q, restricted, true, b); !st) return st.error();
-    b << " ORDER BY ";
-    for (const std::string& term : order_terms) b << term << ", ";
-    // The documented tie-break (shard file name and id complete it at the coordinator).
-    b << "boot_id, cpu_id, sequence, id";
+    for (size_t i = 0; i < read.sort.size(); ++i) {
+        plan.sort.push_back(SortColumn{store::sort_key_column(read, i), read.sort[i].descending, read.sort[i].nocase});
+    }
+    if (auto st = check_filters(q, restricted, true, read); !st) return st.error();
     if (q.take) {
         const uint64_t skip = q.skip.value_or(0);
         const uint64_t max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
         if (skip <= max && *q.take <= max - skip) {
             plan.shard_limit = skip + *q.take;
-            b << " LIMIT ?";
-            b.param(static_cast<int64_t>(*plan.shard_limit));
+            read.limit = static_cast<int64_t>(*plan.shard_limit);
         }
     }
-    plan.sql = std::move(b.sql);
-    plan.params = std::move(b.params);
     return plan;
 }
 
@@ -453,59 +326,38 @@ kmes::Result<Plan> plan_aggregate(const Query& q, bool restricted) {
     }
     Plan plan;
     plan.aggregate = true;
-    Builder b;
+    ReadPlan& read = plan.read;
     if (a.kind == Aggregation::Kind::count) {
-        b << "SELECT count(*) FROM events";
-        if (auto st = emit_where(q, restricted, true, b); !st) return st.error();
-        plan.sql = std::move(b.sql);
-        plan.params = std::move(b.params);
+        read.shape = ReadPlan::Shape::count;
+        if (auto st = check_filters(q, restricted, true, read); !st) return st.error();
         return plan;
     }
     if (a.fields.empty()) return type_error("the aggregation needs a field");
-    b << "SELECT ";
-    for (size_t i = 0; i < a.fields.size(); ++i) {
-        if (i) b << ", ";
-        b.field(a.fields[i]);
-        b << " AS g" << std::to_string(i);
-    }
-    b << ", count(*)";
+    read.shape = ReadPlan::Shape::groups;
+    for (const FieldRef& f : a.fields) read.group_by.push_back(read_field(f));
     if (a.kind == Aggregation::Kind::group && a.fn != AggregateFn::count) {
         if (!a.fn_field) return type_error("the aggregate function needs a field");
         switch (a.fn) {
             case AggregateFn::sum:
-            case AggregateFn::avg: b << ", eventd_num_sum("; break;
-            case AggregateFn::min: b << ", eventd_num_min("; break;
-            default: b << ", eventd_num_max("; break;
+            case AggregateFn::avg: read.partial = store::Partial::sum; break;
+            case AggregateFn::min: read.partial = store::Partial::min; break;
+            default: read.partial = store::Partial::max; break;
         }
-        b.field(*a.fn_field);
-        b << ")";
+        read.partial_field = read_field(*a.fn_field);
     }
-    b << " FROM events";
-    if (auto st = emit_where(q, restricted, true, b); !st) return st.error();
-    b << " GROUP BY ";
-    for (size_t i = 0; i < a.fields.size(); ++i) b << (i ? ", g" : "g") << std::to_string(i);
+    if (auto st = check_filters(q, restricted, true, read); !st) return st.error();
     plan.group_columns = a.fields.size();
-    plan.sql = std::move(b.sql);
-    plan.params = std::move(b.params);
     return plan;
 }
 
-void visible_function(sqlite3_context* ctx, int, sqlite3_value** argv) {
-    auto* const* slot = static_cast<access::CallerAccess* const*>(sqlite3_user_data(ctx));
-    const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
-    if (!text || !slot || !*slot) {
-        sqlite3_result_int(ctx, 0);
-        return;
-    }
-    try {
-        const std::string_view type(text, static_cast<size_t>(sqlite3_value_bytes(argv[0])));
-        sqlite3_result_int(ctx, (*slot)->visible(type) ? 1 : 0);
-    } catch (...) {
-        sqlite3_result_error_nomem(ctx);
-    }
-}
-
 }  // namespace
+
+store::EventColumn column_of(HeaderField h) {
+    // The query language's header names are the column names (§13.1, event_columns.hpp).
+    const auto column = store::column_named(header_name(h));
+    assert(column);
+    return *column;
+}
 
 kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be planned");
@@ -516,41 +368,9 @@ kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
 kmes::Result<Plan> plan_live(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be streamed");
     Plan plan;
-    Builder b;
-    b << "SELECT " << kRecordColumns << ", id FROM events";
-    b.params.emplace_back(std::in_place_type<int64_t>, 0);  // id > ?  (watermark; rebound per read)
-    b.params.emplace_back(std::in_place_type<int64_t>, 0);  // id <= ? (the snapshot's max(id))
-    if (auto st = emit_where(q, restricted, false, b, "id > ? AND id <= ?"); !st) return st.error();
-    b << " ORDER BY id LIMIT " << std::to_string(kLiveBatchRows);
-    plan.sql = std::move(b.sql);
-    plan.params = std::move(b.params);
+    plan.read.shape = ReadPlan::Shape::live;
+    if (auto st = check_filters(q, restricted, false, plan.read); !st) return st.error();
     return plan;
-}
-
-int bind_params(sqlite3_stmt* stmt, const std::vector<SqlParam>& params, int first) {
-    int index = first;
-    for (const SqlParam& p : params) {
-        if (const auto* i = std::get_if<int64_t>(&p)) {
-            sqlite3_bind_int64(stmt, index, *i);
-        } else if (const auto* d = std::get_if<double>(&p)) {
-            sqlite3_bind_double(stmt, index, *d);
-        } else if (const auto* s = std::get_if<std::string>(&p)) {
-            sqlite3_bind_text(stmt, index, s->data(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
-        } else {
-            const auto& blob = std::get<SqlBlob>(p).bytes;
-            sqlite3_bind_blob(stmt, index, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-        }
-        ++index;
-    }
-    return index;
-}
-
-kmes::Status register_visibility(sqlite3* db, access::CallerAccess* const* slot) {
-    const int rc = sqlite3_create_function_v2(db, "eventd_visible", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                              const_cast<access::CallerAccess**>(slot), visible_function, nullptr,
-                                              nullptr, nullptr);
-    if (rc != SQLITE_OK) return Error{EIO, std::string("cannot prepare the access check: ") + sqlite3_errstr(rc)};
-    return {};
 }
 
 }  // namespace eventd::query

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "msgpack/writer.hpp"
+#include "store/event_columns.hpp"
 
 namespace eventd::query {
 
@@ -14,7 +15,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int kPayloadColumn = kHeaderColumnCount;
 
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -143,25 +143,19 @@ std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text) {
     return out;
 }
 
-json value_from_column(sqlite3_stmt* stmt, int col, bool guid) {
-    switch (sqlite3_column_type(stmt, col)) {
-        case SQLITE_INTEGER:
-            return sqlite3_column_int64(stmt, col);
-        case SQLITE_FLOAT:
-            return sqlite3_column_double(stmt, col);
-        case SQLITE_TEXT: {
-            const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, col));
-            return std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, col)));
+json value_from_column(const store::RowView& row, int col, bool guid) {
+    switch (row.type(col)) {
+        case store::ValueType::integer: return row.integer(col);
+        case store::ValueType::real: return row.real(col);
+        case store::ValueType::text: return std::string(row.text(col));
+        case store::ValueType::blob: {
+            const auto data = row.blob(col);
+            if (guid && data.size() == 16) return format_guid(data.data());
+            return json::binary(std::vector<uint8_t>(data.begin(), data.end()));
         }
-        case SQLITE_BLOB: {
-            const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, col));
-            const auto size = static_cast<size_t>(sqlite3_column_bytes(stmt, col));
-            if (guid && size == 16) return format_guid(data);
-            return json::binary(std::vector<uint8_t>(data, data + size));
-        }
-        default:
-            return nullptr;
+        case store::ValueType::null: return nullptr;
     }
+    return nullptr;
 }
 
 void merge_payload(Record& record, const uint8_t* data, size_t size) {
@@ -179,17 +173,17 @@ void merge_payload(Record& record, const uint8_t* data, size_t size) {
     record["payload"] = json::binary(std::vector<uint8_t>(data, data + size));
 }
 
-Record record_from_row(sqlite3_stmt* stmt, int first) {
+Record record_from_row(const store::RowView& row) {
     Record record = json::object();
-    for (int i = 0; i < kPayloadColumn; ++i) {
-        record[kHeaderColumns[i].name] = value_from_column(stmt, first + i, kHeaderColumns[i].guid);
+    for (int i = store::kFirstHeaderColumn; i < store::kFirstHeaderColumn + store::kHeaderColumnCount; ++i) {
+        const store::EventColumnSpec& column = store::kEventColumns[static_cast<size_t>(i)];
+        record[std::string(column.name)] = value_from_column(row, i, column.kind == store::ColumnKind::guid);
     }
-    const int payload = first + kPayloadColumn;
-    if (sqlite3_column_type(stmt, payload) != SQLITE_NULL) {
-        const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, payload));
-        const auto size = static_cast<size_t>(sqlite3_column_bytes(stmt, payload));
+    const int payload = store::index_of(store::EventColumn::payload);
+    if (row.type(payload) != store::ValueType::null) {
+        const auto data = row.blob(payload);
         static const uint8_t kEmpty = 0;
-        merge_payload(record, data ? data : &kEmpty, size);  // a zero-length BLOB is not NULL
+        merge_payload(record, data.empty() ? &kEmpty : data.data(), data.size());  // a zero-length BLOB is not NULL
     }
     return record;
 }

@@ -4,8 +4,6 @@
 // that is not a msgpack map travels as one key `payload` holding its bytes (bin).
 #pragma once
 
-#include <sqlite3.h>
-
 #include <array>
 #include <iterator>
 #include <cstdint>
@@ -16,33 +14,15 @@
 #include <vector>
 
 #include "ast.hpp"
+#include "store/row_view.hpp"
 
 namespace eventd::query {
 
 using Record = nlohmann::json;  // always an object
 
-// SQL select list for full records, in this order; record_from_row reads these columns.
-inline constexpr const char* kRecordColumns =
-    "boot_id, timestamp, cpu_id, sequence, origin_class, "
-    "event_type, effective_token_guid, true_token_guid, process_guid, payload";
-inline constexpr int kRecordColumnCount = 10;
-
-// The header columns of kRecordColumns (all but the payload), in order; GUID columns travel as
-// GUID strings. Every full record carries these keys.
-struct HeaderColumn {
-    const char* name;
-    bool guid;
-};
-inline constexpr HeaderColumn kHeaderColumns[] = {
-    {"boot_id", true},          {"timestamp", false},       {"cpu_id", false},
-    {"sequence", false},        {"origin_class", false},    {"event_type", false},
-    {"effective_token_guid", true}, {"true_token_guid", true}, {"process_guid", true},
-};
-inline constexpr int kHeaderColumnCount = 9;
-static_assert(std::size(kHeaderColumns) == kHeaderColumnCount && kHeaderColumnCount == kHeaderFieldCount);
-
-// The full record from kRecordColumns starting at column `first_column` of the current row.
-Record record_from_row(sqlite3_stmt* stmt, int first_column);
+// The full record of a rows/live row (store/read_plan.hpp): the header columns of
+// store/event_columns.hpp in table order, then the payload merged.
+Record record_from_row(const store::RowView& row);
 
 // SELECT (§8.6.2 step 12, additive): keep only the selected fields, keyed by the name as
 // written ("source.name" for a nested payload path). A selected header field is always
@@ -52,7 +32,7 @@ void apply_select(Record& record, const std::vector<FieldRef>& select);
 // One column value as a record value: INTEGER → integer, REAL → float, TEXT → string,
 // BLOB → binary (or a GUID string when `guid` and it is 16 bytes), NULL → nil. For
 // aggregate outputs (group keys, min/max).
-nlohmann::json value_from_column(sqlite3_stmt* stmt, int col, bool guid);
+nlohmann::json value_from_column(const store::RowView& row, int col, bool guid);
 
 // The decoded payload merged into `record` per the rules above (exposed for the live feed
 // and tests). `data` may be null (payload NULL → nothing added).

@@ -67,63 +67,55 @@ bool copyable_value(mp::Reader& in, int depth) {
     }
 }
 
-std::string_view event_type_of(sqlite3_stmt* stmt) {
-    const auto* type = reinterpret_cast<const char*>(sqlite3_column_text(stmt, kEventTypeColumn));
-    return {type ? type : "", static_cast<size_t>(sqlite3_column_bytes(stmt, kEventTypeColumn))};
-}
+std::string_view event_type_of(const store::RowView& row) { return row.text(store::index_of(store::EventColumn::event_type)); }
 
 // One header column as a record value (value_from_column in record.cpp, without a tree).
-void put_column(std::vector<uint8_t>& out, sqlite3_stmt* stmt, int col, bool guid) {
-    switch (sqlite3_column_type(stmt, col)) {
-    case SQLITE_INTEGER: mp::put_signed(out, sqlite3_column_int64(stmt, col)); return;
-    case SQLITE_FLOAT: mp::put_float64(out, sqlite3_column_double(stmt, col)); return;
-    case SQLITE_TEXT: {
-        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, col));
-        mp::put_string(out, std::string_view(text, static_cast<size_t>(sqlite3_column_bytes(stmt, col))));
-        return;
-    }
-    case SQLITE_BLOB: {
-        const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, col));
-        const auto size = static_cast<size_t>(sqlite3_column_bytes(stmt, col));
-        if (guid && size == 16) {
+void put_column(std::vector<uint8_t>& out, const store::RowView& row, int col, bool guid) {
+    switch (row.type(col)) {
+    case store::ValueType::integer: mp::put_signed(out, row.integer(col)); return;
+    case store::ValueType::real: mp::put_float64(out, row.real(col)); return;
+    case store::ValueType::text: mp::put_string(out, row.text(col)); return;
+    case store::ValueType::blob: {
+        const auto data = row.blob(col);
+        if (guid && data.size() == 16) {
             char text[kGuidTextLength];
-            format_guid(data, text);
+            format_guid(data.data(), text);
             mp::put_string(out, std::string_view(text, sizeof text));
         } else {
-            mp::put_binary(out, std::span<const uint8_t>(data, size));
+            mp::put_binary(out, data);
         }
         return;
     }
-    default: mp::put_nil(out); return;
+    case store::ValueType::null: mp::put_nil(out); return;
     }
 }
 
 }  // namespace
 
-std::span<const uint8_t> RowEncoder::encode(sqlite3_stmt* stmt) {
+std::span<const uint8_t> RowEncoder::encode(const store::RowView& row) {
     out_.clear();
-    if (encode_direct(stmt)) {
+    if (encode_direct(row)) {
         ++direct_;
     } else {
         out_.clear();
-        encode_tree(stmt);
+        encode_tree(row);
     }
     return out_;
 }
 
-void RowEncoder::encode_tree(sqlite3_stmt* stmt) {
-    Record record = record_from_row(stmt, 0);
+void RowEncoder::encode_tree(const store::RowView& row) {
+    Record record = record_from_row(row);
     if (!access_.unrestricted()) {
-        access_.filter_fields(event_type_of(stmt), record);
+        access_.filter_fields(event_type_of(row), record);
     }
     if (!select_.empty()) apply_select(record, select_);
     to_msgpack_float64(record, out_);
 }
 
-bool RowEncoder::encode_direct(sqlite3_stmt* stmt) {
+bool RowEncoder::encode_direct(const store::RowView& row) {
     if (!select_.empty()) return false;
     if (!access_.unrestricted()) {
-        if (!access_.reads_all_fields(event_type_of(stmt))) return false;
+        if (!access_.reads_all_fields(event_type_of(row))) return false;
     }
 
     // The payload's top-level pairs, checked before anything is written. A NULL payload adds
@@ -135,10 +127,9 @@ bool RowEncoder::encode_direct(sqlite3_stmt* stmt) {
     };
     Pair pairs[kMaxDirectKeys];
     size_t kept = 0;
-    const int payload_column = kHeaderColumnCount;
-    if (sqlite3_column_type(stmt, payload_column) != SQLITE_NULL) {
-        const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, payload_column));
-        const std::span<const uint8_t> payload(data, static_cast<size_t>(sqlite3_column_bytes(stmt, payload_column)));
+    const int payload_column = store::index_of(store::EventColumn::payload);
+    if (row.type(payload_column) != store::ValueType::null) {
+        const std::span<const uint8_t> payload = row.blob(payload_column);
         mp::Reader in(payload);
         if (!in.next_is_map()) return false;
         auto map = in.next();
@@ -150,10 +141,11 @@ bool RowEncoder::encode_direct(sqlite3_stmt* stmt) {
         if (!copyable || !in.at_end()) return false;
     }
 
-    mp::put_map_header(out_, kHeaderColumnCount + kept);
-    for (int i = 0; i < kHeaderColumnCount; ++i) {
-        mp::put_string(out_, kHeaderColumns[i].name);
-        put_column(out_, stmt, i, kHeaderColumns[i].guid);
+    mp::put_map_header(out_, store::kHeaderColumnCount + kept);
+    for (int i = store::kFirstHeaderColumn; i < store::kFirstHeaderColumn + store::kHeaderColumnCount; ++i) {
+        const store::EventColumnSpec& column = store::kEventColumns[static_cast<size_t>(i)];
+        mp::put_string(out_, column.name);
+        put_column(out_, row, i, column.kind == store::ColumnKind::guid);
     }
     for (size_t i = 0; i < kept; ++i) {
         mp::put_string(out_, pairs[i].key);

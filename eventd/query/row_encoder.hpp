@@ -2,7 +2,7 @@
 // frame. One place for the steps every plain record goes through, in the initial result
 // (executor.cpp) and in a stream's live phase (live_feed.cpp):
 //
-//   row (kRecordColumns first) ─► header fields + payload map merged ─► access field filter
+//   row (every events column) ─► header fields + payload map merged ─► access field filter
 //                              ─► SELECT ─► msgpack (floats float64)
 //
 // Two ways to the same bytes' meaning:
@@ -19,14 +19,13 @@
 // come with their keys sorted.
 #pragma once
 
-#include <sqlite3.h>
-
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "eventd/access/policy.hpp"
 #include "eventd/query/ast.hpp"
+#include "store/row_view.hpp"
 
 namespace eventd::query {
 
@@ -36,15 +35,16 @@ public:
     RowEncoder(const std::vector<FieldRef>& select, access::CallerAccess& access)
         : select_(select), access_(access) {}
 
-    // The record of the current row of `stmt`; the bytes stay valid until the next call.
-    std::span<const uint8_t> encode(sqlite3_stmt* stmt);
+    // The record of `row` (a rows/live row, store/read_plan.hpp); the bytes stay valid until
+    // the next call.
+    std::span<const uint8_t> encode(const store::RowView& row);
 
     // How many records took the direct way (tests and benchmarks check the fast path is used).
     uint64_t direct_count() const { return direct_; }
 
 private:
-    bool encode_direct(sqlite3_stmt* stmt);
-    void encode_tree(sqlite3_stmt* stmt);
+    bool encode_direct(const store::RowView& row);
+    void encode_tree(const store::RowView& row);
 
     const std::vector<FieldRef>& select_;
     access::CallerAccess& access_;

@@ -19,6 +19,7 @@
 #include "eventd/query/executor.hpp"
 #include "eventd/query/live_feed.hpp"
 #include "eventd/query/planner.hpp"
+#include "store/read_sql.hpp"
 #include "store/shard_db.hpp"
 
 namespace fs = std::filesystem;
@@ -30,6 +31,7 @@ using eventd::access::Policy;
 using eventd::store::EventRow;
 using eventd::store::Guid;
 using eventd::store::ShardDb;
+using eventd::store::SqlParam;
 
 namespace {
 
@@ -376,12 +378,13 @@ TEST_CASE("values and field names never reach the SQL text", "[planner]") {
     q.sort.push_back(SortKey{field("a\"b); DROP TABLE events; --"), true});
     auto plan = plan_query(q, true);
     REQUIRE(plan.ok());
-    CHECK(plan->sql.find("DROP") == std::string::npos);
-    CHECK(plan->sql.find("DELETE") == std::string::npos);
-    CHECK(plan->sql.find("brien") == std::string::npos);
-    CHECK(std::find(plan->params.begin(), plan->params.end(), SqlParam{evil}) != plan->params.end());
-    CHECK(std::find(plan->params.begin(), plan->params.end(), SqlParam{"$." + evil}) != plan->params.end());
-    CHECK(plan->sql.find("eventd_visible(event_type)") != std::string::npos);
+    const auto sql = eventd::store::read_sql(plan->read);
+    CHECK(sql.sql.find("DROP") == std::string::npos);
+    CHECK(sql.sql.find("DELETE") == std::string::npos);
+    CHECK(sql.sql.find("brien") == std::string::npos);
+    CHECK(std::find(sql.params.begin(), sql.params.end(), SqlParam{evil}) != sql.params.end());
+    CHECK(std::find(sql.params.begin(), sql.params.end(), SqlParam{"$." + evil}) != sql.params.end());
+    CHECK(sql.sql.find("eventd_visible(event_type)") != std::string::npos);
 
     Store s;
     CHECK(labels(run(where(cmp("user", CompareOp::eq, {evil})), s.path())) == V{8});
@@ -397,14 +400,16 @@ TEST_CASE("plain plans order by the sort key, the tie-break and SKIP + TAKE", "[
     q.take = 10;
     auto plan = plan_query(q, false);
     REQUIRE(plan.ok());
-    CHECK(plan->sql.find("ORDER BY k0 COLLATE NOCASE DESC, boot_id, cpu_id, sequence, id LIMIT ?") != std::string::npos);
+    const auto sql = eventd::store::read_sql(plan->read);
+    CHECK(sql.sql.find("ORDER BY k0 COLLATE NOCASE DESC, boot_id, cpu_id, sequence, id LIMIT ?") != std::string::npos);
     CHECK(plan->shard_limit == 15u);
-    CHECK(plan->params.back() == SqlParam{int64_t{15}});
-    CHECK(plan->sql.find("eventd_visible") == std::string::npos);
+    CHECK(sql.params.back() == SqlParam{int64_t{15}});
+    CHECK(sql.sql.find("eventd_visible") == std::string::npos);
     auto plain = plan_query(Query{}, false);
     REQUIRE(plain.ok());
-    CHECK(plain->sql.find("ORDER BY timestamp DESC, boot_id") != std::string::npos);
-    CHECK(plain->sql.find("LIMIT") == std::string::npos);  // no TAKE, no limit
+    const auto plain_sql = eventd::store::read_sql(plain->read);
+    CHECK(plain_sql.sql.find("ORDER BY timestamp DESC, boot_id") != std::string::npos);
+    CHECK(plain_sql.sql.find("LIMIT") == std::string::npos);  // no TAKE, no limit
 }
 
 // --- aggregates ---------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // RowEncoder (eventd/query/row_encoder.hpp): the direct encoding of a row must mean exactly what
 // the tree encoding means — same keys, same values — for every payload shape, and the direct
 // way must really be taken for ordinary payloads (it is the fast path PERFORMANCE §6 relies on).
-// Rows come from real SQLite statements selecting bound values in kRecordColumns order.
+// Rows come from real SQLite statements selecting bound values in the events column order
+// (store/event_columns.hpp: id first).
 #include <catch2/catch.hpp>
 
 #include <sqlite3.h>
@@ -32,23 +33,24 @@ class Row {
 public:
     explicit Row(std::optional<Bytes> payload, std::string event_type = "app.login") {
         REQUIRE(sqlite3_open(":memory:", &db_) == SQLITE_OK);
-        REQUIRE(sqlite3_prepare_v2(db_, "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10", -1, &stmt_, nullptr) == SQLITE_OK);
+        REQUIRE(sqlite3_prepare_v2(db_, "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11", -1, &stmt_, nullptr) == SQLITE_OK);
+        sqlite3_bind_int64(stmt_, 1, 42);  // id
         static const uint8_t boot[16] = {0xb0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff};
         static const uint8_t token[16] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 1};
-        sqlite3_bind_blob(stmt_, 1, boot, 16, SQLITE_STATIC);
-        sqlite3_bind_int64(stmt_, 2, 1'700'000'000'123'456'789);
-        sqlite3_bind_int64(stmt_, 3, 1);
-        sqlite3_bind_int64(stmt_, 4, 4'000'000'000);
-        sqlite3_bind_int64(stmt_, 5, 2);
-        sqlite3_bind_text(stmt_, 6, event_type.c_str(), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_blob(stmt_, 7, token, 16, SQLITE_STATIC);
-        sqlite3_bind_blob(stmt_, 8, token, 15, SQLITE_STATIC);  // not 16 bytes: stays binary
-        sqlite3_bind_null(stmt_, 9);
+        sqlite3_bind_blob(stmt_, 2, boot, 16, SQLITE_STATIC);
+        sqlite3_bind_int64(stmt_, 3, 1'700'000'000'123'456'789);
+        sqlite3_bind_int64(stmt_, 4, 1);
+        sqlite3_bind_int64(stmt_, 5, 4'000'000'000);
+        sqlite3_bind_int64(stmt_, 6, 2);
+        sqlite3_bind_text(stmt_, 7, event_type.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_blob(stmt_, 8, token, 16, SQLITE_STATIC);
+        sqlite3_bind_blob(stmt_, 9, token, 15, SQLITE_STATIC);  // not 16 bytes: stays binary
+        sqlite3_bind_null(stmt_, 10);
         payload_ = std::move(payload);
         if (payload_ && payload_->empty()) {
-            sqlite3_bind_zeroblob(stmt_, 10, 0);  // a zero-length BLOB, not NULL
+            sqlite3_bind_zeroblob(stmt_, 11, 0);  // a zero-length BLOB, not NULL
         } else if (payload_) {
-            sqlite3_bind_blob(stmt_, 10, payload_->data(), static_cast<int>(payload_->size()), SQLITE_STATIC);
+            sqlite3_bind_blob(stmt_, 11, payload_->data(), static_cast<int>(payload_->size()), SQLITE_STATIC);
         }
         REQUIRE(sqlite3_step(stmt_) == SQLITE_ROW);
     }
@@ -56,7 +58,7 @@ public:
         sqlite3_finalize(stmt_);
         sqlite3_close(db_);
     }
-    sqlite3_stmt* stmt() const { return stmt_; }
+    eventd::store::RowView view() const { return eventd::store::RowView(stmt_); }
 
 private:
     sqlite3* db_ = nullptr;
@@ -69,9 +71,9 @@ CallerAccess root_access() { return CallerAccess(Caller{}, Policy::parse(nullptr
 json decode(std::span<const uint8_t> bytes) { return json::from_msgpack(bytes.begin(), bytes.end()); }
 
 // The reference: the tree way, as every record was encoded before the direct way existed.
-json tree_record(sqlite3_stmt* stmt) {
+json tree_record(const eventd::store::RowView& row) {
     Bytes out;
-    eventd::query::to_msgpack_float64(eventd::query::record_from_row(stmt, 0), out);
+    eventd::query::to_msgpack_float64(eventd::query::record_from_row(row), out);
     return decode(out);
 }
 
@@ -83,7 +85,7 @@ struct Encoded {
 
 Encoded encode(const Row& row, CallerAccess& access, const std::vector<FieldRef>& select = {}) {
     RowEncoder encoder(select, access);
-    const auto bytes = encoder.encode(row.stmt());
+    const auto bytes = encoder.encode(row.view());
     return {decode(bytes), encoder.direct_count() == 1, Bytes(bytes.begin(), bytes.end())};
 }
 
@@ -117,7 +119,7 @@ TEST_CASE("ordinary payloads take the direct way and mean what the tree means", 
         Row row(packed(p));
         const Encoded e = encode(row, root);
         CHECK(e.direct);
-        CHECK(e.record == tree_record(row.stmt()));
+        CHECK(e.record == tree_record(row.view()));
     }
 }
 
@@ -126,7 +128,7 @@ TEST_CASE("a NULL payload is direct: header fields only", "[row_encoder]") {
     Row row(std::nullopt);
     const Encoded e = encode(row, root);
     CHECK(e.direct);
-    CHECK(e.record == tree_record(row.stmt()));
+    CHECK(e.record == tree_record(row.view()));
     CHECK(e.record.size() == 9);
     CHECK(e.record["boot_id"] == "b0010203-0405-0607-0809-0a0b0c0d0eff");
     CHECK(e.record["process_guid"].is_null());
@@ -176,7 +178,7 @@ TEST_CASE("payloads the direct way cannot copy exactly fall back to the tree, wi
         Row row(p);
         const Encoded e = encode(row, root);
         CHECK_FALSE(e.direct);
-        CHECK(e.record == tree_record(row.stmt()));
+        CHECK(e.record == tree_record(row.view()));
     }
 }
 
@@ -195,7 +197,7 @@ TEST_CASE("SELECT and field lists take the tree way; a grant without a field lis
     Row login(payload, "app.login");
     const Encoded all = encode(login, access);
     CHECK(all.direct);
-    CHECK(all.record == tree_record(login.stmt()));
+    CHECK(all.record == tree_record(login.view()));
 
     Row logout(payload, "app.logout");
     const Encoded some = encode(logout, access);

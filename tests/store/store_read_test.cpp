@@ -7,6 +7,7 @@
 
 #include "eventd/query/record.hpp"
 #include "store/msgpack_extract.hpp"
+#include "store/event_columns.hpp"
 #include "store/shard_catalog.hpp"
 #include "store_test_util.hpp"
 
@@ -324,15 +325,11 @@ TEST_CASE("GUID text", "[store-read]") {
 
 namespace {
 
-// One row in an in-memory `events`-shaped table, read back with kRecordColumns.
+// One row in an in-memory `events` table (store's own CREATE TABLE), read back as a full row.
 json record_of(const std::optional<std::vector<uint8_t>>& payload, bool synthetic = false) {
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(":memory:", &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db,
-                         "CREATE TABLE events(id INTEGER PRIMARY KEY, boot_id BLOB NOT NULL, timestamp INTEGER NOT "
-                         "NULL, cpu_id INTEGER, sequence INTEGER, origin_class INTEGER, event_type TEXT NOT NULL, "
-                         "effective_token_guid BLOB, true_token_guid BLOB, process_guid BLOB, payload BLOB)",
-                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, store::create_events_sql().c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_stmt* ins = nullptr;
     REQUIRE(sqlite3_prepare_v2(db, "INSERT INTO events VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &ins,
                                nullptr) == SQLITE_OK);
@@ -354,10 +351,10 @@ json record_of(const std::optional<std::vector<uint8_t>>& payload, bool syntheti
     REQUIRE(sqlite3_step(ins) == SQLITE_DONE);
     sqlite3_finalize(ins);
     sqlite3_stmt* sel = nullptr;
-    const std::string sql = std::string("SELECT id, ") + query::kRecordColumns + " FROM events";
+    const std::string sql = "SELECT " + store::event_select_list() + " FROM events";
     REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &sel, nullptr) == SQLITE_OK);
     REQUIRE(sqlite3_step(sel) == SQLITE_ROW);
-    json record = query::record_from_row(sel, 1);
+    json record = query::record_from_row(store::RowView(sel));
     sqlite3_finalize(sel);
     sqlite3_close(db);
     return record;
@@ -447,13 +444,13 @@ TEST_CASE("value_from_column", "[store-read]") {
     REQUIRE(sqlite3_prepare_v2(db, "SELECT 5, 2.5, 'txt', NULL, zeroblob(16), x'0102', zeroblob(16)", -1, &st,
                                nullptr) == SQLITE_OK);
     REQUIRE(sqlite3_step(st) == SQLITE_ROW);
-    CHECK(query::value_from_column(st, 0, false) == 5);
-    CHECK(query::value_from_column(st, 1, false) == 2.5);
-    CHECK(query::value_from_column(st, 2, false) == "txt");
-    CHECK(query::value_from_column(st, 3, true).is_null());
-    CHECK(query::value_from_column(st, 4, true) == "00000000-0000-0000-0000-000000000000");
-    CHECK(query::value_from_column(st, 5, true) == json::binary({1, 2}));
-    CHECK(query::value_from_column(st, 6, false) == json::binary(std::vector<uint8_t>(16, 0)));
+    CHECK(query::value_from_column(store::RowView(st), 0, false) == 5);
+    CHECK(query::value_from_column(store::RowView(st), 1, false) == 2.5);
+    CHECK(query::value_from_column(store::RowView(st), 2, false) == "txt");
+    CHECK(query::value_from_column(store::RowView(st), 3, true).is_null());
+    CHECK(query::value_from_column(store::RowView(st), 4, true) == "00000000-0000-0000-0000-000000000000");
+    CHECK(query::value_from_column(store::RowView(st), 5, true) == json::binary({1, 2}));
+    CHECK(query::value_from_column(store::RowView(st), 6, false) == json::binary(std::vector<uint8_t>(16, 0)));
     sqlite3_finalize(st);
     sqlite3_close(db);
 }

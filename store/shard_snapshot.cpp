@@ -1,0 +1,178 @@
+// The read side of one shard (PSD-008 §8.6.4, §8.7); see shard_snapshot.hpp.
+#include "shard_snapshot.hpp"
+
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <system_error>
+
+#include "read_sql.hpp"
+#include "sqlite_util.hpp"
+
+namespace eventd::store {
+
+namespace fs = std::filesystem;
+
+struct SnapshotState {
+    ShardFile file;
+    ReadConnection conn;
+    ReadOptions options;  // the visibility filter lives here: eventd_visible points at it
+    int64_t watermark = 0;
+    bool in_transaction = false;
+
+    // What a failed SQLite call means to the reader (see the header).
+    kmes::Error error(int rc) const {
+        if ((rc & 0xff) == SQLITE_INTERRUPT) {
+            if (conn.cancelled()) return kmes::Error{ECANCELED, "reading " + file.name + " was cancelled"};
+            return kmes::Error{ETIMEDOUT, "reading " + file.name + " passed its deadline"};
+        }
+        // sqlite3_errstr, not errmsg: the generic text never carries SQL or table names.
+        return kmes::Error{EIO, "cannot read event store file " + file.name + ": " + sqlite3_errstr(rc)};
+    }
+};
+
+namespace {
+
+void bind(sqlite3_stmt* stmt, int index, const SqlParam& p) {
+    if (const auto* i = std::get_if<int64_t>(&p)) {
+        sqlite3_bind_int64(stmt, index, *i);
+    } else if (const auto* d = std::get_if<double>(&p)) {
+        sqlite3_bind_double(stmt, index, *d);
+    } else if (const auto* s = std::get_if<std::string>(&p)) {
+        sqlite3_bind_text(stmt, index, s->data(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
+    } else {
+        const auto& blob = std::get<SqlBlob>(p).bytes;
+        sqlite3_bind_blob(stmt, index, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+    }
+}
+
+bool has_sqlite_header(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    char header[16] = {};
+    in.read(header, sizeof header);
+    return in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0;
+}
+
+}  // namespace
+
+bool may_skip_unreadable(const ShardFile& file) {
+    std::error_code ec;
+    if (!file.active_index) return true;
+    if (!fs::exists(file.path, ec)) return true;
+    return !has_sqlite_header(file.path);
+}
+
+// --- RowCursor ------------------------------------------------------------------------------
+
+RowCursor::RowCursor(RowCursor&& other) noexcept : owner_(other.owner_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+
+RowCursor& RowCursor::operator=(RowCursor&& other) noexcept {
+    if (this != &other) {
+        sqlite3_finalize(stmt_);
+        owner_ = other.owner_;
+        stmt_ = other.stmt_;
+        other.stmt_ = nullptr;
+    }
+    return *this;
+}
+
+// A connection closed first (sqlite3_close_v2) waits for this finalize: either order is safe.
+RowCursor::~RowCursor() { sqlite3_finalize(stmt_); }
+
+kmes::Result<bool> RowCursor::next() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return owner_->error(rc);
+}
+
+RowView RowCursor::row() const { return RowView(stmt_); }
+
+void RowCursor::set_id_range(int64_t after, int64_t up_to) {
+    sqlite3_reset(stmt_);
+    // read_sql(): a live plan's id bounds are parameters 1 and 2.
+    sqlite3_bind_int64(stmt_, 1, after);
+    sqlite3_bind_int64(stmt_, 2, up_to);
+}
+
+void RowCursor::reset() { sqlite3_reset(stmt_); }
+
+// --- ShardSnapshot --------------------------------------------------------------------------
+
+kmes::Result<ShardSnapshot> ShardSnapshot::open(const ShardFile& file, ReadOptions options) {
+    auto conn = ReadConnection::open(file.path);
+    if (!conn) return kmes::Error{EIO, conn.error().message};
+    auto state = std::make_unique<SnapshotState>(SnapshotState{file, std::move(*conn), std::move(options)});
+    sqlite3* db = state->conn.get();
+    state->conn.set_deadline(state->options.deadline, state->options.cancel);
+    if (auto st = register_visibility(db, &state->options.visible); !st) return st.error();
+    if (auto st = register_aggregate_functions(db); !st) return st.error();
+    return ShardSnapshot(std::move(state));
+}
+
+ShardSnapshot::ShardSnapshot(std::unique_ptr<SnapshotState> state) : state_(std::move(state)) {}
+ShardSnapshot::ShardSnapshot(ShardSnapshot&&) noexcept = default;
+ShardSnapshot& ShardSnapshot::operator=(ShardSnapshot&&) noexcept = default;
+ShardSnapshot::~ShardSnapshot() {
+    if (state_) end();
+}
+
+const ShardFile& ShardSnapshot::file() const { return state_->file; }
+
+kmes::Status ShardSnapshot::begin() {
+    SnapshotState& s = *state_;
+    if (s.in_transaction) end();
+    sqlite3* db = s.conn.get();
+    int rc = sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return s.error(rc);
+    s.in_transaction = true;
+    // The first read opens the snapshot (a deferred BEGIN takes none): reading the watermark
+    // first makes it exactly the snapshot every later statement of this transaction sees.
+    sqlite3_stmt* raw = nullptr;
+    rc = sqlite3_prepare_v2(db, "SELECT max(id) FROM events", -1, &raw, nullptr);
+    detail::StmtPtr max_id(raw);
+    if (rc == SQLITE_OK) rc = sqlite3_step(raw);
+    if (rc != SQLITE_ROW) return s.error(rc);
+    s.watermark = sqlite3_column_int64(raw, 0);  // NULL (empty) → 0
+    return {};
+}
+
+int64_t ShardSnapshot::watermark() const { return state_->watermark; }
+
+void ShardSnapshot::end() {
+    SnapshotState& s = *state_;
+    if (!s.in_transaction) return;
+    sqlite3* db = s.conn.get();
+    // A statement still positioned on a row would keep the read transaction open.
+    for (sqlite3_stmt* st = sqlite3_next_stmt(db, nullptr); st; st = sqlite3_next_stmt(db, st)) sqlite3_reset(st);
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    s.in_transaction = false;
+}
+
+kmes::Result<RowCursor> ShardSnapshot::run(const ReadPlan& plan) {
+    SnapshotState& s = *state_;
+    const SqlText text = read_sql(plan);
+    sqlite3_stmt* raw = nullptr;
+    const int rc = sqlite3_prepare_v2(s.conn.get(), text.sql.c_str(), static_cast<int>(text.sql.size()), &raw, nullptr);
+    if (rc != SQLITE_OK) {
+        sqlite3_finalize(raw);
+        // errstr, not errmsg: errors reach clients, and SQLite's message may quote the SQL.
+        return kmes::Error{EIO, "cannot query event store file " + s.file.name + ": " + sqlite3_errstr(rc)};
+    }
+    for (size_t i = 0; i < text.params.size(); ++i) bind(raw, static_cast<int>(i) + 1, text.params[i]);
+    return RowCursor(&s, raw);
+}
+
+kmes::Result<uint64_t> ShardSnapshot::count_events() {
+    ReadPlan plan;
+    plan.shape = ReadPlan::Shape::count;
+    auto cursor = run(plan);
+    if (!cursor) return cursor.error();
+    auto has = cursor->next();
+    if (!has) return has.error();
+    return static_cast<uint64_t>(*has ? cursor->row().integer(0) : 0);
+}
+
+}  // namespace eventd::store
