@@ -12,29 +12,25 @@
 #include <variant>
 #include <vector>
 
+#include "store/event_columns.hpp"
+
 namespace eventd::query {
 
-// The event header columns (§3.1.1, §8.1 field resolution). Every other field name is a
-// payload lookup; a header name always wins over a payload key of the same name.
-enum class HeaderField {
-    timestamp,
-    cpu_id,
-    sequence,
-    origin_class,
-    event_type,
-    effective_token_guid,
-    true_token_guid,
-    process_guid,
-    boot_id,
-};
+// The event header fields (§3.1.1, §8.1 field resolution, §13.1) are the columns of the
+// events table other than id and payload, named as store/event_columns.hpp names them. Every
+// other field name is a payload lookup; a header name always wins over a payload key of the
+// same name.
+using HeaderField = store::EventColumn;
 
-// Name as written in queries and records ("cpu_id"); nullopt for anything else.
-const char* header_name(HeaderField field);
-std::optional<HeaderField> header_field(std::string_view name);  // case-sensitive, as §13.1
+// Name as written in queries and records ("cpu_id").
+inline const char* header_name(HeaderField field) { return store::name_of(field).data(); }
+// The header field called `name` (case-sensitive, as §13.1); nullopt for anything else.
+std::optional<HeaderField> header_field(std::string_view name);
 // One of the §13.1 header names (a payload key of that name is shadowed by the header).
 inline bool is_header_name(std::string_view name) { return header_field(name).has_value(); }
-inline constexpr size_t kHeaderFieldCount = 9;
-bool is_guid_column(HeaderField field);  // stored as a 16-byte BLOB, shown as a GUID string
+inline constexpr size_t kHeaderFieldCount = store::kHeaderColumnCount;
+// Stored as a 16-byte BLOB, shown as a GUID string.
+inline bool is_guid_column(HeaderField field) { return store::spec_of(field).kind == store::ColumnKind::guid; }
 
 struct FieldRef {
     std::string name;                  // as written: "cpu_id", "user", "source.name"

@@ -25,8 +25,6 @@
 namespace eventd::query {
 namespace {
 
-static_assert(kHeaderFieldCount == store::kHeaderColumnCount, "every header field is a column of the events table");
-
 using kmes::Error;
 using store::Predicate;
 using store::ReadField;
@@ -79,7 +77,7 @@ Error type_error(std::string message) { return Error{EINVAL, std::move(message)}
 
 // A field as the store reads it: a header column, or the payload path '$.a.b'.
 ReadField read_field(const FieldRef& f) {
-    if (f.header) return ReadField::of(column_of(*f.header));
+    if (f.header) return ReadField::of(*f.header);
     std::string path = "$";
     if (f.path.empty()) {
         path += "." + f.name;
@@ -351,13 +349,6 @@ kmes::Result<Plan> plan_aggregate(const Query& q, bool restricted) {
 }
 
 }  // namespace
-
-store::EventColumn column_of(HeaderField h) {
-    // The query language's header names are the column names (§13.1, event_columns.hpp).
-    const auto column = store::column_named(header_name(h));
-    assert(column);
-    return *column;
-}
 
 kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be planned");

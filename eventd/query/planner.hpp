@@ -46,7 +46,4 @@ kmes::Result<Plan> plan_query(const Query& q, bool restricted);
 // Plan a stream's live reads: type pattern + WHERE + visibility, no SINCE/UNTIL/SORT/limits.
 kmes::Result<Plan> plan_live(const Query& q, bool restricted);
 
-// The events column holding header field `h`.
-store::EventColumn column_of(HeaderField h);
-
 }  // namespace eventd::query
