@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventctl {
 

@@ -16,7 +16,7 @@
 #include <span>
 #include <string>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventctl {
 

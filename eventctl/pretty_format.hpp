@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventctl {
 

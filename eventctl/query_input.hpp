@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventctl {
 

@@ -13,7 +13,7 @@
 #include <span>
 #include <string_view>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "output.hpp"
 
 namespace eventctl {

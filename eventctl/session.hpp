@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "record_writer.hpp"
 
 namespace eventctl {

@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <string>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "msgpack/reader.hpp"
 #include "scalar_text.hpp"
 

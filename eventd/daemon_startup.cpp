@@ -13,7 +13,7 @@
 
 #include "daemon.hpp"
 #include "kmes/kmes.h"
-#include "kmes/unix_listener.hpp"
+#include "base/unix_listener.hpp"
 #include "shard_routing.hpp"
 #include "synthetic.hpp"
 

@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon.hpp"
-#include "kmes/file_watch.hpp"
+#include "base/file_watch.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"eventd — drains every KMES per-CPU ring into sharded SQLite (WAL, synchronous=FULL),\n"

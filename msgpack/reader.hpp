@@ -22,7 +22,7 @@
 #include <span>
 #include <string_view>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::msgpack {
 

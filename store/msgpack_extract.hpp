@@ -18,7 +18,7 @@
 #include <variant>
 #include <vector>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::store {
 

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "sequence_ranges.hpp"
 
 namespace eventd::store::detail {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::store {
 

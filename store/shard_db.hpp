@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "event_row.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "sequence_ranges.hpp"
 
 struct sqlite3;

@@ -22,7 +22,7 @@
 #include <memory>
 #include <optional>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "read_plan.hpp"
 #include "row_view.hpp"
 #include "shard_catalog.hpp"

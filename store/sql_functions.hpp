@@ -16,7 +16,7 @@
 #include <span>
 #include <string_view>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 struct sqlite3;
 

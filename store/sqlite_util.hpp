@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::store::detail {
 

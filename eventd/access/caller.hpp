@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::access {
 

@@ -29,7 +29,7 @@
 
 #include "eventd/access/caller.hpp"
 #include "eventd/query/ast.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::access {
 

@@ -22,7 +22,7 @@
 #include "eventd/access/policy.hpp"
 #include "eventd/query/ast.hpp"
 #include "eventd/query/record.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::query {
 

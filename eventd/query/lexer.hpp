@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::query {
 

@@ -14,7 +14,7 @@
 #include "eventd/access/policy.hpp"
 #include "eventd/query/ast.hpp"
 #include "eventd/query/executor.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::query {
 

@@ -16,7 +16,7 @@
 #include "eventd/query/ast.hpp"
 #include "eventd/query/planner.hpp"
 #include "eventd/query/record.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "store/row_view.hpp"
 #include "store/sql_value.hpp"
 

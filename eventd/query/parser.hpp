@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "eventd/query/ast.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::query {
 

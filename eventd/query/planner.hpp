@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "eventd/query/ast.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "store/read_plan.hpp"
 
 namespace eventd::query {

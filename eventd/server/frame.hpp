@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::server {
 

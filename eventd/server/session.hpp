@@ -27,7 +27,7 @@
 #include "eventd/access/caller.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/server/commit_signal.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace eventd::server {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "ring_layout.hpp"
 
 namespace kmes::detail {

@@ -9,7 +9,7 @@
 #include "attach.hpp"
 #include "futex.hpp"
 #include "kmes/kmes.h"
-#include "kmes/sync_point.hpp"
+#include "base/sync_point.hpp"
 #include "ring_layout.hpp"
 #include "ring_mapping.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 #include "wire.hpp"
 
 namespace kmes::detail {

@@ -14,7 +14,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "kmes/file_watch.hpp"
+#include "base/file_watch.hpp"
 #include "shim.hpp"
 
 using namespace kmes::shim;

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace kmes::shim {
 

@@ -9,7 +9,7 @@
 
 #include "../lib/futex.hpp"
 #include "../lib/ring_mapping.hpp"
-#include "kmes/sync_point.hpp"
+#include "base/sync_point.hpp"
 
 namespace kmes::shim {
 namespace {

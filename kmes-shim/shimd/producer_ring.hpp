@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "../lib/ring_layout.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace kmes::shim {
 

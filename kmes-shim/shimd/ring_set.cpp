@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "kmes/sync_point.hpp"
+#include "base/sync_point.hpp"
 
 namespace kmes::shim {
 namespace {

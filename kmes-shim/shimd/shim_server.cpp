@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "../lib/socket_io.hpp"
-#include "kmes/unix_listener.hpp"
+#include "base/unix_listener.hpp"
 #include "identity.hpp"
 #include "shim.hpp"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kmes/ring_reader.hpp"
-#include "kmes/sync_point.hpp"
+#include "base/sync_point.hpp"
 #include "lib/ring_layout.hpp"
 #include "lib/ring_mapping.hpp"
 #include "shimd/producer_ring.hpp"

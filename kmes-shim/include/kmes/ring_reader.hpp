@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kmes/event.hpp"
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace kmes {
 

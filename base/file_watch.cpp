@@ -1,4 +1,4 @@
-#include "kmes/file_watch.hpp"
+#include "base/file_watch.hpp"
 
 #include <sys/inotify.h>
 #include <unistd.h>

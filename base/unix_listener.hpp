@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 namespace kmes {
 

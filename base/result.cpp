@@ -1,4 +1,4 @@
-#include "kmes/result.hpp"
+#include "base/result.hpp"
 
 #include <cerrno>
 #include <cstring>

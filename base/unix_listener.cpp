@@ -1,4 +1,4 @@
-#include "kmes/unix_listener.hpp"
+#include "base/unix_listener.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "kmes/sync_point.hpp"
+#include "base/sync_point.hpp"
 
 #ifdef KMES_SYNC_POINTS
 #include <atomic>
