@@ -22,6 +22,7 @@
 #include <optional>
 #include <system_error>
 
+#include "eventd/query/errors.hpp"
 #include "eventd/query/merge.hpp"
 #include "eventd/query/planner.hpp"
 #include "eventd/query/row_encoder.hpp"
@@ -39,11 +40,7 @@ using store::detail::StmtPtr;
 
 constexpr int kCheckEvery = 256;  // records between explicit deadline checks
 
-Error timeout_error(const ExecutionContext& ctx) {
-    return Error{ETIMEDOUT, "query timed out after " + std::to_string(ctx.timeout_ms) + " ms (QueryTimeoutMs)"};
-}
-
-Error shutdown_error() { return Error{ESHUTDOWN, "eventd is shutting down"}; }
+Error timeout_error(const ExecutionContext& ctx) { return query::timeout_error(ctx.timeout_ms); }
 
 // The progress handler only runs inside sqlite3_step; this covers the time spent between
 // steps (merging, the sink) and deadlines that have passed before a short statement runs.
