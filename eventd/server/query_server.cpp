@@ -264,7 +264,8 @@ kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions opti
     });
     raw->io_thread = std::thread([raw] {
         // A handler that throws leaves run(); Asio allows calling run() again, so the server
-        // goes on serving (the connection whose handler threw is the only casualty).
+        // goes on serving. The chain that handler belonged to (one connection — or, if it was
+        // the accept, commit or reap handler, that loop) has ended; the log says which thread.
         for (bool done = false; !done;) {
             done = true;
             run_guarded("query server io thread", [raw] { raw->io.run(); }, [&](const std::string&) { done = false; });

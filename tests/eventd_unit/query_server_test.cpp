@@ -24,7 +24,7 @@
 #include "eventd/server/frame.hpp"
 #include "eventd/server/query_server.hpp"
 #include "kmes/sync_point.hpp"
-#include "temp_dir.hpp"
+#include "unit_util.hpp"
 #include "store/shard_db.hpp"
 
 #ifdef KMES_SYNC_POINTS
@@ -71,12 +71,7 @@ std::optional<json> read_frame(int fd) {
 void commit_row(const fs::path& dir, uint64_t i) {
     auto db = store::ShardDb::open(dir, 0);
     REQUIRE(db.ok());
-    store::EventRow r;
-    r.timestamp = i;
-    r.cpu_id = 0;
-    r.sequence = i;
-    r.origin_class = 1;
-    r.event_type = "app.login";
+    store::EventRow r = eventd_unit::kmes_row(i, "app.login");
     r.payload = json::to_msgpack(json{{"i", i}});
     REQUIRE((*db)->begin().ok());
     REQUIRE((*db)->insert(r).ok());

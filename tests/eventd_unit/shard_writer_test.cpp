@@ -14,7 +14,7 @@
 
 #include "eventd/shard_writer.hpp"
 #include "kmes/sync_point.hpp"
-#include "temp_dir.hpp"
+#include "unit_util.hpp"
 #include "store/retention.hpp"
 
 #ifdef KMES_SYNC_POINTS
@@ -28,13 +28,7 @@ using eventd_unit::TempDir;
 std::vector<HandoffItem> events(uint64_t first, uint64_t last) {
     std::vector<HandoffItem> items;
     for (uint64_t s = first; s <= last; ++s) {
-        store::EventRow row;
-        row.timestamp = s;
-        row.cpu_id = 0;
-        row.sequence = s;
-        row.origin_class = 1;
-        row.event_type = "t";
-        items.push_back(HandoffItem{row, Accounting{0, s, s}});
+        items.push_back(HandoffItem{eventd_unit::kmes_row(s, "t"), Accounting{0, s, s}});
     }
     return items;
 }

@@ -1,4 +1,4 @@
-// A temporary directory for one test, removed with everything in it.
+// Helpers shared by eventd's unit tests: a temporary directory, a KMES-like event row.
 #pragma once
 
 #include <stdlib.h>
@@ -8,8 +8,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "store/event_row.hpp"
+
 namespace eventd_unit {
 
+// A temporary directory for one test, removed with everything in it.
 class TempDir {
 public:
     TempDir() {
@@ -28,5 +31,16 @@ public:
 private:
     std::filesystem::path path_;
 };
+
+// A KMES event row of CPU 0: sequence and timestamp `n`, origin class 1, no payload.
+inline eventd::store::EventRow kmes_row(uint64_t n, std::string type) {
+    eventd::store::EventRow row;
+    row.timestamp = n;
+    row.cpu_id = 0;
+    row.sequence = n;
+    row.origin_class = 1;
+    row.event_type = std::move(type);
+    return row;
+}
 
 }  // namespace eventd_unit
