@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <string>
 
+#include "kmes/sync_point.hpp"
+
 namespace eventd::server {
 namespace {
 
@@ -84,6 +86,7 @@ void CommitSignal::notify(uint32_t shard) {
 
 void CommitSignal::dispatch() {
     drain(fd_);
+    KMES_SYNC_POINT("CommitSignal::dispatch:after_drain");  // a writer's notify can land here
     std::vector<uint32_t> committed;
     for (uint32_t s = 0; s < flags_.size(); ++s)
         if (flags_[s].exchange(false)) committed.push_back(s);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "eventd/server/commit_signal.hpp"
+#include "kmes/sync_point.hpp"
 
 using eventd::server::CommitSignal;
 using eventd::server::StreamWake;
@@ -179,3 +180,31 @@ TEST_CASE("stream wake: out of file descriptors is an error value, not an except
     // Descriptors back: it works again.
     CHECK(StreamWake::create(4).ok());
 }
+
+#ifdef KMES_SYNC_POINTS
+TEST_CASE("commit signal: a commit between dispatch's eventfd read and its flag exchange is not lost",
+          "[commit_signal]") {
+    auto signal = make_signal(2);
+    auto wake = make_wake(2);
+    signal->subscribe(wake);
+    signal->notify(0);
+    REQUIRE(wait_readable(signal->fd(), 1000));
+    // The writer of shard 1 commits inside dispatch's window (eventfd drained, flags not yet taken).
+    bool fired = false;
+    kmes::sync::set_callback("CommitSignal::dispatch:after_drain", [&] {
+        if (fired) return;
+        fired = true;
+        signal->notify(1);
+    });
+    signal->dispatch();
+    // Either this dispatch took shard 1's flag, or the notify left the eventfd readable for the
+    // next one: after the dispatches the eventfd asks for, both shards are marked.
+    while (wait_readable(signal->fd(), 0)) signal->dispatch();
+    kmes::sync::clear_all();
+    REQUIRE(fired);
+    REQUIRE(wait_readable(wake->fd(), 1000));
+    std::vector<uint32_t> shards = wake->take();
+    std::sort(shards.begin(), shards.end());
+    CHECK(shards == std::vector<uint32_t>{0, 1});
+}
+#endif
