@@ -23,7 +23,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../kmes-shim/lib/ring_mapping.hpp"
+#include "../kmes-shim/lib/ring_region.hpp"
 #include "../kmes-shim/shimd/ring_set.hpp"
 #include "block_drain.hpp"
 #include "harness.hpp"

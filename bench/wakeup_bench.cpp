@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "../kmes-shim/lib/ring_mapping.hpp"
+#include "../kmes-shim/lib/ring_region.hpp"
 #include "../kmes-shim/shimd/ring_set.hpp"
 #include "harness.hpp"
 #include "kmes/ring_reader.hpp"

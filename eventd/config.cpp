@@ -76,7 +76,6 @@ kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     r.number("EventRetentionMaxBytes", c.event_retention_max_bytes, 0, UINT64_MAX, k.event_retention_max_bytes);
     r.number("RetentionCheckIntervalMinutes", c.retention_check_interval_minutes, 1, 1440,
              k.retention_check_interval_minutes);
-    r.number("TestCommitDelayMs", c.test_commit_delay_ms, 0, 60000, k.test_commit_delay_ms);
     r.number("QueryTimeoutMs", c.query_timeout_ms, 1000, 300000, k.query_timeout_ms);
     r.number("MaxConcurrentQueries", c.max_concurrent_queries, 1, 4096, k.max_concurrent_queries);
     r.number("MaxStreamingQueries", c.max_streaming_queries, 1, 1024, k.max_streaming_queries);
@@ -119,7 +118,6 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
     tuning("EventRetentionDays", f.event_retention_days, t.event_retention_days);
     tuning("EventRetentionMaxBytes", f.event_retention_max_bytes, t.event_retention_max_bytes);
     tuning("RetentionCheckIntervalMinutes", f.retention_check_interval_minutes, t.retention_check_interval_minutes);
-    tuning("TestCommitDelayMs", f.test_commit_delay_ms, t.test_commit_delay_ms);
     tuning("QueryTimeoutMs", f.query_timeout_ms, t.query_timeout_ms);
     tuning("MaxConcurrentQueries", f.max_concurrent_queries, t.max_concurrent_queries);
     tuning("MaxStreamingQueries", f.max_streaming_queries, t.max_streaming_queries);

@@ -40,9 +40,6 @@ struct EventdConfig {
     // Access policy (DESIGN.md §2, PSD-008 §9): the `Security` object as written, parsed by
     // eventd/access/policy.hpp. Absent: root and group adm read everything.
     nlohmann::json security;
-    // Test-only: each writer sleeps this long before every COMMIT, to make a slow disk for
-    // the backpressure test (docs/CONFIGURATION.md). Never set it in production.
-    uint32_t test_commit_delay_ms = 0;
 };
 
 struct ConfigProblem {

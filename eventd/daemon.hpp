@@ -18,6 +18,7 @@
 
 #include "config.hpp"
 #include "drain_thread.hpp"
+#include "lock_order.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/server/query_server.hpp"
 #include "shard_writer.hpp"
@@ -44,7 +45,10 @@ public:
     void reload(const std::string& config_path);
     // A drain thread lost its ring for good (shim stopped or restarted): main exits non-zero.
     bool failed() const { return failed_.load(); }
-    const std::string& failure() const { return failure_; }
+    std::string failure() const {
+        std::lock_guard lock(failure_mutex_);
+        return failure_;
+    }
     std::string status_line() const;
     void dump_diagnostics() const;
     // Called about every 200 ms by main: samples the event counters for the rates in STATUS.
@@ -67,10 +71,15 @@ private:
     void run_retention();
     void post_daemon_record(store::EventRow row, uint32_t avoid_shard = UINT32_MAX);
     void on_storage_error(uint32_t shard, const std::string& error);
+    // A thread cannot go on (lost ring, unexpected exception): main exits non-zero. First one wins.
+    void fail(const std::string& why);
 
     EventdConfig config_;             // values in force
     std::set<std::string> present_;   // keys the configuration file set (for config_change)
-    std::mutex config_mutex_;
+    // Lock order (lock_order.hpp): config_mutex_ (config, 10) → retention_mutex_ (retention, 20)
+    // → a writer's urgent_mutex_ (urgent, 40); reload() holds it while it posts records and
+    // requests retention. Never held while a shard's db_mutex_ is taken.
+    RankedMutex config_mutex_{LockRank::config};
     WriterSettings settings_;
     store::Guid boot_id_{};
     std::string os_boot_id_;
@@ -96,12 +105,15 @@ private:
     std::deque<RateSample> rate_samples_;
     std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
     std::thread retention_thread_;
-    std::mutex retention_mutex_;
-    std::condition_variable retention_wake_;
+    // retention_requested_; rank retention (20). Released before retention runs, so it is
+    // never held together with a shard's db_mutex_.
+    RankedMutex retention_mutex_{LockRank::retention};
+    std::condition_variable_any retention_wake_;
     bool retention_requested_ = false;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> ready_{false};  // start() finished: drains_ and writers_ are complete
     std::atomic<bool> failed_{false};
+    mutable std::mutex failure_mutex_;  // failure_: written by the failing thread, read by main (leaf)
     std::string failure_;
     bool shut_down_ = false;
 };

@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon.hpp"
+#include "store/retention.hpp"
 #include "synthetic.hpp"
+#include "thread_boundary.hpp"
 
 namespace eventd {
 
@@ -17,6 +19,17 @@ void Daemon::post_daemon_record(store::EventRow row, uint32_t avoid_shard) {
         return;
     }
     spdlog::warn("no other shard can take the {} record; it is only logged", row.event_type);
+}
+
+void Daemon::fail(const std::string& why) {
+    // failure_ is set before failed_ is published, so main never sees failed() without a reason.
+    {
+        std::lock_guard lock(failure_mutex_);
+        if (!failure_.empty()) return;  // the first failure is the one reported
+        failure_ = why;
+    }
+    failed_.store(true);
+    spdlog::critical("{}", why);
 }
 
 void Daemon::on_storage_error(uint32_t shard, const std::string& error) {
@@ -50,7 +63,6 @@ void Daemon::reload(const std::string& config_path) {
     config_ = next;
     settings_.max_batch_size.store(next.max_batch_size);
     settings_.max_batch_latency_ms.store(next.max_batch_latency_ms);
-    settings_.test_commit_delay_ms.store(next.test_commit_delay_ms);
     // §12.1: the query timeout and limits apply to new connections at once; SIGHUP reloads
     // the policy and invalidates caches — new queries use it at once, running streams from
     // their next batch (§9.2).
@@ -87,11 +99,13 @@ void Daemon::retention_loop() {
         if (stopping_.load()) return;
         retention_requested_ = false;
         lock.unlock();
-        run_retention();
+        // An unexpected exception gives up this pass only; the next interval tries again.
+        run_guarded("retention", [this] { run_retention(); }, [](const std::string&) {});
     }
 }
 
-// §3.4: per shard, bounded delete batches under the writer's lock, released in between.
+// §3.4: the algorithm is store::run_retention; eventd wires it to its writers — each batch
+// runs under the shard writer's lock (ShardWriter::exclusive), between its transactions.
 void Daemon::run_retention() {
     uint64_t days, max_bytes;
     {
@@ -99,55 +113,14 @@ void Daemon::run_retention() {
         days = config_.event_retention_days;
         max_bytes = config_.event_retention_max_bytes;
     }
-    constexpr uint32_t kBatch = 1000;
-    const uint64_t cutoff = synthetic::now_ns() - days * 86'400ull * 1'000'000'000ull;
-    uint64_t deleted = 0;
-    for (auto& w : writers_) {
-        for (;;) {
-            if (stopping_.load()) return;
-            auto n = w->exclusive([&](store::ShardDb& db) { return db.delete_oldest(cutoff, kBatch); });
-            if (!n || *n == 0) break;
-            deleted += *n;
-            if (*n < kBatch) break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));  // let the writer in
-        }
-    }
-    if (max_bytes != 0) {
-        // Over the byte limit: delete the oldest rows, a batch per shard in turn, until the live
-        // pages fit. Measured in used pages, not file sizes: freed pages are reused by later
-        // inserts, but files shrink only by VACUUM, which retention never runs (§3.4).
-        auto total = [&] {
-            uint64_t sum = 0;
-            for (auto& w : writers_) sum += w->exclusive([](store::ShardDb& db) { return db.used_bytes(); });
-            return sum;
-        };
-        // §3.4 step 2: the globally oldest rows go first — each batch from the shard whose
-        // oldest row is oldest, and only rows older than every other shard's oldest row, so
-        // no row is deleted while an older one survives elsewhere.
-        while (total() > max_bytes && !stopping_.load()) {
-            ShardWriter* oldest = nullptr;
-            uint64_t oldest_ts = UINT64_MAX, runner_up_ts = UINT64_MAX;
-            for (auto& w : writers_) {
-                auto ts = w->exclusive([](store::ShardDb& db) { return db.oldest_timestamp(); });
-                if (!ts || !*ts) continue;
-                if (**ts < oldest_ts) {
-                    runner_up_ts = oldest_ts;
-                    oldest_ts = **ts;
-                    oldest = w.get();
-                } else if (**ts < runner_up_ts) {
-                    runner_up_ts = **ts;
-                }
-            }
-            if (!oldest) break;  // nothing left to delete
-            // Up to (not including) the runner-up's oldest row; at least the oldest row itself.
-            const uint64_t bound = runner_up_ts == UINT64_MAX ? 0 : std::max(runner_up_ts, oldest_ts + 1);
-            auto n = oldest->exclusive([&](store::ShardDb& db) { return db.delete_oldest(bound, kBatch); });
-            if (!n || *n == 0) break;
-            deleted += *n;
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));  // let the writer in
-        }
-    }
-    if (deleted) spdlog::info("retention deleted {} rows", deleted);
+    const store::RetentionShards shards{
+        static_cast<uint32_t>(writers_.size()),
+        [this](uint32_t i, const std::function<void(store::ShardDb&)>& f) { writers_[i]->exclusive(f); }};
+    store::RetentionOptions options;
+    options.should_stop = [this] { return stopping_.load(); };
+    const store::RetentionOutcome outcome =
+        store::run_retention(shards, {store::retention_cutoff(synthetic::now_ns(), days), max_bytes}, options);
+    if (outcome.deleted) spdlog::info("retention deleted {} rows", outcome.deleted);
 }
 
 }  // namespace eventd

@@ -16,6 +16,7 @@
 #include "base/unix_listener.hpp"
 #include "shard_routing.hpp"
 #include "synthetic.hpp"
+#include "thread_boundary.hpp"
 
 namespace eventd {
 
@@ -26,7 +27,6 @@ using kmes::Status;
 Daemon::Daemon(const LoadedConfig& loaded) : config_(loaded.config), present_(loaded.present) {
     settings_.max_batch_size.store(config_.max_batch_size);
     settings_.max_batch_latency_ms.store(config_.max_batch_latency_ms);
-    settings_.test_commit_delay_ms.store(config_.test_commit_delay_ms);
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
@@ -84,13 +84,13 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
                     spdlog::info("final drain ended early: {}", why);
                     return;
                 }
-                if (raw->failed_.exchange(true)) return;
-                raw->failure_ = why;
-                spdlog::critical("lost the KMES ring: {}; exiting so eventd restarts on the current boot", why);
+                raw->fail("lost the KMES ring: " + why + "; exiting so eventd restarts on the current boot");
             }));
     }
     for (auto& drain : d->drains_) drain->start();
-    d->retention_thread_ = std::thread([raw = d.get()] { raw->retention_loop(); });
+    d->retention_thread_ = std::thread([raw = d.get()] {
+        run_guarded("the retention thread", [raw] { raw->retention_loop(); }, [raw](const std::string& why) { raw->fail(why); });
+    });
 
     // Phase 7: synthetic.startup. It also marks the boot as started (sequence 0 of CPU 0,
     // which KMES never assigns), so a restart without any event is still known as one.
@@ -107,7 +107,7 @@ Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
     for (uint32_t cpu = 0;; ++cpu) {
         auto reader = kmes::RingReader::open(cpu, kmes::ReaderOptions{});  // from tail_pos (§2.2.2)
         if (!reader) {
-            if (reader.error().code == EINVAL && cpu > 0) return {};  // past the last CPU
+            if (reader.error().code == kmes::ErrorCode::invalid && cpu > 0) return {};  // past the last CPU
             return Error{reader.error().code, "cannot attach the KMES ring of cpu " + std::to_string(cpu) + ": " +
                                                   reader.error().message};
         }
@@ -141,7 +141,8 @@ Status Daemon::open_shards(uint32_t count) {
                         // thread starts and outlives them all.
                         [raw](uint32_t shard) {
                             if (raw->server_) raw->server_->on_commit(shard);
-                        }}));
+                        },
+                        [raw](const std::string& why) { raw->fail(why); }}));
     }
     return {};
 }

@@ -4,6 +4,7 @@
 
 #include "shard_routing.hpp"
 #include "synthetic.hpp"
+#include "thread_boundary.hpp"
 
 namespace eventd {
 namespace {
@@ -42,7 +43,14 @@ DrainThread::DrainThread(uint32_t cpu, kmes::RingReader reader, const store::Gui
 
 DrainThread::~DrainThread() { stop(); }
 
-void DrainThread::start() { thread_ = std::thread([this] { run(); }); }
+void DrainThread::start() {
+    thread_ = std::thread([this] {
+        // A drain that stops is fatal either way (its ring is no longer read): the same path as
+        // losing the ring, so main exits non-zero and eventd restarts.
+        run_guarded("drain thread of cpu " + std::to_string(cpu_), [this] { run(); },
+                    [this](const std::string& why) { on_fatal_(why); });
+    });
+}
 
 void DrainThread::stop() {
     if (!thread_.joinable()) return;

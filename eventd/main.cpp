@@ -15,6 +15,7 @@
 
 #include "daemon.hpp"
 #include "base/file_watch.hpp"
+#include "test_hooks.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"eventd — drains every KMES per-CPU ring into sharded SQLite (WAL, synchronous=FULL),\n"
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
     for (const auto& p : loaded->problems) spdlog::warn("configuration key {}: {}", p.key, p.message);
     setenv("KMES_SOCKET", loaded->config.kmes_socket_path.c_str(), 1);  // libkmes finds the shim here
 
+    eventd::install_test_hooks_from_environment();  // test-only builds; see test_hooks.hpp
     auto daemon = eventd::Daemon::start(*loaded);
     if (!daemon) {
         spdlog::critical("cannot start: {}", daemon.error().message);

@@ -5,7 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/sync_point.hpp"
 #include "synthetic.hpp"
+#include "thread_boundary.hpp"
 
 namespace eventd {
 using kmes::Status;
@@ -49,7 +51,13 @@ void ShardWriter::post(HandoffItem item) {
     handoff_.kick();
 }
 
-void ShardWriter::start() { thread_ = std::thread([this] { run(); }); }
+void ShardWriter::start() {
+    thread_ = std::thread([this] {
+        run_guarded("writer of shard " + std::to_string(db_->index()), [this] { run(); }, [this](const std::string& why) {
+            if (hooks_.on_fatal) hooks_.on_fatal(why);
+        });
+    });
+}
 
 void ShardWriter::finish() {
     if (!thread_.joinable()) return;
@@ -65,7 +73,7 @@ store::SequenceState ShardWriter::committed_state() {
 
 void ShardWriter::run() {
     std::vector<HandoffItem> items;
-    std::unique_lock<std::mutex> db_lock(db_mutex_, std::defer_lock);
+    std::unique_lock<RankedMutex> db_lock(db_mutex_, std::defer_lock);
     for (;;) {
         const uint32_t max_batch = settings_.max_batch_size.load(std::memory_order_relaxed);
         const auto latency = std::chrono::milliseconds(settings_.max_batch_latency_ms.load(std::memory_order_relaxed));
@@ -133,6 +141,8 @@ void ShardWriter::run() {
         }
         if (last_round) {
             if (in_transaction_) commit_batch();
+            if (db_lock.owns_lock()) db_lock.unlock();
+            report_storage_error();
             return;
         }
         if (!in_transaction_) continue;
@@ -146,6 +156,7 @@ void ShardWriter::run() {
         if (full || late || idle || finishing_.load()) {
             commit_batch();
             db_lock.unlock();
+            report_storage_error();
         }
     }
 }
@@ -176,8 +187,8 @@ void ShardWriter::write_lost_ranges() {
 
 void ShardWriter::commit_batch() {
     in_transaction_ = false;
-    if (const uint32_t delay = settings_.test_commit_delay_ms.load(std::memory_order_relaxed))
-        std::this_thread::sleep_for(std::chrono::milliseconds(delay));  // test-only slow disk
+    // Tests hold or slow the commit here (a slow disk: test_hooks.hpp; retention vs writer).
+    KMES_SYNC_POINT("ShardWriter::commit_batch:before_commit");
     if (batch_failed_) {
         db_->rollback();
         fail_batch(batch_error_);
@@ -232,8 +243,15 @@ void ShardWriter::fail_batch(const std::string& error) {
     // One storage_error per failure episode (until the next successful commit): a record per
     // failed batch would, with every shard full, bounce between shards for ever — each failing
     // to store the other's record and posting a new one about it.
-    if (!failing_ && hooks_.on_storage_error) hooks_.on_storage_error(db_->index(), error);
+    if (!failing_) storage_error_ = error;  // reported once db_mutex_ is released (lock_order.hpp)
     failing_ = true;
+}
+
+void ShardWriter::report_storage_error() {
+    if (!storage_error_) return;
+    const std::string error = std::move(*storage_error_);
+    storage_error_.reset();
+    if (hooks_.on_storage_error) hooks_.on_storage_error(db_->index(), error);
 }
 
 }  // namespace eventd

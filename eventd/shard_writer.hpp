@@ -11,10 +11,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "handoff.hpp"
+#include "lock_order.hpp"
 #include "store/shard_db.hpp"
 
 namespace eventd {
@@ -22,7 +25,6 @@ namespace eventd {
 struct WriterSettings {
     std::atomic<uint32_t> max_batch_size{10000};
     std::atomic<uint32_t> max_batch_latency_ms{100};
-    std::atomic<uint32_t> test_commit_delay_ms{0};
 };
 
 struct WriterStats {
@@ -42,6 +44,9 @@ struct WriterHooks {
     // A transaction committed (rows are visible to readers now): wake live streams (§8.7.3).
     // Runs on the writer thread; must not block.
     std::function<void(uint32_t shard_index)> on_commit;
+    // The writer thread stopped on an unexpected exception (thread_boundary.hpp): nothing
+    // commits this shard any more, so the daemon must fail and restart.
+    std::function<void(const std::string& why)> on_fatal;
 };
 
 class ShardWriter {
@@ -61,7 +66,8 @@ public:
     const WriterStats& stats() const { return stats_; }
 
     // Retention runs its delete batches through this, between the writer's transactions
-    // (PSD-008 §3.4 "per-shard mutex taken by retention for each batch").
+    // (PSD-008 §3.4 "per-shard mutex taken by retention for each batch"). Takes db_mutex_
+    // (rank shard_db): the caller holds no lock of rank ≥ shard_db, and f takes none below urgent.
     template <class F>
     auto exclusive(F&& f) {
         std::lock_guard lock(db_mutex_);
@@ -76,14 +82,20 @@ private:
     void write_lost_ranges();
     void commit_batch();
     void fail_batch(const std::string& error);
+    void report_storage_error();  // on_storage_error for a failed batch; db_mutex_ not held
 
     std::unique_ptr<store::ShardDb> db_;
-    std::mutex db_mutex_;  // held for the whole of each transaction
+    // Lock order (lock_order.hpp): db_mutex_ (shard_db, 30) → urgent_mutex_ (urgent, 40) →
+    // Handoff's mutex (leaf). db_mutex_ is held for the whole of each transaction — across loop
+    // iterations and while pop() waits for more events (at most until the batch's latency
+    // bound), which is how retention waits "between the writer's transactions". Hooks that take
+    // other locks (on_storage_error) run only after it is released.
+    RankedMutex db_mutex_{LockRank::shard_db};
     store::Guid boot_id_;
     WriterSettings& settings_;
     WriterHooks hooks_;
     Handoff handoff_;
-    std::mutex urgent_mutex_;
+    RankedMutex urgent_mutex_{LockRank::urgent};  // any thread (post); leaf but for Handoff
     std::vector<HandoffItem> urgent_;  // daemon-wide synthetic records
     std::thread thread_;
     std::atomic<bool> finishing_{false};
@@ -101,6 +113,7 @@ private:
     std::vector<Accounting> lost_;  // ranges of failed batches, written as gaps at the next commit
     std::vector<store::EventRow> retained_;  // daemon-wide records of failed batches, retried
     bool failing_ = false;  // a commit failed and none succeeded since (one storage_error per episode)
+    std::optional<std::string> storage_error_;  // to report once db_mutex_ is released
 
     // Smoothed estimates for the adaptive batch size.
     double arrival_rate_ = 0;     // events per second

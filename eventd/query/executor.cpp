@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "eventd/query/errors.hpp"
 #include "eventd/query/merge.hpp"
 #include "eventd/query/planner.hpp"
 #include "eventd/query/row_encoder.hpp"
@@ -26,8 +27,6 @@ using store::ShardSnapshot;
 
 constexpr int kCheckEvery = 256;  // records between explicit deadline checks
 
-Error shutdown_error() { return Error{ECANCELED, "eventd is shutting down"}; }
-
 // The progress handler only runs inside SQLite; this covers the time spent between steps
 // (merging, the sink) and deadlines that have passed before a short statement runs.
 kmes::Status check_time(const ExecutionContext& ctx) {
@@ -38,8 +37,8 @@ kmes::Status check_time(const ExecutionContext& ctx) {
 
 // A store error in this query's words: its deadline and shutdown, not the shard's.
 Error query_error(const Error& e, const ExecutionContext& ctx) {
-    if (e.code == ECANCELED) return shutdown_error();
-    if (e.code == ETIMEDOUT) return timeout_error(ctx.timeout_ms);
+    if (e.is_cancelled()) return shutdown_error();
+    if (e.is_timed_out()) return timeout_error(ctx.timeout_ms);
     return e;
 }
 
@@ -163,10 +162,6 @@ private:
 };
 
 }  // namespace
-
-kmes::Error timeout_error(uint32_t timeout_ms) {
-    return Error{ETIMEDOUT, "query timed out after " + std::to_string(timeout_ms) + " ms (QueryTimeoutMs)"};
-}
 
 kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink) {
     assert(ctx.access != nullptr);

@@ -46,13 +46,10 @@ struct StreamStart {
 };
 
 // Run `q` (mode events) for the caller in `ctx`, feeding each record to `sink`. Errors:
-// a type error in the query (EINVAL, message per the decided semantics), "query timed out
-// after N ms (QueryTimeoutMs)" (ETIMEDOUT), "eventd is shutting down" (ECANCELED), a shard
-// that cannot be read (EIO, naming the file), or the sink's own error.
-// "query timed out after N ms (QueryTimeoutMs)" (ETIMEDOUT): the one wording of a query's
-// deadline, for the executor, live feeds and the session alike.
-kmes::Error timeout_error(uint32_t timeout_ms);
-
+// a type error in the query (ErrorCode::invalid, message per the decided semantics), the
+// deadline (errors.hpp timeout_error: ErrorCode::timed_out), shutdown (errors.hpp
+// shutdown_error: ErrorCode::cancelled — not a failure), a shard that cannot be read
+// (ErrorCode::io, naming the file), or the sink's own error.
 kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink);
 
 }  // namespace eventd::query

@@ -5,15 +5,21 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <system_error>
+#include <string>
+
+#include "base/sync_point.hpp"
 
 namespace eventd::server {
 namespace {
 
-int make_eventfd() {
+kmes::Result<int> make_eventfd(const char* what) {
     const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (fd < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
-    return fd;
+    if (fd >= 0) return fd;
+    const int code = errno;
+    std::string message = std::string("cannot create the eventfd of ") + what;
+    if (code == EMFILE || code == ENFILE)
+        message += " (eventd is out of file descriptors: raise LimitNOFILE or close idle query connections)";
+    return kmes::errno_error(code, message);
 }
 
 void bump(int fd) {
@@ -29,7 +35,14 @@ void drain(int fd) {
 
 }  // namespace
 
-StreamWake::StreamWake(uint32_t shard_count) : fd_(make_eventfd()), marked_(shard_count, false) {}
+kmes::Result<std::shared_ptr<StreamWake>> StreamWake::create(uint32_t shard_count) {
+    auto fd = make_eventfd("a stream's wake-up");
+    if (!fd) return fd.error();
+    // Not make_shared: the constructor is private to this factory.
+    return std::shared_ptr<StreamWake>(new StreamWake(*fd, shard_count));
+}
+
+StreamWake::StreamWake(int fd, uint32_t shard_count) : fd_(fd), marked_(shard_count, false) {}
 
 StreamWake::~StreamWake() { close(fd_); }
 
@@ -56,7 +69,13 @@ std::vector<uint32_t> StreamWake::take() {
     return out;
 }
 
-CommitSignal::CommitSignal(uint32_t shard_count) : fd_(make_eventfd()), flags_(shard_count) {}
+kmes::Result<std::unique_ptr<CommitSignal>> CommitSignal::create(uint32_t shard_count) {
+    auto fd = make_eventfd("the commit signal");
+    if (!fd) return fd.error();
+    return std::unique_ptr<CommitSignal>(new CommitSignal(*fd, shard_count));
+}
+
+CommitSignal::CommitSignal(int fd, uint32_t shard_count) : fd_(fd), flags_(shard_count) {}
 
 CommitSignal::~CommitSignal() { close(fd_); }
 
@@ -67,6 +86,7 @@ void CommitSignal::notify(uint32_t shard) {
 
 void CommitSignal::dispatch() {
     drain(fd_);
+    KMES_SYNC_POINT("CommitSignal::dispatch:after_drain");  // a writer's notify can land here
     std::vector<uint32_t> committed;
     for (uint32_t s = 0; s < flags_.size(); ++s)
         if (flags_[s].exchange(false)) committed.push_back(s);

@@ -18,13 +18,19 @@
 #include <mutex>
 #include <vector>
 
+#include "eventd/lock_order.hpp"
+#include "base/result.hpp"
+
 namespace eventd::server {
 
 // One stream's wake-up: the shards committed since the stream last looked, and an eventfd
 // its worker sleeps on (together with its socket).
 class StreamWake {
 public:
-    explicit StreamWake(uint32_t shard_count);
+    // Errors: no eventfd (EMFILE/ENFILE when eventd is out of file descriptors). Called on a
+    // query worker thread, so it returns the failure rather than throwing (no exception
+    // leaves a thread).
+    static kmes::Result<std::shared_ptr<StreamWake>> create(uint32_t shard_count);
     ~StreamWake();
     StreamWake(const StreamWake&) = delete;
     StreamWake& operator=(const StreamWake&) = delete;
@@ -39,15 +45,18 @@ public:
     std::vector<uint32_t> take();
 
 private:
+    StreamWake(int fd, uint32_t shard_count);
+
     int fd_ = -1;
-    std::mutex mutex_;
+    RankedMutex mutex_{LockRank::stream_wake};  // last in the lock order (eventd/lock_order.hpp)
     std::vector<uint32_t> pending_;
     std::vector<bool> marked_;
 };
 
 class CommitSignal {
 public:
-    explicit CommitSignal(uint32_t shard_count);
+    // Errors: no eventfd (out of file descriptors).
+    static kmes::Result<std::unique_ptr<CommitSignal>> create(uint32_t shard_count);
     ~CommitSignal();
     CommitSignal(const CommitSignal&) = delete;
     CommitSignal& operator=(const CommitSignal&) = delete;
@@ -68,12 +77,16 @@ public:
     uint32_t shard_count() const { return static_cast<uint32_t>(flags_.size()); }
 
 private:
+    CommitSignal(int fd, uint32_t shard_count);
+
     int fd_ = -1;
     // flags_[s] set by notify (seq_cst exchange) before its eventfd write; cleared by dispatch
     // (seq_cst exchange) after its eventfd read — so a notify either finds the flag still set
     // (dispatch has yet to take it) or writes the eventfd again.
     std::vector<std::atomic<bool>> flags_;
-    std::mutex mutex_;  // subscribers_: the io thread and stream workers, never a writer
+    // subscribers_: the io thread and stream workers, never a writer. Lock order
+    // (eventd/lock_order.hpp): before a StreamWake's mutex_ (dispatch marks each subscriber under it).
+    RankedMutex mutex_{LockRank::commit_subscribers};
     std::vector<std::shared_ptr<StreamWake>> subscribers_;
 };
 

@@ -16,7 +16,10 @@
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 
+#include "eventd/query/errors.hpp"
 #include "eventd/server/frame.hpp"
+#include "eventd/thread_boundary.hpp"
+#include "base/sync_point.hpp"
 
 namespace eventd::server {
 namespace {
@@ -59,7 +62,6 @@ struct QueryServer::Impl {
         : acceptor(io), commits(io), reap_timer(io), accept_retry(io), work(asio::make_work_guard(io)) {
         shared.store_dir = std::move(o.store_dir);
         shared.policy = o.policy;
-        shared.signal = std::make_unique<CommitSignal>(o.shard_count);
         shared.daemon_status = std::move(o.daemon_status);
         shared.set_limits(o.limits);
     }
@@ -184,7 +186,14 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, std::string 
         workers.push_back(Worker{fd, done,
                                  std::thread([this, fd, done, caller = std::move(p->caller), text = std::move(text),
                                               ticket = std::move(p->ticket)]() mutable {
-                                     run_session(shared, fd, caller, text, ticket);
+                                     // Only this query fails; the client is told if it can be.
+                                     run_guarded("query worker", [&] { run_session(shared, fd, caller, text, ticket); },
+                                                 [&](const std::string&) {
+                                                     shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
+                                                     send_now(fd, error_frame("eventd failed to run this query "
+                                                                              "(internal error, see its log)"));
+                                                     ::shutdown(fd, SHUT_RDWR);
+                                                 });
                                      done->store(true);
                                  })});
     } catch (const std::system_error& e) {
@@ -233,7 +242,13 @@ QueryServer::~QueryServer() { stop(); }
 
 kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions options) {
     const int listen_fd = options.listen_fd;
+    auto signal = CommitSignal::create(options.shard_count);
+    if (!signal) {
+        close(listen_fd);  // ours from the call on
+        return kmes::Error{signal.error().code, "query server: " + signal.error().message};
+    }
     auto impl = std::make_unique<Impl>(std::move(options));
+    impl->shared.signal = std::move(*signal);
     error_code ec;
     impl->acceptor.assign(stream_protocol(), listen_fd, ec);
     if (ec) return kmes::Error{ec.value(), "query socket: cannot use the listening socket: " + ec.message()};
@@ -247,7 +262,15 @@ kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions opti
         raw->watch_commits();
         raw->schedule_reap();
     });
-    raw->io_thread = std::thread([raw] { raw->io.run(); });
+    raw->io_thread = std::thread([raw] {
+        // A handler that throws leaves run(); Asio allows calling run() again, so the server
+        // goes on serving. The chain that handler belonged to (one connection — or, if it was
+        // the accept, commit or reap handler, that loop) has ended; the log says which thread.
+        for (bool done = false; !done;) {
+            done = true;
+            run_guarded("query server io thread", [raw] { raw->io.run(); }, [&](const std::string&) { done = false; });
+        }
+    });
     return std::unique_ptr<QueryServer>(new QueryServer(std::move(impl)));
 }
 
@@ -266,13 +289,14 @@ void QueryServer::stop() {
     // The cancel flag of every running query (progress handler) and of every stream.
     d.shared.stopping.store(true);
     d.shared.signal->wake_all();
+    KMES_SYNC_POINT("QueryServer::stop:after_cancel");
     // Stop accepting; connections still sending their request are told why they close.
     std::promise<void> closed;
     asio::post(d.io, [&d, &closed] {
         error_code ignored;
         d.acceptor.close(ignored);
         d.accept_retry.cancel();
-        while (!d.pending.empty()) d.refuse(*d.pending.begin(), "eventd is shutting down");
+        while (!d.pending.empty()) d.refuse(*d.pending.begin(), query::kShuttingDownText);
         closed.set_value();
     });
     closed.get_future().wait();

@@ -13,10 +13,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "eventd/query/errors.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query/live_feed.hpp"
 #include "eventd/query/parser.hpp"
 #include "eventd/server/frame.hpp"
+#include "base/sync_point.hpp"
 
 namespace eventd::server {
 namespace {
@@ -228,7 +230,13 @@ void Session::run_events(const query::Query& q) {
     // snapshot then always marks its shard (one before it only causes an empty read).
     std::shared_ptr<StreamWake> wake;
     if (q.stream) {
-        wake = std::make_shared<StreamWake>(shared_.signal->shard_count());
+        auto created = StreamWake::create(shared_.signal->shard_count());
+        if (!created) {  // typically out of file descriptors: this query fails, eventd goes on
+            shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+            spdlog::warn("query: cannot start a stream: {}", created.error().message);
+            return fail("eventd cannot start this stream now: " + created.error().message);
+        }
+        wake = std::move(*created);
         shared_.signal->subscribe(wake);
     }
     struct Unsubscribe {
@@ -249,17 +257,18 @@ void Session::run_events(const query::Query& q) {
         batcher_.add_encoded(record);
         return drain_batcher_initial();
     };
+    KMES_SYNC_POINT("Session::run_events:before_execute");
     auto start = query::execute(q, ctx, sink);
-    const std::string timeout_text =
-        "query timed out after " + std::to_string(limits_.query_timeout_ms) + " ms (QueryTimeoutMs)";
+    const std::string timeout_text = query::timeout_text(limits_.query_timeout_ms);
     if (!start) {
         if (send_timed_out_) {
             shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
             return fail(timeout_text);  // unless the frame was cut
         }
         if (client_gone_) return;  // nothing can reach the client any more
-        if (start.error().code == ETIMEDOUT) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-        else if (start.error().code != ECANCELED) shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        // A cancel (shutdown) is neither a timeout nor a failure: it is not counted.
+        if (start.error().is_timed_out()) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        else if (!start.error().is_cancelled()) shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
         return fail(start.error().message);
     }
     batcher_.flush();
@@ -301,7 +310,7 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
     for (;;) {
         // Checked before sleeping too: a stream that subscribed after stop() woke everyone.
         if (shared_.stopping.load()) {  // §10.2 step 1
-            channel_.send_now(error_frame("eventd is shutting down"));
+            channel_.send_now(error_frame(query::kShuttingDownText));
             return;
         }
         pollfd fds[2] = {{channel_.fd(), socket_events, 0}, {wake.fd(), POLLIN, 0}};

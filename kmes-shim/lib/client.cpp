@@ -11,7 +11,7 @@
 
 #include "attach.hpp"
 #include "kmes/kmes.h"
-#include "ring_mapping.hpp"
+#include "ring_region.hpp"
 #include "socket_io.hpp"
 #include "wire.hpp"
 
@@ -254,7 +254,7 @@ void* kmes_map(int fd, uint64_t capacity) {
                                         detail::MapAccess::Consumer);
     close_all();  // the mapping keeps the pages alive
     if (!base) {
-        errno = base.error().code;
+        errno = base.error().errno_value();
         return nullptr;
     }
     return *base;

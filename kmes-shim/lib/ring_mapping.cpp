@@ -1,53 +1,76 @@
-#include "ring_mapping.hpp"
+// RingMapping (kmes/ring_reader.hpp): one attached, mapped ring of one CPU — the attach
+// (§5.1.9 consumer side), kmes_map of its region (ring_region.hpp), and the header check.
+#include "kmes/ring_reader.hpp"
 
 #include <cerrno>
-#include <sys/mman.h>
+#include <unistd.h>
 
-namespace kmes::detail {
+#include <utility>
 
-Result<uint8_t*> map_ring_region(int producer_fd, int consumer_fd, int data_fd, uint64_t capacity,
-                                 MapAccess access) {
-    const size_t total = KMES_MAP_SIZE(capacity);
-    // Reserve the whole range first so the pieces land contiguously (MAP_FIXED inside our own
-    // reservation can never clobber someone else's mapping). The data region is placed on a
-    // 2 MiB boundary so a hugepage-backed ring (Hugepages, seed BH-005) can be mapped too.
-    constexpr size_t kHugeAlign = 2u << 20;
-    void* reserved = mmap(nullptr, total + kHugeAlign, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (reserved == MAP_FAILED) return errno_error("reserve ring address space");
-    const auto start = reinterpret_cast<uintptr_t>(reserved);
-    const uintptr_t data_at = (start + KMES_DATA_OFFSET + kHugeAlign - 1) & ~(kHugeAlign - 1);
-    auto* base = reinterpret_cast<uint8_t*>(data_at - KMES_DATA_OFFSET);
-    // Give back the unused head and tail of the reservation.
-    if (base > reinterpret_cast<uint8_t*>(reserved)) munmap(reserved, base - reinterpret_cast<uint8_t*>(reserved));
-    const uintptr_t end = start + total + kHugeAlign;
-    if (reinterpret_cast<uintptr_t>(base) + total < end)
-        munmap(base + total, end - (reinterpret_cast<uintptr_t>(base) + total));
+#include "attach.hpp"
+#include "kmes/kmes.h"
+#include "ring_layout.hpp"
+#include "ring_region.hpp"
 
-    // The OS enforces the trust boundary (§5.1.5): consumers get PROT_READ mappings of
-    // read-only file descriptions, which mprotect() cannot upgrade.
-    const int ro_or_rw = access == MapAccess::Producer ? PROT_READ | PROT_WRITE : PROT_READ;
-    struct Piece {
-        int fd;
-        size_t offset;
-        size_t length;
-        int prot;
-    } pieces[] = {
-        {producer_fd, 0, KMES_PAGE_SIZE, ro_or_rw},
-        {consumer_fd, KMES_PAGE_SIZE, KMES_PAGE_SIZE, PROT_READ | PROT_WRITE},
-        {data_fd, KMES_DATA_OFFSET, capacity, ro_or_rw},
-        {data_fd, KMES_DATA_OFFSET + capacity, capacity, ro_or_rw},
-    };
-    for (const Piece& p : pieces) {
-        void* at = mmap(base + p.offset, p.length, p.prot, MAP_SHARED | MAP_FIXED, p.fd, 0);
-        if (at == MAP_FAILED) {
-            int saved = errno;
-            munmap(base, total);
-            return errno_error(saved, "map ring piece at offset " + std::to_string(p.offset));
-        }
+namespace kmes {
+
+Result<RingMapping> RingMapping::attach(uint32_t cpu) {
+    uint64_t capacity = 0;
+    uint64_t live_generation = 0;
+    Guid boot_id{};
+    int fd = detail::attach_ring(cpu, &capacity, &live_generation, boot_id.data());
+    if (fd < 0) return errno_error("kmes_attach(cpu " + std::to_string(cpu) + ")");
+    void* base = kmes_map(fd, capacity);
+    if (base == nullptr) {
+        Error e = errno_error("kmes_map(cpu " + std::to_string(cpu) + ")");
+        close(fd);
+        return e;
     }
-    return base;
+    RingMapping mapping(fd, static_cast<uint8_t*>(base), capacity, true, live_generation);
+    mapping.boot_id_ = boot_id;
+    if (Status s = mapping.verify(); !s) return s.error();
+    return mapping;
 }
 
-int unmap_ring_region(void* base, uint64_t capacity) { return munmap(base, KMES_MAP_SIZE(capacity)); }
+RingMapping::RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_mapping, uint64_t live_generation)
+    : fd_(fd), base_(base), capacity_(capacity), owns_(owns_mapping), live_generation_(live_generation) {}
 
-}  // namespace kmes::detail
+RingMapping::RingMapping(RingMapping&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), base_(std::exchange(other.base_, nullptr)),
+      capacity_(other.capacity_), owns_(std::exchange(other.owns_, false)),
+      live_generation_(other.live_generation_), boot_id_(other.boot_id_) {}
+
+RingMapping& RingMapping::operator=(RingMapping&& other) noexcept {
+    if (this != &other) {
+        release();
+        fd_ = std::exchange(other.fd_, -1);
+        base_ = std::exchange(other.base_, nullptr);
+        capacity_ = other.capacity_;
+        owns_ = std::exchange(other.owns_, false);
+        live_generation_ = other.live_generation_;
+        boot_id_ = other.boot_id_;
+    }
+    return *this;
+}
+
+RingMapping::~RingMapping() { release(); }
+
+void RingMapping::release() {
+    if (owns_ && base_) kmes_unmap(base_, capacity_);
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+    base_ = nullptr;
+}
+
+Status RingMapping::verify() const {
+    const detail::RingView v = detail::view_of(base_, capacity_);
+    if (!v.magic_ok()) return Error{EPROTO, "ring magic is not \"KMESRING\""};
+    if (v.version() != KMES_RING_VERSION)
+        return Error{EPROTO, "ring format version " + std::to_string(v.version()) + " is not supported (want 1)"};
+    if (v.header_capacity() != capacity_)
+        return Error{EPROTO, "ring header capacity " + std::to_string(v.header_capacity()) +
+                                 " differs from the attach capacity " + std::to_string(capacity_)};
+    return {};
+}
+
+}  // namespace kmes

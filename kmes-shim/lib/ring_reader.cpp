@@ -11,7 +11,7 @@
 #include "kmes/kmes.h"
 #include "base/sync_point.hpp"
 #include "ring_layout.hpp"
-#include "ring_mapping.hpp"
+#include "ring_region.hpp"
 
 namespace kmes {
 namespace {
@@ -25,67 +25,6 @@ uint64_t live_generation_of(const RingMapping& m) {
     return m.live_generation() != 0 ? m.live_generation() : view(m).generation().load(std::memory_order_acquire);
 }
 }  // namespace
-
-// ---- RingMapping ---------------------------------------------------------------------------
-
-Result<RingMapping> RingMapping::attach(uint32_t cpu) {
-    uint64_t capacity = 0;
-    uint64_t live_generation = 0;
-    Guid boot_id{};
-    int fd = detail::attach_ring(cpu, &capacity, &live_generation, boot_id.data());
-    if (fd < 0) return errno_error("kmes_attach(cpu " + std::to_string(cpu) + ")");
-    void* base = kmes_map(fd, capacity);
-    if (base == nullptr) {
-        Error e = errno_error("kmes_map(cpu " + std::to_string(cpu) + ")");
-        close(fd);
-        return e;
-    }
-    RingMapping mapping(fd, static_cast<uint8_t*>(base), capacity, true, live_generation);
-    mapping.boot_id_ = boot_id;
-    if (Status s = mapping.verify(); !s) return s.error();
-    return mapping;
-}
-
-RingMapping::RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_mapping, uint64_t live_generation)
-    : fd_(fd), base_(base), capacity_(capacity), owns_(owns_mapping), live_generation_(live_generation) {}
-
-RingMapping::RingMapping(RingMapping&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), base_(std::exchange(other.base_, nullptr)),
-      capacity_(other.capacity_), owns_(std::exchange(other.owns_, false)),
-      live_generation_(other.live_generation_), boot_id_(other.boot_id_) {}
-
-RingMapping& RingMapping::operator=(RingMapping&& other) noexcept {
-    if (this != &other) {
-        release();
-        fd_ = std::exchange(other.fd_, -1);
-        base_ = std::exchange(other.base_, nullptr);
-        capacity_ = other.capacity_;
-        owns_ = std::exchange(other.owns_, false);
-        live_generation_ = other.live_generation_;
-        boot_id_ = other.boot_id_;
-    }
-    return *this;
-}
-
-RingMapping::~RingMapping() { release(); }
-
-void RingMapping::release() {
-    if (owns_ && base_) kmes_unmap(base_, capacity_);
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-    base_ = nullptr;
-}
-
-Status RingMapping::verify() const {
-    detail::RingView v = view(*this);
-    if (!v.magic_ok()) return Error{EPROTO, "ring magic is not \"KMESRING\""};
-    if (v.version() != KMES_RING_VERSION)
-        return Error{EPROTO, "ring format version " + std::to_string(v.version()) + " is not supported (want 1)"};
-    if (v.header_capacity() != capacity_)
-        return Error{EPROTO, "ring header capacity " + std::to_string(v.header_capacity()) +
-                                 " differs from the attach capacity " + std::to_string(capacity_)};
-    return {};
-}
 
 // ---- RingReader ----------------------------------------------------------------------------
 

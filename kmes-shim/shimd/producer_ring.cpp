@@ -8,7 +8,7 @@
 #include <string>
 
 #include "../lib/futex.hpp"
-#include "../lib/ring_mapping.hpp"
+#include "../lib/ring_region.hpp"
 #include "base/sync_point.hpp"
 
 namespace kmes::shim {

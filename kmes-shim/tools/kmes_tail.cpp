@@ -81,9 +81,9 @@ std::optional<std::vector<uint32_t>> parse_cpu_list(const std::string& text) {
 
 void print_attach_error(uint32_t cpu, const kmes::Error& e, bool explicit_cpu) {
     std::fprintf(stderr, "kmes-tail: cannot read the ring of cpu %u: %s (%s)\n", cpu,
-                 kmes::tools::errno_name(e.code).c_str(), e.message.c_str());
-    std::string advice = kmes::tools::shim_advice(e.code, "attach");
-    if (e.code == EINVAL && explicit_cpu)
+                 kmes::tools::errno_name(e.errno_value()).c_str(), e.message.c_str());
+    std::string advice = kmes::tools::shim_advice(e.errno_value(), "attach");
+    if (e.code == kmes::ErrorCode::invalid && explicit_cpu)
         advice = "the shim has no ring for cpu " + std::to_string(cpu) + "; use --cpu all, or --info to list the rings.";
     if (!advice.empty()) std::fprintf(stderr, "kmes-tail: %s\n", advice.c_str());
 }
@@ -110,7 +110,7 @@ std::optional<std::vector<RingReader>> open_readers(const std::vector<uint32_t>&
             readers.push_back(std::move(*reader));
             continue;
         }
-        if (reader.error().code == EINVAL && cpu > 0) return readers;
+        if (reader.error().code == kmes::ErrorCode::invalid && cpu > 0) return readers;
         print_attach_error(cpu, reader.error(), false);
         return std::nullopt;
     }
@@ -152,8 +152,8 @@ kmes::Status drain(CpuTail& t, TailOutput& out, std::optional<uint64_t> until) {
 
 void print_read_error(const CpuTail& t, const kmes::Error& e) {
     std::fprintf(stderr, "kmes-tail: reading the ring of cpu %u failed: %s (%s)\n", t.reader.cpu(),
-                 kmes::tools::errno_name(e.code).c_str(), e.message.c_str());
-    if (std::string advice = kmes::tools::shim_advice(e.code, "attach"); !advice.empty())
+                 kmes::tools::errno_name(e.errno_value()).c_str(), e.message.c_str());
+    if (std::string advice = kmes::tools::shim_advice(e.errno_value(), "attach"); !advice.empty())
         std::fprintf(stderr, "kmes-tail: %s\n", advice.c_str());
 }
 

@@ -47,7 +47,7 @@ std::shared_ptr<const Policy> policy(const json& security) {
 std::string parse_error(const json& security) {
     auto parsed = Policy::parse(security);
     REQUIRE_FALSE(parsed.ok());
-    CHECK(parsed.error().code == EINVAL);
+    CHECK(parsed.error().code == kmes::ErrorCode::invalid);
     return parsed.error().message;
 }
 
@@ -399,7 +399,7 @@ TEST_CASE("check_query: an unreadable field in any filtering or grouping clause 
     auto rejected = [&](const q::Query& query) {
         auto status = auditor.check_query(query);
         REQUIRE_FALSE(status.ok());
-        CHECK(status.error().code == EACCES);
+        CHECK(status.error().code == kmes::ErrorCode::access_denied);
         return status.error().message;
     };
     q::Query where = events("app.*");

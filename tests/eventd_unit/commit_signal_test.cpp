@@ -12,7 +12,10 @@
 #include <catch2/catch.hpp>
 
 #include <poll.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "eventd/server/commit_signal.hpp"
+#include "base/sync_point.hpp"
 
 using eventd::server::CommitSignal;
 using eventd::server::StreamWake;
@@ -42,10 +46,23 @@ bool wait_readable(int fd, int timeout_ms) {
     return poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLIN);
 }
 
+std::unique_ptr<CommitSignal> make_signal(uint32_t shards) {
+    auto signal = CommitSignal::create(shards);
+    REQUIRE(signal.ok());
+    return std::move(*signal);
+}
+
+std::shared_ptr<StreamWake> make_wake(uint32_t shards) {
+    auto wake = StreamWake::create(shards);
+    REQUIRE(wake.ok());
+    return std::move(*wake);
+}
+
 // One run of writers, dispatcher and worker; checks the worker saw every shard's last commit.
 void run_writers_and_worker(uint64_t n) {
-    CommitSignal signal(kShards);
-    auto wake = std::make_shared<StreamWake>(kShards);
+    auto signal_owner = make_signal(kShards);
+    CommitSignal& signal = *signal_owner;
+    auto wake = make_wake(kShards);
     signal.subscribe(wake);
 
     std::array<std::atomic<uint64_t>, kShards> committed{};
@@ -112,9 +129,10 @@ TEST_CASE("commit signal: every shard's last commit wakes the stream worker (no 
 }
 
 TEST_CASE("commit signal: unsubscribed streams are not marked; wake_all reaches every subscriber", "[commit_signal]") {
-    CommitSignal signal(2);
-    auto a = std::make_shared<StreamWake>(2);
-    auto b = std::make_shared<StreamWake>(2);
+    auto signal_owner = make_signal(2);
+    CommitSignal& signal = *signal_owner;
+    auto a = make_wake(2);
+    auto b = make_wake(2);
     signal.subscribe(a);
     signal.subscribe(b);
     signal.notify(1);
@@ -137,3 +155,56 @@ TEST_CASE("commit signal: unsubscribed streams are not marked; wake_all reaches 
     CHECK(wait_readable(a->fd(), 0));
     CHECK(a->take().empty());  // a wake without a shard: shutdown or reload
 }
+
+TEST_CASE("stream wake: out of file descriptors is an error value, not an exception", "[commit_signal]") {
+    rlimit saved{};
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    // Fill the descriptor table up to a lowered soft limit, then ask for a wake-up.
+    rlimit low = saved;
+    low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 256);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    std::vector<int> fillers;
+    for (int fd; (fd = dup(0)) >= 0;) fillers.push_back(fd);
+    const int dup_errno = errno;
+    auto wake = StreamWake::create(4);
+    auto signal = CommitSignal::create(4);
+    for (int fd : fillers) close(fd);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+
+    CHECK(dup_errno == EMFILE);
+    REQUIRE_FALSE(wake.ok());
+    CHECK(wake.error().code == kmes::ErrorCode::too_many_files);
+    CHECK_THAT(wake.error().message, Catch::Contains("out of file descriptors"));
+    REQUIRE_FALSE(signal.ok());
+    CHECK(signal.error().code == kmes::ErrorCode::too_many_files);
+    // Descriptors back: it works again.
+    CHECK(StreamWake::create(4).ok());
+}
+
+#ifdef KMES_SYNC_POINTS
+TEST_CASE("commit signal: a commit between dispatch's eventfd read and its flag exchange is not lost",
+          "[commit_signal]") {
+    auto signal = make_signal(2);
+    auto wake = make_wake(2);
+    signal->subscribe(wake);
+    signal->notify(0);
+    REQUIRE(wait_readable(signal->fd(), 1000));
+    // The writer of shard 1 commits inside dispatch's window (eventfd drained, flags not yet taken).
+    bool fired = false;
+    kmes::sync::set_callback("CommitSignal::dispatch:after_drain", [&] {
+        if (fired) return;
+        fired = true;
+        signal->notify(1);
+    });
+    signal->dispatch();
+    // Either this dispatch took shard 1's flag, or the notify left the eventfd readable for the
+    // next one: after the dispatches the eventfd asks for, both shards are marked.
+    while (wait_readable(signal->fd(), 0)) signal->dispatch();
+    kmes::sync::clear_all();
+    REQUIRE(fired);
+    REQUIRE(wait_readable(wake->fd(), 1000));
+    std::vector<uint32_t> shards = wake->take();
+    std::sort(shards.begin(), shards.end());
+    CHECK(shards == std::vector<uint32_t>{0, 1});
+}
+#endif

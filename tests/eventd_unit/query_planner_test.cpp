@@ -538,6 +538,21 @@ TEST_CASE("a passed deadline and the cancel flag stop the query with their texts
           "eventd is shutting down");
 }
 
+TEST_CASE("a deadline is a timeout and the cancel flag a cancel, never another failure", "[planner]") {
+    Store s;
+    CallerAccess root = root_access();
+    const Run late = run(Query{}, s.path(), root, std::chrono::steady_clock::now() - std::chrono::seconds(1));
+    REQUIRE_FALSE(late.result.ok());
+    CHECK(late.result.error().is_timed_out());
+    CHECK_FALSE(late.result.error().is_cancelled());
+    std::atomic<bool> cancelled{true};
+    const Run stopped = run(Query{}, s.path(), root, std::chrono::steady_clock::now() + std::chrono::seconds(30), &cancelled);
+    REQUIRE_FALSE(stopped.result.ok());
+    CHECK(stopped.result.error().is_cancelled());
+    CHECK(stopped.result.error().code == kmes::ErrorCode::cancelled);
+    CHECK(stopped.result.error().errno_value() == ECANCELED);  // what the C API would hand on
+}
+
 TEST_CASE("the progress handler interrupts a long statement at the deadline", "[planner]") {
     TempDir dir;
     std::vector<EventRow> rows;

@@ -3,13 +3,18 @@
 // commit order) reach `eventctl` through a pipe one by one, in order, with WHERE and SELECT
 // applied; a client that stops reading is dropped while ingestion loses nothing; every query
 // limit answers with its exact text; shutdown ends streams with "eventd is shutting down".
+#include <dirent.h>
 #include <sched.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -243,6 +248,78 @@ TEST_CASE("QueryTimeoutMs stops a long query with its exact text", "[stream]") {
     const RunResult after = env.query("EVENTS app.login COUNT");
     INFO("after: exit " << after.exit_code << " stdout " << after.out << " stderr " << after.err);
     CHECK(after.out == "{\"count\":10}\n");
+}
+
+// The descriptors of process `pid` (the entries of /proc/<pid>/fd).
+std::vector<int> open_fds(pid_t pid) {
+    std::vector<int> fds;
+    DIR* dir = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+    if (!dir) return fds;
+    while (const dirent* e = readdir(dir))
+        if (e->d_name[0] != '.') fds.push_back(std::atoi(e->d_name));
+    closedir(dir);
+    return fds;
+}
+
+// Descriptors of `pid` numbered below `limit`: the process is out of descriptors when all
+// `limit` numbers are taken.
+size_t fds_below(pid_t pid, rlim_t limit) {
+    size_t n = 0;
+    for (int fd : open_fds(pid)) n += rlim_t(fd) < limit;
+    return n;
+}
+
+TEST_CASE("out of file descriptors at stream set-up: the stream fails with a clear error, ingestion goes on",
+          "[stream]") {
+    QueryEnv env(fast_commits({{"MaxConcurrentQueries", 4096}, {"QueryTimeoutMs", 60000}}));
+    const pid_t pid = env.eventd().pid();
+    const size_t idle_fds = open_fds(pid).size();
+    REQUIRE(idle_fds > 0);
+    WireClient stream(env.socket());  // accepted while descriptors remain; the query comes later
+    const auto accepted_deadline = std::chrono::steady_clock::now() + seconds(5);
+    while (open_fds(pid).size() <= idle_fds && std::chrono::steady_clock::now() < accepted_deadline)
+        std::this_thread::sleep_for(milliseconds(10));
+    const std::vector<int> held = open_fds(pid);
+    REQUIRE(held.size() > idle_fds);
+
+    // Lower eventd's soft RLIMIT_NOFILE to a little above its highest descriptor, then fill the
+    // free numbers with idle connections (each one accepted costs eventd a descriptor) until
+    // every number below the limit is taken and accept fails.
+    rlimit limit{};
+    REQUIRE(prlimit(pid, RLIMIT_NOFILE, nullptr, &limit) == 0);
+    const rlimit saved = limit;
+    limit.rlim_cur = rlim_t(*std::max_element(held.begin(), held.end())) + 1 + 8;
+    REQUIRE(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr) == 0);
+    std::vector<std::unique_ptr<WireClient>> idle;
+    const auto fill_deadline = std::chrono::steady_clock::now() + seconds(15);
+    while (fds_below(pid, limit.rlim_cur) < limit.rlim_cur && std::chrono::steady_clock::now() < fill_deadline) {
+        if (idle.size() < limit.rlim_cur) idle.push_back(std::make_unique<WireClient>(env.socket()));
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    INFO("eventd holds " << fds_below(pid, limit.rlim_cur) << " descriptors below its soft limit " << limit.rlim_cur);
+    REQUIRE(fds_below(pid, limit.rlim_cur) == limit.rlim_cur);
+
+    // The stream cannot get its wake-up eventfd: its query fails, with the reason.
+    REQUIRE(stream.send_query("EVENTS STREAM app.login COUNT"));
+    const auto frames = stream.read_reply(seconds(10));
+    INFO(json(frames).dump());
+    REQUIRE(!frames.empty());
+    REQUIRE(frames.back().value("status", "") == "error");
+    const std::string error = frames.back().value("error", "");
+    CHECK(error.find("cannot start this stream") != std::string::npos);
+    CHECK(error.find("out of file descriptors") != std::string::npos);
+
+    // Ingestion goes on while descriptors are still exhausted: these events are stored.
+    for (int i = 0; i < 5; ++i) emit("fd.after", {{"i", i}});
+    const auto until = std::chrono::steady_clock::now() + seconds(2);
+    while (std::chrono::steady_clock::now() < until) {
+        CHECK(kmes::it::process_state(pid) != '?');
+        std::this_thread::sleep_for(milliseconds(100));
+    }
+    idle.clear();  // descriptors back, so the check below can connect
+    REQUIRE(prlimit(pid, RLIMIT_NOFILE, &saved, nullptr) == 0);
+    CHECK(await_count(env, "EVENTS fd.after COUNT", 5, seconds(10)) == 5);
+    CHECK(kmes::it::process_state(pid) != '?');
 }
 
 TEST_CASE("eventd shutting down ends open streams with \"eventd is shutting down\"", "[stream]") {

@@ -99,7 +99,7 @@ TEST_CASE("an unknown schema_version is refused and the file left untouched", "[
 
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == EPROTO);
+    CHECK(db.error().code == kmes::ErrorCode::protocol);
     CHECK_THAT(db.error().message, Catch::Contains("'2'") && Catch::Contains("shard-0000.db"));
     CHECK(read_file(dir / "shard-0000.db") == bytes);
 }
@@ -109,7 +109,7 @@ TEST_CASE("a garbage file is refused as not a database", "[open]") {
     write_file(dir / "shard-0000.db", std::string(8192, '\x5a'));
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == EIO);
+    CHECK(db.error().code == kmes::ErrorCode::io);
     CHECK_THAT(db.error().message, Catch::Contains("file is not a database") && Catch::Contains("shard-0000.db"));
     CHECK(read_file(dir / "shard-0000.db") == std::string(8192, '\x5a'));
 }
@@ -123,7 +123,7 @@ TEST_CASE("a shard without idx_events_timestamp is refused as broken", "[open]")
     }
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == EIO);
+    CHECK(db.error().code == kmes::ErrorCode::io);
     CHECK_THAT(db.error().message, Catch::Contains("idx_events_timestamp"));
 }
 
@@ -149,7 +149,7 @@ TEST_CASE("a shard whose events table has other columns is refused as broken", "
     }
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == EIO);
+    CHECK(db.error().code == kmes::ErrorCode::io);
     CHECK_THAT(db.error().message, Catch::Contains("events column 2"));
 }
 

@@ -20,7 +20,7 @@
 #include "kmes/ring_reader.hpp"
 #include "base/sync_point.hpp"
 #include "lib/ring_layout.hpp"
-#include "lib/ring_mapping.hpp"
+#include "lib/ring_region.hpp"
 #include "shimd/producer_ring.hpp"
 #include "shimd/ring_set.hpp"
 

@@ -1,7 +1,8 @@
 // RingReader: one consumer of one CPU's ring — the whole PSD-003 §5.1.9 consumer side.
 //
 //   next()   §5.1.9.1 drain loop: acquire loads, lapping → tail_pos, saved-tail torn-read
-//            re-check, event_size validation with a skip to tail_pos on corruption, copy-out
+//            re-check, event_size validation with a jump to write_pos on corruption (not
+//            tail_pos as the spec says: ring_reader.cpp step 6 explains why), copy-out
 //            bounded by event_size. When the ring is empty it performs the §5.1.9.3
 //            generation check: the old ring is drained to its frozen write_pos first, then
 //            the reader re-attaches and resumes after the last sequence it delivered.
@@ -80,7 +81,7 @@ struct ReaderStats {
     uint64_t laps = 0;           // times read_pos fell behind tail_pos (§5.1.9.1 step 2)
     uint64_t lapped_bytes = 0;   // bytes skipped by those jumps
     uint64_t torn_reads = 0;     // copies discarded by the step-5 re-check
-    uint64_t corrupt_skips = 0;  // invalid event_size → jump to tail_pos (step 6)
+    uint64_t corrupt_skips = 0;  // invalid event_size → jump to write_pos (step 6)
     uint64_t generation_changes = 0;
     uint64_t sleeps = 0;         // futex_wait calls
 };

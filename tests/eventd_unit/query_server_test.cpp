@@ -1,0 +1,182 @@
+// The query server in-process: a real listening socket, a real shard, the counters that
+// `eventctl status` shows ({kind:"queries"}). Orderings are forced with sync points, so these
+// tests exist only in builds with sync points.
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eventd/access/policy.hpp"
+#include "eventd/server/frame.hpp"
+#include "eventd/server/query_server.hpp"
+#include "base/sync_point.hpp"
+#include "unit_util.hpp"
+#include "store/shard_db.hpp"
+
+#ifdef KMES_SYNC_POINTS
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace eventd;
+
+using eventd_unit::TempDir;
+
+// A Unix stream socket bound and listening on `path` (listen) or connected to it.
+int unix_socket(const fs::path& path, bool listen) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    const auto* a = reinterpret_cast<sockaddr*>(&addr);
+    if (listen) REQUIRE((bind(fd, a, sizeof addr) == 0 && ::listen(fd, 16) == 0));
+    else REQUIRE(connect(fd, a, sizeof addr) == 0);
+    return fd;
+}
+
+bool read_all(int fd, uint8_t* data, size_t size) {
+    while (size > 0) {
+        const ssize_t n = read(fd, data, size);
+        if (n <= 0) return false;
+        data += n;
+        size -= static_cast<size_t>(n);
+    }
+    return true;
+}
+
+std::optional<json> read_frame(int fd) {
+    std::array<uint8_t, server::kFrameHeaderBytes> header;
+    if (!read_all(fd, header.data(), header.size())) return std::nullopt;
+    std::vector<uint8_t> body(server::frame_length(header));
+    if (!read_all(fd, body.data(), body.size())) return std::nullopt;
+    return json::from_msgpack(body);
+}
+
+// Commit one app.login row with payload {i: i} to shard 0 (as its writer would).
+void commit_row(const fs::path& dir, uint64_t i) {
+    auto db = store::ShardDb::open(dir, 0);
+    REQUIRE(db.ok());
+    store::EventRow r = eventd_unit::kmes_row(i, "app.login");
+    r.payload = json::to_msgpack(json{{"i", i}});
+    REQUIRE((*db)->begin().ok());
+    REQUIRE((*db)->insert(r).ok());
+    REQUIRE((*db)->commit().ok());
+}
+
+// The `i` of every record in the frames up to and including the first `watch` (or error).
+std::vector<int> read_until_watch(int fd, bool& watch) {
+    std::vector<int> out;
+    watch = false;
+    while (auto frame = read_frame(fd)) {
+        for (const json& r : frame->value("records", json::array())) out.push_back(r.value("i", -1));
+        const std::string status = frame->value("status", "");
+        if (status == "watch") watch = true;
+        if (status != "ok") break;
+    }
+    return out;
+}
+
+void receive_timeout(int fd, int seconds) {
+    timeval tv{seconds, 0};
+    REQUIRE(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0);
+}
+
+struct Server {
+    TempDir dir;
+    fs::path socket_path = dir.path() / "query.sock";
+    access::PolicyHolder policy{access::Policy::parse(nullptr).value()};  // deny all: root reads
+    std::unique_ptr<server::QueryServer> server;
+
+    Server() {
+        commit_row(dir.path(), 1);  // a shard to open, so the query checks its cancel flag
+        server::ServerOptions options;
+        options.listen_fd = unix_socket(socket_path, true);
+        options.store_dir = dir.path();
+        options.shard_count = 1;
+        options.policy = &policy;
+        auto started = server::QueryServer::start(std::move(options));
+        REQUIRE(started.ok());
+        server = std::move(*started);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a query cancelled by shutdown is not counted as failed in the queries record", "[server]") {
+    REQUIRE(geteuid() == 0);  // the default policy lets only root read
+    Server s;
+    // The order under test: the query reaches execute() only once stop() has raised the cancel
+    // flag, so execute() ends with the shutdown error (ErrorCode::cancelled).
+    std::promise<void> cancelled;
+    std::shared_future<void> cancelled_future = cancelled.get_future().share();
+    std::promise<void> executing;
+    kmes::sync::set_callback("Session::run_events:before_execute", [&, cancelled_future] {
+        executing.set_value();
+        cancelled_future.wait();
+    });
+    kmes::sync::set_callback("QueryServer::stop:after_cancel", [&] { cancelled.set_value(); });
+
+    const int client = unix_socket(s.socket_path, false);
+    const std::vector<uint8_t> request = server::encode_frame(json{{"query", "EVENTS app.login"}});
+    REQUIRE(write(client, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+    executing.get_future().wait();
+    s.server->stop();
+    kmes::sync::clear_all();
+
+    const std::optional<json> reply = read_frame(client);
+    close(client);
+    REQUIRE(reply);
+    CHECK(*reply == json({{"status", "error"}, {"error", "eventd is shutting down"}}));
+    const json record = s.server->queries_record();
+    INFO(record.dump());
+    CHECK(record.at("errors") == 0);
+    CHECK(record.at("timeouts") == 0);
+}
+
+TEST_CASE("a stream subscribes before its snapshot: a commit in between is delivered exactly once", "[server]") {
+    REQUIRE(geteuid() == 0);
+    Server s;
+    // §8.7: between the stream's subscription and its snapshot, shard 0 commits row 2 and
+    // signals it. The snapshot then holds row 2, and the wake-up it left finds nothing newer
+    // than the watermark: row 2 must appear once, in the initial result.
+    kmes::sync::set_callback("Session::run_events:before_execute", [&] {
+        commit_row(s.dir.path(), 2);
+        s.server->on_commit(0);
+    });
+    const int client = unix_socket(s.socket_path, false);
+    receive_timeout(client, 10);
+    const std::vector<uint8_t> request = server::encode_frame(json{{"query", "EVENTS app.login STREAM SELECT i"}});
+    REQUIRE(write(client, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+    bool watch = false;
+    std::vector<int> initial = read_until_watch(client, watch);
+    kmes::sync::clear_all();
+    REQUIRE(watch);
+    std::sort(initial.begin(), initial.end());
+    CHECK(initial == std::vector<int>{1, 2});
+
+    // The stream is live: the next commit arrives as the next frame, and nothing before it.
+    commit_row(s.dir.path(), 3);
+    s.server->on_commit(0);
+    const std::optional<json> live = read_frame(client);
+    REQUIRE(live);
+    INFO(live->dump());
+    CHECK(live->value("records", json::array()) == json::array({json{{"i", 3}}}));
+    close(client);
+    s.server->stop();
+}
+#endif
