@@ -13,8 +13,11 @@ namespace {
 
 namespace mp = eventd::msgpack;
 
-// Limits of the direct way; anything beyond them takes the tree way, which has the real limits
-// (DepthLimitedBuilder in record.cpp). Keys are checked for repeats pairwise, so maps stay small.
+// Limits of the direct way; anything beyond them takes the tree way, which reads every payload
+// the shim admits (msgpack::kPayloadMaxDepth, record.cpp). The depth is the shim's default
+// MaxNestingDepth (PSD-003 §6.1): every payload a default-configured shim accepts is copied
+// directly, and the walk's recursion (a key array per level) stays shallow. Keys are checked
+// for repeats pairwise, so maps stay small.
 constexpr int kMaxDirectDepth = 32;
 constexpr uint32_t kMaxDirectKeys = 64;
 
@@ -26,10 +29,13 @@ bool keys_distinct(const std::string_view* keys, size_t n) {
     return true;
 }
 
+// `depth`: how many containers are open around the value (0 for the payload itself); the
+// reader refuses containers past kMaxDirectDepth.
 bool copyable_value(mp::Reader& in, int depth);
 
-// Walks the `count` pairs of a map whose header was just read: every key a string, none
-// repeated (the tree keeps only the last of repeated keys), every value copyable.
+// Walks the `count` pairs of a map whose header was just read, with `depth` containers open
+// around the map: every key a string, none repeated (the tree keeps only the last of repeated
+// keys), every value copyable.
 // `on_pair(key, start, end)` sees each pair with its value's byte range in the reader.
 template <class OnPair>
 bool copyable_map(mp::Reader& in, uint32_t count, int depth, OnPair&& on_pair) {
@@ -49,19 +55,19 @@ bool copyable_map(mp::Reader& in, uint32_t count, int depth, OnPair&& on_pair) {
 
 // Walks one value and says whether its bytes mean, on the wire, exactly what the tree decoder
 // would re-encode: maps as copyable_map says, no float32 (the tree widens it to float64,
-// §8.8), nesting within kMaxDirectDepth.
+// §8.8), nesting within the reader's limit.
 bool copyable_value(mp::Reader& in, int depth) {
     auto item = in.next();
     if (!item) return false;
     switch (item->kind) {
     case mp::Kind::float32: return false;
     case mp::Kind::array:
-        if (depth >= kMaxDirectDepth) return false;
+        if (!in.check_depth(depth + 1)) return false;
         for (uint32_t i = 0; i < item->count; ++i)
             if (!copyable_value(in, depth + 1)) return false;
         return true;
     case mp::Kind::map:
-        if (depth >= kMaxDirectDepth) return false;
+        if (!in.check_depth(depth + 1)) return false;
         return copyable_map(in, item->count, depth, [](std::string_view, size_t, size_t) {});
     default: return true;
     }
@@ -139,7 +145,7 @@ bool RowEncoder::encode_direct(sqlite3_stmt* stmt) {
     if (sqlite3_column_type(stmt, payload_column) != SQLITE_NULL) {
         const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, payload_column));
         const std::span<const uint8_t> payload(data, static_cast<size_t>(sqlite3_column_bytes(stmt, payload_column)));
-        mp::Reader in(payload);
+        mp::Reader in(payload, kMaxDirectDepth);
         if (!in.next_is_map()) return false;
         auto map = in.next();
         if (!map) return false;
