@@ -72,7 +72,7 @@ private:
     std::set<std::string> present_;   // keys the configuration file set (for config_change)
     std::mutex config_mutex_;
     WriterSettings settings_;
-    store::Guid boot_id_{};
+    kmes::Guid boot_id_{};
     std::string os_boot_id_;
     bool restart_ = false;
     store::SequenceState accounted_;  // union of every shard's sequence_state at startup

@@ -46,7 +46,7 @@ struct WriterHooks {
 
 class ShardWriter {
 public:
-    ShardWriter(std::unique_ptr<store::ShardDb> db, const store::Guid& boot_id, WriterSettings& settings,
+    ShardWriter(std::unique_ptr<store::ShardDb> db, const kmes::Guid& boot_id, WriterSettings& settings,
                 WriterHooks hooks);
     ~ShardWriter();
 
@@ -79,7 +79,7 @@ private:
 
     std::unique_ptr<store::ShardDb> db_;
     std::mutex db_mutex_;  // held for the whole of each transaction
-    store::Guid boot_id_;
+    kmes::Guid boot_id_;
     WriterSettings& settings_;
     WriterHooks hooks_;
     Handoff handoff_;

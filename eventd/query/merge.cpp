@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kmes/guid.hpp"
+
 namespace eventd::query {
 namespace {
 
@@ -204,7 +206,8 @@ nlohmann::json to_json(const SqlValue& v, bool guid) {
         case SQLITE_FLOAT: return v.d;
         case SQLITE_TEXT: return v.bytes;
         case SQLITE_BLOB:
-            if (guid && v.bytes.size() == 16) return format_guid(reinterpret_cast<const uint8_t*>(v.bytes.data()));
+            if (guid && v.bytes.size() == 16)
+                return kmes::guid_text(std::span<const uint8_t, 16>(reinterpret_cast<const uint8_t*>(v.bytes.data()), 16));
             return nlohmann::json::binary(std::vector<uint8_t>(v.bytes.begin(), v.bytes.end()));
         default: return nullptr;
     }

@@ -1,11 +1,12 @@
-// Record shaping (PSD-008 §8.8): header columns + merged payload, SELECT, GUID text, and a
-// msgpack writer that keeps floats float64.
+// Record shaping (PSD-008 §8.8): header columns + merged payload, SELECT, and a msgpack
+// writer that keeps floats float64.
 #include "record.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "kmes/guid.hpp"
 #include "msgpack/reader.hpp"
 #include "msgpack/writer.hpp"
 
@@ -16,13 +17,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int kPayloadColumn = kHeaderColumnCount;
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 
 // How deep a payload may nest and still be merged into its record: every payload the shim
 // admits (msgpack::kPayloadMaxDepth, PSD-003 §2.1.6–§2.1.7 and §6.1). A deeper one (only a
@@ -48,40 +42,6 @@ json decode_payload(const uint8_t* data, size_t size) {
 
 }  // namespace
 
-void format_guid(const uint8_t* b, char* out) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) *out++ = '-';
-        *out++ = kHex[b[i] >> 4];
-        *out++ = kHex[b[i] & 0xf];
-    }
-}
-
-std::string format_guid(const uint8_t* b) {
-    std::string s(kGuidTextLength, '\0');
-    format_guid(b, s.data());
-    return s;
-}
-
-std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text) {
-    if (text.size() == 38 && text.front() == '{' && text.back() == '}') text = text.substr(1, 36);
-    if (text.size() != 36) return std::nullopt;
-    std::array<uint8_t, 16> out{};
-    size_t pos = 0;
-    for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) {
-            if (text[pos] != '-') return std::nullopt;
-            ++pos;
-        }
-        const int hi = hex_value(text[pos]);
-        const int lo = hex_value(text[pos + 1]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        out[static_cast<size_t>(i)] = static_cast<uint8_t>(hi << 4 | lo);
-        pos += 2;
-    }
-    return out;
-}
-
 json value_from_column(sqlite3_stmt* stmt, int col, bool guid) {
     switch (sqlite3_column_type(stmt, col)) {
         case SQLITE_INTEGER:
@@ -95,7 +55,7 @@ json value_from_column(sqlite3_stmt* stmt, int col, bool guid) {
         case SQLITE_BLOB: {
             const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, col));
             const auto size = static_cast<size_t>(sqlite3_column_bytes(stmt, col));
-            if (guid && size == 16) return format_guid(data);
+            if (guid && size == 16) return kmes::guid_text(std::span<const uint8_t, 16>(data, 16));
             return json::binary(std::vector<uint8_t>(data, data + size));
         }
         default:

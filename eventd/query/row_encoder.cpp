@@ -5,6 +5,7 @@
 
 #include "eventd/query/planner.hpp"
 #include "eventd/query/record.hpp"
+#include "kmes/guid.hpp"
 #include "msgpack/reader.hpp"
 #include "msgpack/writer.hpp"
 
@@ -92,8 +93,8 @@ void put_column(std::vector<uint8_t>& out, sqlite3_stmt* stmt, int col, bool gui
         const auto* data = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, col));
         const auto size = static_cast<size_t>(sqlite3_column_bytes(stmt, col));
         if (guid && size == 16) {
-            char text[kGuidTextLength];
-            format_guid(data, text);
+            char text[kmes::kGuidTextLength];
+            kmes::write_guid_text(std::span<const uint8_t, 16>(data, 16), text);
             mp::put_string(out, std::string_view(text, sizeof text));
         } else {
             mp::put_binary(out, std::span<const uint8_t>(data, size));

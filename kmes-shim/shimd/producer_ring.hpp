@@ -14,11 +14,10 @@
 #include <string_view>
 
 #include "../lib/ring_layout.hpp"
+#include "kmes/guid.hpp"
 #include "kmes/result.hpp"
 
 namespace kmes::shim {
-
-using Guid = std::array<uint8_t, 16>;
 
 // Identity stamps written between type and payload (DESIGN.md §2). All-zero for kernel emitters.
 struct Identity {

@@ -28,7 +28,7 @@ using eventd::access::Caller;
 using eventd::access::CallerAccess;
 using eventd::access::Policy;
 using eventd::store::EventRow;
-using eventd::store::Guid;
+using kmes::Guid;
 using eventd::store::ShardDb;
 
 namespace {

@@ -366,20 +366,6 @@ TEST_CASE("read connection: read-only, extract registered, errors name the file"
     }
 }
 
-TEST_CASE("GUID text", "[store-read]") {
-    const std::array<uint8_t, 16> g = {0x55, 0x0e, 0x84, 0x00, 0xe2, 0x9b, 0x41, 0xd4,
-                                       0xa7, 0x16, 0x44, 0x66, 0x55, 0x44, 0x00, 0x00};
-    CHECK(query::format_guid(g.data()) == "550e8400-e29b-41d4-a716-446655440000");
-    CHECK(query::parse_guid("550e8400-e29b-41d4-a716-446655440000") == g);
-    CHECK(query::parse_guid("{550E8400-E29B-41D4-A716-446655440000}") == g);
-    for (const char* bad : {"", "550e8400e29b41d4a716446655440000", "{550e8400-e29b-41d4-a716-446655440000",
-                            "550e8400-e29b-41d4-a716-44665544000g", "550e8400-e29b-41d4-a716_446655440000",
-                            "x550e8400-e29b-41d4-a716-446655440000"}) {
-        INFO(bad);
-        CHECK_FALSE(query::parse_guid(bad));
-    }
-}
-
 namespace {
 
 // One row in an in-memory `events`-shaped table, read back with kRecordColumns.
