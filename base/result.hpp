@@ -37,6 +37,7 @@ enum class ErrorCode : int {
     busy = EBUSY,
     would_block = EAGAIN,          // try again (full ring, no data yet)
     protocol = EPROTO,             // a peer or a file broke its format
+    too_deep = ELOOP,              // nesting past a depth limit (msgpack::Reader)
     stale = ESTALE,                // the object went away underneath (a new KMES boot)
     broken_pipe = EPIPE,           // the peer is gone
     too_many_files = EMFILE,       // the process is out of file descriptors (RLIMIT_NOFILE)

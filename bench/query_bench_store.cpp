@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "kmes/guid.hpp"
 #include "store/shard_db.hpp"
 
 namespace fs = std::filesystem;
@@ -90,9 +91,8 @@ void check(int rc, int want, sqlite3* db, const std::string& what) {
 }
 void exec(sqlite3* db, const std::string& sql) { check(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK, db, sql); }
 
-using Guid = std::array<uint8_t, 16>;
-Guid guid_of(std::mt19937_64& rng) {
-    Guid g;
+kmes::Guid guid_of(std::mt19937_64& rng) {
+    kmes::Guid g;
     const uint64_t a = rng(), b = rng();
     std::memcpy(g.data(), &a, 8);
     std::memcpy(g.data() + 8, &b, 8);
@@ -255,10 +255,10 @@ int main(int argc, char** argv) try {
     std::vector<std::vector<std::vector<uint8_t>>> payloads(kTypeCount);
     for (size_t t = 0; t < kTypeCount; ++t)
         for (size_t i = 0; i < kPoolPerType; ++i) payloads[t].push_back(make_payload(kTypes[t], rng));
-    std::vector<Guid> tokens(64), processes(4096);
+    std::vector<kmes::Guid> tokens(64), processes(4096);
     for (auto& g : tokens) g = guid_of(rng);
     for (auto& g : processes) g = guid_of(rng);
-    const Guid boots[2] = {guid_of(rng), guid_of(rng)};
+    const kmes::Guid boots[2] = {guid_of(rng), guid_of(rng)};
     std::vector<uint32_t> cumulative;
     uint32_t total_weight = 0;
     for (const auto& t : kTypes) cumulative.push_back(total_weight += t.weight);
@@ -273,8 +273,8 @@ int main(int argc, char** argv) try {
         const uint32_t r = static_cast<uint32_t>(rng() % total_weight);
         const size_t type = static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), r) - cumulative.begin());
         const auto& payload = payloads[type][rng() % kPoolPerType];
-        const Guid& token = tokens[rng() % tokens.size()];
-        const Guid& process = processes[rng() % processes.size()];
+        const kmes::Guid& token = tokens[rng() % tokens.size()];
+        const kmes::Guid& process = processes[rng() % processes.size()];
         ShardWriter& w = shards[cpu % o.shards];
         sqlite3_stmt* st = w.insert;
         sqlite3_bind_blob(st, 1, boots[boot].data(), 16, SQLITE_STATIC);

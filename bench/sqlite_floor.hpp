@@ -88,7 +88,7 @@ inline std::vector<eventd::store::EventRow> make_rows(uint64_t per_cpu, uint32_t
                                                       const std::vector<uint8_t>& payload) {
     std::vector<eventd::store::EventRow> rows;
     rows.reserve(per_cpu * cpus);
-    eventd::store::Guid boot{}, token{}, process{};
+    kmes::Guid boot{}, token{}, process{};
     for (int i = 0; i < 16; ++i) {
         boot[i] = uint8_t(0x10 + i);
         token[i] = uint8_t(0x40 + i);

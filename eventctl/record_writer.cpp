@@ -78,7 +78,8 @@ class StatusWriter : public RecordWriter {
 public:
     explicit StatusWriter(Output& out) : out_(out) {}
     kmes::Status write(std::span<const uint8_t> record) override {
-        // parse_reply() has checked what nlohmann's decoder requires (a map, string keys).
+        // parse_reply() has checked what nlohmann's decoder requires (a map, string keys) and
+        // bounded the nesting it would recurse into (msgpack::kRecordMaxDepth).
         try {
             records_.push_back(Json::from_msgpack(record.begin(), record.end()));
         } catch (const Json::exception& e) {

@@ -23,12 +23,13 @@ namespace eventctl {
 template <class Style>
 kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, int depth) {
     namespace msgpack = eventd::msgpack;
-    if (depth > msgpack::kMaxDepth) {
-        return kmes::Error{EPROTO, "a record nested deeper than " + std::to_string(msgpack::kMaxDepth) + " levels"};
-    }
     auto next = in.next();
     if (!next) return next.error();
     const msgpack::Item& item = next.value();
+    // `depth` containers are open around this value; the reader bounds the ones it opens.
+    if (item.kind == msgpack::Kind::map || item.kind == msgpack::Kind::array) {
+        if (auto st = in.check_depth(depth + 1); !st) return st;
+    }
     switch (item.kind) {
     case msgpack::Kind::nil: out += "null"; return {};
     case msgpack::Kind::boolean: out += item.boolean ? "true" : "false"; return {};

@@ -81,7 +81,7 @@ private:
     // requests retention. Never held while a shard's db_mutex_ is taken.
     RankedMutex config_mutex_{LockRank::config};
     WriterSettings settings_;
-    store::Guid boot_id_{};
+    kmes::Guid boot_id_{};
     std::string os_boot_id_;
     bool restart_ = false;
     store::SequenceState accounted_;  // union of every shard's sequence_state at startup

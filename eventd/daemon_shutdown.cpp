@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon.hpp"
+#include "kmes/guid.hpp"
 #include "synthetic.hpp"
 
 namespace eventd {
@@ -69,7 +70,7 @@ std::string Daemon::status_line() const {
 }
 
 void Daemon::dump_diagnostics() const {
-    spdlog::info("diagnostics: boot {} ({})", synthetic::guid_string(boot_id_), restart_ ? "restart" : "new boot");
+    spdlog::info("diagnostics: boot {} ({})", kmes::guid_text(boot_id_), restart_ ? "restart" : "new boot");
     for (const auto& d : drains_) {
         const DrainStats& s = d->stats();
         spdlog::info("  cpu {}: events {}, skipped {}, gaps {} ({} lost), last sequence {}, resumed after {}", d->cpu(),

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon.hpp"
+#include "kmes/guid.hpp"
 #include "kmes/kmes.h"
 #include "base/unix_listener.hpp"
 #include "shard_routing.hpp"
@@ -57,7 +58,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     for (const std::string& f : unreadable) spdlog::warn("sequence state of {} could not be read", f);
     for (const auto& [key, ranges] : d->accounted_)
         if (key.boot_id == d->boot_id_) d->restart_ = true;  // this boot was ingested before
-    spdlog::info("KMES boot {} ({}), {} CPU ring(s), {} shard(s)", synthetic::guid_string(d->boot_id_),
+    spdlog::info("KMES boot {} ({}), {} CPU ring(s), {} shard(s)", kmes::guid_text(d->boot_id_),
                  d->restart_ ? "restart within the boot" : "new boot", cpus, shard_count);
 
     // Phase 5: the query socket and its server (accepting from here on; queries read the

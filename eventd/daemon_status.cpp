@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "daemon.hpp"
+#include "kmes/guid.hpp"
 #include "store/shard_snapshot.hpp"
 #include "synthetic.hpp"
 
@@ -55,7 +56,7 @@ std::vector<json> Daemon::status_records() const {
     if (!ready_.load()) return out;  // still starting: drains_ and writers_ are being built
     const auto now = std::chrono::system_clock::now();
     out.push_back(json{{"kind", "daemon"},
-                       {"boot_id", synthetic::guid_string(boot_id_)},
+                       {"boot_id", kmes::guid_text(boot_id_)},
                        {"started_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           started_at_.time_since_epoch()).count()},
                        {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count()},

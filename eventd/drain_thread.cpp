@@ -11,7 +11,7 @@ namespace {
 constexpr size_t kChunk = 256;  // events handed over per channel lock
 constexpr auto kIdleWait = std::chrono::milliseconds(100);  // bounded: see docs/ABI.md (shared need_wake)
 
-store::EventRow row_of(const kmes::EventView& e, const store::Guid& boot_id) {
+store::EventRow row_of(const kmes::EventView& e, const kmes::Guid& boot_id) {
     store::EventRow row;
     row.boot_id = boot_id;
     row.timestamp = e.timestamp();
@@ -24,7 +24,7 @@ store::EventRow row_of(const kmes::EventView& e, const store::Guid& boot_id) {
         row.true_token = e.true_token();
         row.process = e.process();
     } else {
-        row.effective_token = row.true_token = row.process = store::Guid{};  // §3.1: zeros if unavailable
+        row.effective_token = row.true_token = row.process = kmes::Guid{};  // §3.1: zeros if unavailable
     }
     const auto payload = e.payload();
     if (!payload.empty()) row.payload = std::vector<uint8_t>(payload.begin(), payload.end());  // raw, never re-encoded
@@ -32,7 +32,7 @@ store::EventRow row_of(const kmes::EventView& e, const store::Guid& boot_id) {
 }
 }  // namespace
 
-DrainThread::DrainThread(uint32_t cpu, kmes::RingReader reader, const store::Guid& boot_id,
+DrainThread::DrainThread(uint32_t cpu, kmes::RingReader reader, const kmes::Guid& boot_id,
                          store::SequenceRanges accounted, std::vector<ShardWriter*> shards,
                          std::function<void(const std::string&)> on_fatal)
     : cpu_(cpu), reader_(std::move(reader)), boot_id_(boot_id), tracker_(std::move(accounted)),

@@ -31,7 +31,7 @@ struct DrainStats {
 
 class DrainThread {
 public:
-    DrainThread(uint32_t cpu, kmes::RingReader reader, const store::Guid& boot_id, store::SequenceRanges accounted,
+    DrainThread(uint32_t cpu, kmes::RingReader reader, const kmes::Guid& boot_id, store::SequenceRanges accounted,
                 std::vector<ShardWriter*> shards, std::function<void(const std::string&)> on_fatal);
     ~DrainThread();
 
@@ -51,7 +51,7 @@ private:
 
     uint32_t cpu_;
     kmes::RingReader reader_;
-    store::Guid boot_id_;
+    kmes::Guid boot_id_;
     GapTracker tracker_;
     uint64_t resume_point_;
     std::vector<ShardWriter*> shards_;

@@ -36,7 +36,7 @@ std::vector<Accounting> coalesce(const std::vector<Accounting>& ranges) {
 }
 }  // namespace
 
-ShardWriter::ShardWriter(std::unique_ptr<store::ShardDb> db, const store::Guid& boot_id, WriterSettings& settings,
+ShardWriter::ShardWriter(std::unique_ptr<store::ShardDb> db, const kmes::Guid& boot_id, WriterSettings& settings,
                          WriterHooks hooks)
     : db_(std::move(db)), boot_id_(boot_id), settings_(settings), hooks_(std::move(hooks)),
       handoff_(settings.max_batch_size.load()) {}

@@ -51,7 +51,7 @@ struct WriterHooks {
 
 class ShardWriter {
 public:
-    ShardWriter(std::unique_ptr<store::ShardDb> db, const store::Guid& boot_id, WriterSettings& settings,
+    ShardWriter(std::unique_ptr<store::ShardDb> db, const kmes::Guid& boot_id, WriterSettings& settings,
                 WriterHooks hooks);
     ~ShardWriter();
 
@@ -91,7 +91,7 @@ private:
     // bound), which is how retention waits "between the writer's transactions". Hooks that take
     // other locks (on_storage_error) run only after it is released.
     RankedMutex db_mutex_{LockRank::shard_db};
-    store::Guid boot_id_;
+    kmes::Guid boot_id_;
     WriterSettings& settings_;
     WriterHooks hooks_;
     Handoff handoff_;

@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "kmes/guid.hpp"
+
 namespace eventd::synthetic {
 namespace {
 
@@ -41,21 +43,10 @@ uint64_t now_ns() {
     return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
-std::string guid_string(const Guid& g) {
-    static const char* hex = "0123456789abcdef";
-    std::string s;
-    for (size_t i = 0; i < g.size(); ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-        s += hex[g[i] >> 4];
-        s += hex[g[i] & 15];
-    }
-    return s;
-}
-
 EventRow startup(const Guid& boot_id, const std::string& os_boot_id, bool restart, uint32_t shard_count,
                  const std::vector<CpuSequence>& resume_points) {
     return make(boot_id, "synthetic.startup",
-                {{"boot_id", guid_string(boot_id)},
+                {{"boot_id", kmes::guid_text(boot_id)},
                  {"os_boot_id", os_boot_id},
                  {"restart", restart},
                  {"shard_count", shard_count},

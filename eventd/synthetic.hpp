@@ -16,9 +16,8 @@
 namespace eventd::synthetic {
 
 using store::EventRow;
-using store::Guid;
+using kmes::Guid;
 
-std::string guid_string(const Guid& g);  // 8-4-4-4-12 lowercase
 uint64_t now_ns();
 
 struct CpuSequence {

@@ -38,6 +38,7 @@ kmes::Result<std::string_view> Reader::take(uint64_t n) {
 kmes::Result<Item> Reader::next() {
     if (at_end()) return malformed(pos_, "truncated, expected a value");
     const std::size_t at = pos_;
+    last_item_ = at;
     const uint8_t b = bytes_[pos_++];
     Item item;
     // Fixed forms: the value (or length) is in the first byte.
@@ -175,13 +176,18 @@ kmes::Result<std::string_view> Reader::string() {
     return item->bytes;
 }
 
-kmes::Status Reader::skip() { return skip(0); }
+kmes::Status Reader::check_depth(int depth) const {
+    if (depth <= max_depth_) return {};
+    return kmes::Error{kmes::ErrorCode::too_deep, "msgpack nested deeper than " + std::to_string(max_depth_) +
+                                         " levels (the container at byte " + std::to_string(last_item_) +
+                                         " opens level " + std::to_string(depth) + ")"};
+}
 
 kmes::Status Reader::skip(int depth) {
-    if (depth > kMaxDepth) return malformed(pos_, "nested deeper than " + std::to_string(kMaxDepth) + " levels");
     auto item = next();
     if (!item) return item.error();
     if (item->kind != Kind::map && item->kind != Kind::array) return {};
+    if (auto st = check_depth(depth + 1); !st) return st;
     const bool is_map = item->kind == Kind::map;
     for (uint32_t i = 0; i < item->count; ++i) {
         if (is_map) {

@@ -1,8 +1,10 @@
 // A msgpack reader that walks the bytes without building a tree: one item at a time (a scalar,
 // or the header of a map or array), and whole values skipped while being checked. Shared by
-// eventd (records encoded straight from stored payloads, eventd/query/row_encoder.hpp) and
-// eventctl (reply frames cut into each record's exact bytes; JSON and pretty output written
-// while walking a record).
+// eventd (records encoded straight from stored payloads, eventd/query/row_encoder.cpp; the
+// depth check before a payload becomes a tree, eventd/query/record.cpp; request frames,
+// eventd/server/frame.cpp), store (msgpack_extract, store/msgpack_extract.cpp) and eventctl
+// (reply frames cut into each record's exact bytes; JSON and pretty output written while
+// walking a record).
 //
 //   first byte          value                   first byte          value
 //   0x00-0x7f / 0xe0-   positive/negative       0xc4-0xc6           bin 8/16/32
@@ -15,8 +17,17 @@
 // Integers are typed the way nlohmann's msgpack decoder types them (positive fixint and uint*
 // unsigned; negative fixint and int* signed), so code walking bytes and code reading nlohmann
 // trees agree on every value.
+//
+// This is the project's one msgpack reader that bounds nesting. Depth counts open containers:
+// a top-level scalar is at depth 0, the outermost map or array opens depth 1, a map inside it
+// depth 2, and so on — the count the shim's emit validator uses for MaxNestingDepth
+// (kmes-shim/shimd/validation.cpp). Every Reader is made with the deepest nesting its user
+// accepts; nesting past it is an error of its own (is_too_deep), never undefined recursion.
+// Where a tree is wanted (nlohmann::json), the bytes are walked with skip() first and handed
+// to nlohmann only when they passed: nlohmann's reader recurses once per level, unbounded.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -52,35 +63,60 @@ struct Item {
     uint32_t count = 0;       // map pairs / array elements
 };
 
+// Depth limits that come from the spec rather than from one user; each user names its own
+// limit beside the section it follows.
+//
+// A stored payload: the shim refuses a syscall payload nested deeper than MaxNestingDepth
+// (PSD-003 §2.1.6–§2.1.7), whose valid range ends at 256 (PSD-003 §6.1). So every payload a
+// valid configuration admits nests at most 256 deep and must be read whole. (Kernel emitters
+// are not validated; a deeper payload from one is kept as bytes, or reads as NULL — never a
+// crash.)
+inline constexpr int kPayloadMaxDepth = 256;
+// A record eventd sends (PSD-008 §8.8) is a payload map with the header fields merged in, or
+// the header fields with the payload as bytes: it nests no deeper than its payload.
+inline constexpr int kRecordMaxDepth = kPayloadMaxDepth;
+
 class Reader {
 public:
-    explicit Reader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+    // `max_depth`: the deepest container nesting accepted (see above; at least 1).
+    Reader(std::span<const uint8_t> bytes, int max_depth) : bytes_(bytes), max_depth_(max_depth) {}
 
     std::size_t pos() const { return pos_; }
     bool at_end() const { return pos_ == bytes_.size(); }
+    int max_depth() const { return max_depth_; }
     bool next_is_map() const;
     bool next_is_string() const;
 
-    // The next item; for a map or an array only its header is consumed.
+    // The next item; for a map or an array only its header is consumed. Callers that walk
+    // containers header by header check each one they open with check_depth.
     kmes::Result<Item> next();
 
     kmes::Result<uint32_t> map_header();
     kmes::Result<uint32_t> array_header();
     kmes::Result<std::string_view> string();
 
-    // Skips one value. Map keys must be strings at every depth (what nlohmann's decoder
-    // accepts); nesting is capped so a hostile frame cannot exhaust the stack.
-    kmes::Status skip();
+    // OK when a container may open at `depth` (1 for the outermost); otherwise the too-deep
+    // error, naming the limit and the position of the container just read.
+    kmes::Status check_depth(int depth) const;
+
+    // Skips one value that sits inside `depth` open containers (0: a top-level value), so its
+    // own containers open at depth + 1 and beyond. Map keys must be strings at every depth
+    // (what nlohmann's decoder accepts). Recursion is bounded by max_depth.
+    kmes::Status skip(int depth = 0);
 
 private:
-    kmes::Status skip(int depth);
     kmes::Result<uint64_t> big_endian(std::size_t width);
     kmes::Result<std::string_view> take(uint64_t n);
 
     std::span<const uint8_t> bytes_;
     std::size_t pos_ = 0;
+    std::size_t last_item_ = 0;  // where the item next() returned last begins
+    int max_depth_;
 };
 
-inline constexpr int kMaxDepth = 256;
+// Whether `error` (from a Reader) is the too-deep error rather than malformed bytes: the
+// frame decoder answers the two differently, and the error code keeps them apart:
+// ErrorCode::too_deep (ELOOP, the kernel's "too many levels") against ErrorCode::protocol.
+inline bool is_too_deep(const kmes::Error& error) { return error.code == kmes::ErrorCode::too_deep; }
 
 }  // namespace eventd::msgpack

@@ -3,26 +3,25 @@
 // set cpu_id only for gap records.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kmes/guid.hpp"
+
 namespace eventd::store {
 
-using Guid = std::array<uint8_t, 16>;
-
 struct EventRow {
-    Guid boot_id{};
+    kmes::Guid boot_id{};
     uint64_t timestamp = 0;  // ns since the epoch
     std::optional<uint16_t> cpu_id;
     std::optional<uint64_t> sequence;
     std::optional<uint8_t> origin_class;
     std::string event_type;
-    std::optional<Guid> effective_token;
-    std::optional<Guid> true_token;
-    std::optional<Guid> process;
+    std::optional<kmes::Guid> effective_token;
+    std::optional<kmes::Guid> true_token;
+    std::optional<kmes::Guid> process;
     std::optional<std::vector<uint8_t>> payload;  // NULL when absent; never re-encoded
 };
 

@@ -1,106 +1,47 @@
-// msgpack_extract (PSD-008 §8.6.3): a SAX walk over the payload that stops as soon as the
-// value at the path is found or known to be absent. Siblings of the path are walked (the
-// SAX reader has no skip), but nothing is kept of them: no tree is built.
+// msgpack_extract (PSD-008 §8.6.3): a walk over the payload's bytes with msgpack::Reader that
+// stops as soon as the value at the path is found or known to be absent. Siblings of the path
+// are skipped — checked, never kept: no tree is built, no key is copied.
 #include "msgpack_extract.hpp"
 
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <nlohmann/json.hpp>
+
+#include "msgpack/reader.hpp"
 
 namespace eventd::store {
 
 namespace {
 
-using json = nlohmann::json;
+// How deep a payload may nest and still be searched: as deep as record shaping merges a
+// payload (msgpack::kPayloadMaxDepth, PSD-003 §2.1.6–§2.1.7 and §6.1), so a field a record
+// shows can also be filtered on. Past it → NULL; the bound also keeps a hostile payload of a
+// million nested arrays from exhausting the query thread's stack.
+constexpr int kExtractMaxDepth = msgpack::kPayloadMaxDepth;
 
-// nlohmann's reader recurses once per nesting level: a hostile payload of a million nested
-// arrays would overflow the query thread's stack. Deeper than this → NULL. (record.cpp
-// applies the same limit when decoding whole payloads.)
-constexpr size_t kMaxDepth = 100;
-
-// Walks one msgpack value, looking for path[0].path[1]… through nested maps.
-// Every handler returns false to stop the parse once the answer is known.
-class ExtractHandler {
-public:
-    explicit ExtractHandler(const std::vector<std::string>& path) : path_(path) {}
-
-    ExtractValue result;
-
-    bool null() { return scalar(ExtractNull{}); }
-    bool boolean(bool v) { return scalar(int64_t{v ? 1 : 0}); }
-    bool number_integer(json::number_integer_t v) { return scalar(int64_t{v}); }
-    bool number_unsigned(json::number_unsigned_t v) {
+// The SQL value of the item found at the path (see the table in msgpack_extract.hpp).
+ExtractValue sql_value(const msgpack::Item& item) {
+    switch (item.kind) {
+    case msgpack::Kind::boolean: return int64_t{item.boolean ? 1 : 0};
+    case msgpack::Kind::int_signed: return item.signed_value;
+    case msgpack::Kind::int_unsigned:
         // SQLite integers are signed 64-bit: larger values become REAL (decided semantics).
-        if (v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return scalar(static_cast<int64_t>(v));
-        return scalar(static_cast<double>(v));
+        if (item.unsigned_value <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+            return static_cast<int64_t>(item.unsigned_value);
+        return static_cast<double>(item.unsigned_value);
+    case msgpack::Kind::float32:
+    case msgpack::Kind::float64: return item.float_value;
+    case msgpack::Kind::string: return std::string(item.bytes);
+    case msgpack::Kind::binary: return std::vector<uint8_t>(item.bytes.begin(), item.bytes.end());
+    // ext has no SQL meaning; a map or an array at the path is not a scalar.
+    case msgpack::Kind::nil:
+    case msgpack::Kind::ext:
+    case msgpack::Kind::map:
+    case msgpack::Kind::array: return ExtractNull{};
     }
-    bool number_float(json::number_float_t v, const json::string_t&) { return scalar(double{v}); }
-    bool string(json::string_t& v) { return scalar(std::move(v)); }
-    bool binary(json::binary_t& v) {
-        // bin → BLOB; ext (a binary with a subtype) has no SQL meaning → NULL.
-        if (v.has_subtype()) return scalar(ExtractNull{});
-        return scalar(std::vector<uint8_t>(v.begin(), v.end()));
-    }
-
-    bool start_object(std::size_t) {
-        if (!started_) {  // the payload itself: the map the first path component lives in
-            started_ = true;
-            depth_ = 1;
-            return true;
-        }
-        if (next_is_path_) {
-            next_is_path_ = false;
-            ++matched_;
-            if (matched_ == path_.size()) return stop();  // the path names a map → NULL
-        }
-        if (++depth_ > kMaxDepth) return stop();
-        return true;
-    }
-    bool end_object() {
-        --depth_;
-        // The map that should hold path_[matched_] ended without it: missing key.
-        if (depth_ == matched_) return stop();
-        return true;
-    }
-    bool start_array(std::size_t) {
-        if (!started_ || next_is_path_) return stop();  // payload not a map, or path hits an array
-        if (++depth_ > kMaxDepth) return stop();
-        return true;
-    }
-    bool end_array() {
-        --depth_;
-        return true;
-    }
-    bool key(json::string_t& k) {
-        // Keys at depth matched_+1 are the keys of the map on the path (deeper ones belong
-        // to sibling values being walked past). First occurrence wins.
-        if (depth_ == matched_ + 1 && k == path_[matched_]) next_is_path_ = true;
-        return true;
-    }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
-        result = ExtractNull{};  // invalid msgpack → NULL, never an SQL error
-        return false;
-    }
-
-private:
-    template <class V>
-    bool scalar(V&& v) {
-        if (!started_) return stop();  // a scalar payload: not a map
-        if (!next_is_path_) return true;
-        // The value of a path component: the target, or a scalar where a map was needed.
-        if (matched_ + 1 == path_.size()) result = std::forward<V>(v);
-        return stop();
-    }
-    bool stop() { return false; }
-
-    const std::vector<std::string>& path_;
-    bool started_ = false;
-    bool next_is_path_ = false;
-    size_t depth_ = 0;    // open containers
-    size_t matched_ = 0;  // path components whose map we are inside
-};
+    return ExtractNull{};
+}
 
 void sql_msgpack_extract(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
     if (argc != 2) {
@@ -173,14 +114,30 @@ std::optional<std::vector<std::string>> parse_extract_path(std::string_view path
 
 ExtractValue msgpack_extract(const uint8_t* data, size_t size, const std::vector<std::string>& path) {
     if (!data || size == 0 || path.empty()) return ExtractNull{};
-    ExtractHandler handler(path);
-    try {
-        // strict=false: the walk normally stops early, and trailing bytes are not our business.
-        json::sax_parse(data, data + size, &handler, json::input_format_t::msgpack, false);
-    } catch (const std::exception&) {
-        return ExtractNull{};  // the reader throws for a few malformed inputs; still NULL
+    // Bytes after the payload's first value are not looked at: the walk normally stops early.
+    // Any read error (invalid msgpack, too deep) is NULL, never an SQL error.
+    msgpack::Reader in(std::span<const uint8_t>(data, size), kExtractMaxDepth);
+    for (size_t level = 0; level < path.size(); ++level) {
+        // The payload itself, then each path component's value, must be a map (the map at
+        // `level` opens depth level + 1).
+        if (!in.next_is_map()) return ExtractNull{};
+        auto pairs = in.map_header();
+        if (!pairs || !in.check_depth(static_cast<int>(level) + 1)) return ExtractNull{};
+        bool found = false;
+        for (uint32_t i = 0; i < pairs.value() && !found; ++i) {
+            auto key = in.string();
+            if (!key) return ExtractNull{};
+            if (key.value() == path[level]) {
+                found = true;  // the first occurrence wins
+            } else if (!in.skip(static_cast<int>(level) + 1)) {
+                return ExtractNull{};
+            }
+        }
+        if (!found) return ExtractNull{};  // the map ended without the key
     }
-    return std::move(handler.result);
+    auto item = in.next();
+    if (!item) return ExtractNull{};
+    return sql_value(item.value());
 }
 
 kmes::Status register_msgpack_extract(sqlite3* db) {

@@ -34,7 +34,7 @@ private:
 };
 
 struct BootCpu {
-    Guid boot_id;
+    kmes::Guid boot_id;
     uint16_t cpu_id;
     auto operator<=>(const BootCpu&) const = default;
 };

@@ -59,7 +59,7 @@ public:
     Status begin();
     Status insert(const EventRow& row);  // the prepared INSERT (§2.4.5)
     // Mark [first, last] of (boot, cpu) as accounted for in this transaction.
-    Status account(const Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last);
+    Status account(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last);
     Status commit();  // the durability boundary (§2.4.1); on failure the transaction is rolled back
     void rollback();
 

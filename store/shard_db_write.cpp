@@ -20,11 +20,11 @@ namespace {
 
 Error misuse(const fs::path& file, const std::string& what) { return {EINVAL, file.string() + ": " + what}; }
 
-void bind_guid(sqlite3_stmt* stmt, int i, const Guid& guid) {
+void bind_guid(sqlite3_stmt* stmt, int i, const kmes::Guid& guid) {
     sqlite3_bind_blob(stmt, i, guid.data(), static_cast<int>(guid.size()), SQLITE_STATIC);
 }
 
-void bind_optional_guid(sqlite3_stmt* stmt, int i, const std::optional<Guid>& guid) {
+void bind_optional_guid(sqlite3_stmt* stmt, int i, const std::optional<kmes::Guid>& guid) {
     if (guid) bind_guid(stmt, i, *guid);  // unbound parameters are NULL
 }
 
@@ -88,7 +88,7 @@ Status ShardDb::insert(const EventRow& row) {
     return {};
 }
 
-Status ShardDb::account(const Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last) {
+Status ShardDb::account(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last) {
     if (!in_transaction()) return misuse(path_, "account() outside a transaction");
     if (first > last) {
         return misuse(path_, "account() with first " + std::to_string(first) + " > last " + std::to_string(last));

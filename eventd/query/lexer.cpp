@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "eventd/query/time_literal.hpp"
+#include "kmes/guid.hpp"
 
 namespace eventd::query {
 
@@ -70,15 +71,6 @@ TokenKind classify_number(std::string_view run) {
     if (!negative && is_duration_shape(body)) return TokenKind::duration;
     if (!negative && is_date_shape(body)) return TokenKind::date;
     return TokenKind::invalid;
-}
-
-bool is_guid_text(std::string_view s) {
-    if (s.size() != 36) return false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? s[i] != '-' : !is_hex(s[i])) return false;
-    }
-    return true;
 }
 
 class Lexer {
@@ -209,7 +201,7 @@ private:
         while (j < text_.size() && text_[j] != '}' && j - i <= 37) ++j;
         const bool closed = j < text_.size() && text_[j] == '}';
         const std::string_view inner = text_.substr(i + 1, j - i - 1);
-        if (!closed || !is_guid_text(inner)) {
+        if (!closed || !kmes::parse_guid(inner)) {
             Token bad = make(TokenKind::invalid, i, closed ? j + 1 : j);
             return parse_error(bad, "a GUID like {550e8400-e29b-41d4-a716-446655440000}");
         }

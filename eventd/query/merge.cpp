@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kmes/guid.hpp"
+
 namespace eventd::query {
 namespace {
 
@@ -33,7 +35,8 @@ nlohmann::json to_json(const SqlValue& v, bool guid) {
         case store::ValueType::real: return v.d;
         case store::ValueType::text: return v.bytes;
         case store::ValueType::blob:
-            if (guid && v.bytes.size() == 16) return format_guid(reinterpret_cast<const uint8_t*>(v.bytes.data()));
+            if (guid && v.bytes.size() == 16)
+                return kmes::guid_text(std::span<const uint8_t, 16>(reinterpret_cast<const uint8_t*>(v.bytes.data()), 16));
             return nlohmann::json::binary(std::vector<uint8_t>(v.bytes.begin(), v.bytes.end()));
         case store::ValueType::null: return nullptr;
     }

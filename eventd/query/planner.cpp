@@ -21,6 +21,7 @@
 #include <limits>
 
 #include "eventd/query/record.hpp"
+#include "kmes/guid.hpp"
 
 namespace eventd::query {
 namespace {
@@ -155,8 +156,8 @@ kmes::Result<SqlParam> equality_param(const FieldRef& f, const Literal& v, bool*
     switch (kind_of(f)) {
         case FieldKind::guid: {
             const auto* text = std::get_if<std::string>(&v);
-            std::optional<std::array<uint8_t, 16>> guid;
-            if (text) guid = parse_guid(*text);
+            std::optional<kmes::Guid> guid;
+            if (text) guid = kmes::parse_guid(*text);
             if (!guid) return type_error("'" + literal_text(v) + "' is not a GUID (field " + f.name + ")");
             return SqlParam{SqlBlob{std::vector<uint8_t>(guid->begin(), guid->end())}};
         }

@@ -1,11 +1,13 @@
-// Record shaping (PSD-008 §8.8): header columns + merged payload, SELECT, GUID text, and a
-// msgpack writer that keeps floats float64.
+// Record shaping (PSD-008 §8.8): header columns + merged payload, SELECT, and a msgpack
+// writer that keeps floats float64.
 #include "record.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "kmes/guid.hpp"
+#include "msgpack/reader.hpp"
 #include "msgpack/writer.hpp"
 #include "store/event_columns.hpp"
 
@@ -16,132 +18,29 @@ namespace {
 using json = nlohmann::json;
 
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
+// How deep a payload may nest and still be merged into its record: every payload the shim
+// admits (msgpack::kPayloadMaxDepth, PSD-003 §2.1.6–§2.1.7 and §6.1). A deeper one (only a
+// kernel emitter can store one) travels as bytes, like any payload that is not a map.
+constexpr int kMergeMaxDepth = msgpack::kPayloadMaxDepth;
 
-// Builds the json tree of a payload, like nlohmann's own from_msgpack (same reader, same
-// values: bin → binary, ext → binary with subtype, float32 → double, a repeated key → the
-// last one), but refusing nesting deeper than kMaxDepth: the reader recurses once per level,
-// and a hostile payload of a million nested arrays must not overflow a query thread's stack.
-class DepthLimitedBuilder {
-public:
-    static constexpr size_t kMaxDepth = 100;
-
-    json root;
-    bool failed = false;
-
-    bool null() { return value(nullptr); }
-    bool boolean(bool v) { return value(v); }
-    bool number_integer(json::number_integer_t v) { return value(v); }
-    bool number_unsigned(json::number_unsigned_t v) { return value(v); }
-    bool number_float(json::number_float_t v, const json::string_t&) { return value(v); }
-    bool string(json::string_t& v) { return value(std::move(v)); }
-    bool binary(json::binary_t& v) { return value(std::move(v)); }
-    bool start_object(std::size_t) { return open(json::value_t::object); }
-    bool start_array(std::size_t) { return open(json::value_t::array); }
-    bool key(json::string_t& k) {
-        member_ = &(*stack_.back())[k];
-        return true;
-    }
-    bool end_object() {
-        stack_.pop_back();
-        return true;
-    }
-    bool end_array() {
-        stack_.pop_back();
-        return true;
-    }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
-        failed = true;
-        return false;
-    }
-
-private:
-    template <class V>
-    json* place(V&& v) {
-        if (stack_.empty()) {
-            root = json(std::forward<V>(v));
-            return &root;
-        }
-        json& parent = *stack_.back();
-        if (parent.is_array()) {
-            parent.emplace_back(std::forward<V>(v));
-            return &parent.back();
-        }
-        *member_ = json(std::forward<V>(v));
-        return member_;
-    }
-    template <class V>
-    bool value(V&& v) {
-        place(std::forward<V>(v));
-        return true;
-    }
-    bool open(json::value_t type) {
-        if (stack_.size() >= kMaxDepth) {
-            failed = true;
-            return false;
-        }
-        stack_.push_back(place(type));
-        return true;
-    }
-
-    std::vector<json*> stack_;
-    json* member_ = nullptr;
-};
-
-// The payload as a tree; discarded when it is not exactly one valid msgpack value.
+// The payload as a tree; discarded when it is not exactly one valid msgpack value nested
+// within kMergeMaxDepth. The reader checks the bytes first because nlohmann's reader recurses
+// once per level without a bound: a hostile payload of a million nested arrays must not
+// overflow a query thread's stack. Then nlohmann builds the tree (bin → binary, ext → binary
+// with subtype, float32 → double, a repeated key → the last one).
 json decode_payload(const uint8_t* data, size_t size) {
     if (size == 0) return json(json::value_t::discarded);
-    DepthLimitedBuilder builder;
-    bool ok = false;
+    const std::span<const uint8_t> bytes(data, size);
+    msgpack::Reader check(bytes, kMergeMaxDepth);
+    if (!check.skip() || !check.at_end()) return json(json::value_t::discarded);
     try {
-        ok = json::sax_parse(data, data + size, &builder, json::input_format_t::msgpack, /*strict=*/true);
+        return json::from_msgpack(bytes.begin(), bytes.end(), /*strict=*/true, /*allow_exceptions=*/false);
     } catch (const std::exception&) {
-        ok = false;
+        return json(json::value_t::discarded);  // checked bytes should not throw; a query thread must not die if they do
     }
-    if (!ok || builder.failed) return json(json::value_t::discarded);
-    return std::move(builder.root);
 }
 
 }  // namespace
-
-void format_guid(const uint8_t* b, char* out) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) *out++ = '-';
-        *out++ = kHex[b[i] >> 4];
-        *out++ = kHex[b[i] & 0xf];
-    }
-}
-
-std::string format_guid(const uint8_t* b) {
-    std::string s(kGuidTextLength, '\0');
-    format_guid(b, s.data());
-    return s;
-}
-
-std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text) {
-    if (text.size() == 38 && text.front() == '{' && text.back() == '}') text = text.substr(1, 36);
-    if (text.size() != 36) return std::nullopt;
-    std::array<uint8_t, 16> out{};
-    size_t pos = 0;
-    for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) {
-            if (text[pos] != '-') return std::nullopt;
-            ++pos;
-        }
-        const int hi = hex_value(text[pos]);
-        const int lo = hex_value(text[pos + 1]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        out[static_cast<size_t>(i)] = static_cast<uint8_t>(hi << 4 | lo);
-        pos += 2;
-    }
-    return out;
-}
 
 json value_from_column(const store::RowView& row, int col, bool guid) {
     switch (row.type(col)) {
@@ -150,7 +49,7 @@ json value_from_column(const store::RowView& row, int col, bool guid) {
         case store::ValueType::text: return std::string(row.text(col));
         case store::ValueType::blob: {
             const auto data = row.blob(col);
-            if (guid && data.size() == 16) return format_guid(data.data());
+            if (guid && data.size() == 16) return kmes::guid_text(std::span<const uint8_t, 16>(data.data(), 16));
             return json::binary(std::vector<uint8_t>(data.begin(), data.end()));
         }
         case store::ValueType::null: return nullptr;
@@ -168,8 +67,8 @@ void merge_payload(Record& record, const uint8_t* data, size_t size) {
         }
         return;
     }
-    // Not a map (raw bytes, another msgpack type, nesting deeper than kMaxDepth, or a map
-    // nlohmann's reader rejects — one with non-string keys): the bytes travel as they are.
+    // Not a map (raw bytes, another msgpack type, nesting deeper than kMergeMaxDepth, or a map
+    // with non-string keys, which neither reader accepts): the bytes travel as they are.
     record["payload"] = json::binary(std::vector<uint8_t>(data, data + size));
 }
 

@@ -38,14 +38,6 @@ nlohmann::json value_from_column(const store::RowView& row, int col, bool guid);
 // and tests). `data` may be null (payload NULL → nothing added).
 void merge_payload(Record& record, const uint8_t* data, size_t size);
 
-// "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lowercase; the second form writes the
-// kGuidTextLength characters to `out` (no terminator).
-inline constexpr size_t kGuidTextLength = 36;
-std::string format_guid(const uint8_t* bytes16);
-void format_guid(const uint8_t* bytes16, char* out);
-// The standard form, braces optional, any case; nullopt for anything else.
-std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text);
-
 // Msgpack encoding for the wire (§8.8: floats are float64). nlohmann's own to_msgpack writes
 // a float as float32 whenever that is lossless (binary_writer.hpp write_compact_float), so
 // every reply frame must be encoded with this writer instead. Appends to `out`. Integers,

@@ -5,6 +5,7 @@
 
 #include "eventd/query/planner.hpp"
 #include "eventd/query/record.hpp"
+#include "kmes/guid.hpp"
 #include "msgpack/reader.hpp"
 #include "msgpack/writer.hpp"
 
@@ -13,8 +14,11 @@ namespace {
 
 namespace mp = eventd::msgpack;
 
-// Limits of the direct way; anything beyond them takes the tree way, which has the real limits
-// (DepthLimitedBuilder in record.cpp). Keys are checked for repeats pairwise, so maps stay small.
+// Limits of the direct way; anything beyond them takes the tree way, which reads every payload
+// the shim admits (msgpack::kPayloadMaxDepth, record.cpp). The depth is the shim's default
+// MaxNestingDepth (PSD-003 §6.1): every payload a default-configured shim accepts is copied
+// directly, and the walk's recursion (a key array per level) stays shallow. Keys are checked
+// for repeats pairwise, so maps stay small.
 constexpr int kMaxDirectDepth = 32;
 constexpr uint32_t kMaxDirectKeys = 64;
 
@@ -26,10 +30,13 @@ bool keys_distinct(const std::string_view* keys, size_t n) {
     return true;
 }
 
+// `depth`: how many containers are open around the value (0 for the payload itself); the
+// reader refuses containers past kMaxDirectDepth.
 bool copyable_value(mp::Reader& in, int depth);
 
-// Walks the `count` pairs of a map whose header was just read: every key a string, none
-// repeated (the tree keeps only the last of repeated keys), every value copyable.
+// Walks the `count` pairs of a map whose header was just read, with `depth` containers open
+// around the map: every key a string, none repeated (the tree keeps only the last of repeated
+// keys), every value copyable.
 // `on_pair(key, start, end)` sees each pair with its value's byte range in the reader.
 template <class OnPair>
 bool copyable_map(mp::Reader& in, uint32_t count, int depth, OnPair&& on_pair) {
@@ -49,19 +56,19 @@ bool copyable_map(mp::Reader& in, uint32_t count, int depth, OnPair&& on_pair) {
 
 // Walks one value and says whether its bytes mean, on the wire, exactly what the tree decoder
 // would re-encode: maps as copyable_map says, no float32 (the tree widens it to float64,
-// §8.8), nesting within kMaxDirectDepth.
+// §8.8), nesting within the reader's limit.
 bool copyable_value(mp::Reader& in, int depth) {
     auto item = in.next();
     if (!item) return false;
     switch (item->kind) {
     case mp::Kind::float32: return false;
     case mp::Kind::array:
-        if (depth >= kMaxDirectDepth) return false;
+        if (!in.check_depth(depth + 1)) return false;
         for (uint32_t i = 0; i < item->count; ++i)
             if (!copyable_value(in, depth + 1)) return false;
         return true;
     case mp::Kind::map:
-        if (depth >= kMaxDirectDepth) return false;
+        if (!in.check_depth(depth + 1)) return false;
         return copyable_map(in, item->count, depth, [](std::string_view, size_t, size_t) {});
     default: return true;
     }
@@ -78,8 +85,8 @@ void put_column(std::vector<uint8_t>& out, const store::RowView& row, int col, b
     case store::ValueType::blob: {
         const auto data = row.blob(col);
         if (guid && data.size() == 16) {
-            char text[kGuidTextLength];
-            format_guid(data.data(), text);
+            char text[kmes::kGuidTextLength];
+            kmes::write_guid_text(std::span<const uint8_t, 16>(data.data(), 16), text);
             mp::put_string(out, std::string_view(text, sizeof text));
         } else {
             mp::put_binary(out, data);
@@ -130,7 +137,7 @@ bool RowEncoder::encode_direct(const store::RowView& row) {
     const int payload_column = store::index_of(store::EventColumn::payload);
     if (row.type(payload_column) != store::ValueType::null) {
         const std::span<const uint8_t> payload = row.blob(payload_column);
-        mp::Reader in(payload);
+        mp::Reader in(payload, kMaxDirectDepth);
         if (!in.next_is_map()) return false;
         auto map = in.next();
         if (!map) return false;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "eventd/query/record.hpp"
+#include "msgpack/reader.hpp"
 
 namespace eventd::server {
 namespace {
@@ -31,74 +32,30 @@ void put_result_head(std::vector<uint8_t>& out, size_t count) {
     }
 }
 
-// Reads a request without building a tree and without unbounded recursion: nlohmann's msgpack
-// reader recurses once per nesting level, so the handler stops it past kMaxDepth (a hostile
-// 64 KiB request could otherwise nest 64 Ki levels deep).
-class RequestSax {
-public:
-    static constexpr int kMaxDepth = 32;
-
-    bool null() { return value(false); }
-    bool boolean(bool) { return value(false); }
-    bool number_integer(json::number_integer_t) { return value(false); }
-    bool number_unsigned(json::number_unsigned_t) { return value(false); }
-    bool number_float(json::number_float_t, const json::string_t&) { return value(false); }
-    bool binary(json::binary_t&) { return value(false); }
-    bool string(json::string_t& s) {
-        if (depth_ == 1 && expecting_query_) query_ = std::move(s);
-        return value(true);
-    }
-    bool start_object(size_t) {
-        if (depth_ == 0) top_is_map_ = true;
-        value(false);
-        return enter();
-    }
-    bool key(json::string_t& k) {
-        expecting_query_ = depth_ == 1 && k == "query";
-        if (expecting_query_) query_.reset();  // the last "query" key counts
-        return true;
-    }
-    bool end_object() { return leave(); }
-    bool start_array(size_t) {
-        value(false);
-        return enter();
-    }
-    bool end_array() { return leave(); }
-    bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) {
-        malformed_ = true;
-        return false;
-    }
-
-    bool malformed() const { return malformed_; }
-    bool too_deep() const { return too_deep_; }
-    bool top_is_map() const { return top_is_map_; }
-    const std::optional<std::string>& query() const { return query_; }
-
-private:
-    bool value(bool is_string) {
-        if (depth_ == 1 && expecting_query_ && !is_string) query_.reset();
-        expecting_query_ = false;
-        return true;
-    }
-    bool enter() {
-        if (++depth_ > kMaxDepth) {
-            too_deep_ = true;
-            return false;
+// The pairs of a request map: the last "query" key counts, and it must hold a string; every
+// other value is skipped, checked and depth-bounded by the reader.
+kmes::Status read_request_map(msgpack::Reader& in, std::optional<std::string>& query) {
+    auto pairs = in.map_header();
+    if (!pairs) return pairs.error();
+    if (auto st = in.check_depth(1); !st) return st;
+    for (uint32_t i = 0; i < pairs.value(); ++i) {
+        auto key = in.string();
+        if (!key) return key.error();
+        if (key.value() != "query") {
+            if (auto st = in.skip(1); !st) return st;
+            continue;
         }
-        return true;
+        query.reset();
+        if (!in.next_is_string()) {
+            if (auto st = in.skip(1); !st) return st;
+            continue;
+        }
+        auto text = in.string();
+        if (!text) return text.error();
+        query = std::string(text.value());
     }
-    bool leave() {
-        --depth_;
-        return true;
-    }
-
-    int depth_ = 0;
-    bool expecting_query_ = false;
-    bool top_is_map_ = false;
-    bool malformed_ = false;
-    bool too_deep_ = false;
-    std::optional<std::string> query_;
-};
+    return {};
+}
 
 }  // namespace
 
@@ -125,13 +82,16 @@ std::string oversized_request_message(uint64_t length, uint32_t max_bytes) {
 }
 
 kmes::Result<std::string> decode_request(std::span<const uint8_t> body) {
-    RequestSax sax;
-    const bool ok = json::sax_parse(body.begin(), body.end(), &sax, json::input_format_t::msgpack, true);
-    if (sax.too_deep())
-        return kmes::Error{EINVAL, "request nests deeper than " + std::to_string(RequestSax::kMaxDepth) + " levels"};
-    if (!ok || sax.malformed()) return kmes::Error{EINVAL, "request is not valid msgpack"};
-    if (!sax.top_is_map() || !sax.query()) return kmes::Error{EINVAL, "request must be a map with a string 'query'"};
-    return *sax.query();
+    msgpack::Reader in(body, kRequestMaxDepth);
+    std::optional<std::string> query;
+    const bool top_is_map = in.next_is_map();
+    // A request that is not a map is still read to its end: invalid or too deep bytes say so.
+    const kmes::Status walked = top_is_map ? read_request_map(in, query) : in.skip();
+    if (!walked && msgpack::is_too_deep(walked.error()))
+        return kmes::Error{EINVAL, "request nests deeper than " + std::to_string(kRequestMaxDepth) + " levels"};
+    if (!walked || !in.at_end()) return kmes::Error{EINVAL, "request is not valid msgpack"};
+    if (!top_is_map || !query) return kmes::Error{EINVAL, "request must be a map with a string 'query'"};
+    return std::move(*query);
 }
 
 void RecordBatcher::add(const json& record) {

@@ -43,10 +43,17 @@ std::vector<uint8_t> watch_frame();
 // "request of N bytes exceeds M (MaxQueryMessageBytes)" — the body is never read (§8.8).
 std::string oversized_request_message(uint64_t length, uint32_t max_bytes);
 
+// How deep a request may nest. PSD-008 §8.8 defines the request as {query: <string>}, which
+// nests 1 deep, and sets no bound for keys a client adds beside it; 32 (the shim's default
+// MaxNestingDepth, PSD-003 §6.1) leaves clients that room while the walk stays bounded — a
+// 64 KiB request could otherwise open 64 Ki levels. The number is in the error text
+// (docs/QUERY-SERVER.md).
+inline constexpr int kRequestMaxDepth = 32;
+
 // The query text of a request body. Errors (EINVAL), sent back as they are:
 //   "request is not valid msgpack"               (garbage, trailing bytes, truncated value)
 //   "request must be a map with a string 'query'"
-//   "request nests deeper than 32 levels"        (the decoder's recursion is bounded)
+//   "request nests deeper than 32 levels"        (kRequestMaxDepth; read by msgpack::Reader)
 kmes::Result<std::string> decode_request(std::span<const uint8_t> body);
 
 // Packs records into {status:"ok", records:[…]} frames of about `target_bytes`: a record is

@@ -15,10 +15,9 @@
 
 #include "../lib/ring_layout.hpp"
 #include "base/result.hpp"
+#include "kmes/guid.hpp"
 
 namespace kmes::shim {
-
-using Guid = std::array<uint8_t, 16>;
 
 // Identity stamps written between type and payload (DESIGN.md §2). All-zero for kernel emitters.
 struct Identity {

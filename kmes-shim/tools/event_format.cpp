@@ -4,14 +4,9 @@
 
 #include <fmt/format.h>
 
-namespace kmes::tools {
+#include "kmes/guid.hpp"
 
-std::string guid_string(const Guid& g) {
-    return fmt::format("{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
-                       "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
-                       g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13],
-                       g[14], g[15]);
-}
+namespace kmes::tools {
 
 std::string iso_timestamp(uint64_t ns) {
     const time_t secs = static_cast<time_t>(ns / 1'000'000'000u);
@@ -42,7 +37,7 @@ void show_binary_as_hex(nlohmann::ordered_json& value) {
 
 nlohmann::ordered_json guid_or_null(const EventView& event, const Guid& guid) {
     if (!event.has_identity()) return nullptr;
-    return guid_string(guid);
+    return guid_text(guid);
 }
 }  // namespace
 

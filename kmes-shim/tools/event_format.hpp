@@ -17,9 +17,6 @@
 
 namespace kmes::tools {
 
-// Canonical 8-4-4-4-12 lowercase form of the 16 bytes in order.
-std::string guid_string(const Guid& guid);
-
 // CLOCK_REALTIME nanoseconds as UTC RFC 3339 with nine fraction digits.
 std::string iso_timestamp(uint64_t ns);
 

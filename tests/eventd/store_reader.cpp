@@ -159,15 +159,4 @@ std::optional<std::string> query_text(const std::string& file, const std::string
     return std::string(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)));
 }
 
-std::string guid_string(const Guid& g) {
-    static const char* hex = "0123456789abcdef";
-    std::string s;
-    for (size_t i = 0; i < g.size(); ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-        s += hex[g[i] >> 4];
-        s += hex[g[i] & 15];
-    }
-    return s;
-}
-
 }  // namespace eventd::it

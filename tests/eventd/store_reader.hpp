@@ -4,7 +4,6 @@
 // decoded with nlohmann::json::from_msgpack.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -14,9 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kmes/guid.hpp"
+
 namespace eventd::it {
 
-using Guid = std::array<uint8_t, 16>;
+using kmes::Guid;
 
 struct StoredRow {
     std::string file;  // shard file name, e.g. "shard-0001.db"
@@ -60,6 +61,5 @@ SequenceStateRows read_sequence_state(const std::string& dir);
 // nullopt when the file cannot be read or there is no row.
 std::optional<std::string> query_text(const std::string& file, const std::string& sql);
 
-std::string guid_string(const Guid& g);  // 8-4-4-4-12 lowercase, like eventd's payloads
 
 }  // namespace eventd::it

@@ -1,4 +1,4 @@
-// msgpack/reader.hpp and msgpack/writer.hpp (shared by eventd and eventctl): every form the
+// msgpack/reader.hpp and msgpack/writer.hpp (shared by store, eventd and eventctl): every form the
 // writer produces reads back as the same item; the reader agrees with nlohmann's encoder on
 // every integer width and on floats; malformed input is an error, never a crash.
 #include <catch2/catch.hpp>
@@ -18,8 +18,26 @@ namespace {
 namespace mp = eventd::msgpack;
 using nlohmann::json;
 
+// Tests of forms, not of depth: the payload bound is as good as any.
+constexpr int kAnyDepth = mp::kPayloadMaxDepth;
+
+// n nested one-element arrays around nil: depth n.
+mp::Bytes nested_arrays(int n) {
+    mp::Bytes b(static_cast<size_t>(n), 0x91);
+    b.push_back(0xc0);
+    return b;
+}
+
+// n nested one-entry maps {"k": {"k": … nil}}: depth n.
+mp::Bytes nested_maps(int n) {
+    mp::Bytes b;
+    for (int i = 0; i < n; ++i) b.insert(b.end(), {0x81, 0xa1, 'k'});
+    b.push_back(0xc0);
+    return b;
+}
+
 mp::Item read_one(const mp::Bytes& bytes) {
-    mp::Reader in(bytes);
+    mp::Reader in(bytes, kAnyDepth);
     auto item = in.next();
     REQUIRE(item.ok());
     CHECK(in.at_end());
@@ -104,7 +122,7 @@ TEST_CASE("strings, binary, ext and containers at every length form", "[msgpack]
         out.clear();
         mp::put_array_header(out, n);
         for (size_t i = 0; i < n; ++i) mp::put_nil(out);
-        mp::Reader in(out);
+        mp::Reader in(out, kAnyDepth);
         REQUIRE(in.array_header().value() == n);
         for (size_t i = 0; i < n; ++i) REQUIRE(in.skip().ok());
         CHECK(in.at_end());
@@ -121,7 +139,7 @@ TEST_CASE("strings, binary, ext and containers at every length form", "[msgpack]
     mp::put_string(map, "b");
     mp::put_nil(map);
     CHECK(map == json::to_msgpack(json{{"a", true}, {"b", nullptr}}));
-    mp::Reader in(map);
+    mp::Reader in(map, kAnyDepth);
     REQUIRE(in.next_is_map());
     REQUIRE(in.map_header().value() == 2);
     CHECK(in.string().value() == "a");
@@ -141,22 +159,80 @@ TEST_CASE("malformed input is an error", "[msgpack]") {
         {0xc6, 0x7f, 0xff, 0xff, 0xff},  // bin announcing 2 GiB
     };
     for (const mp::Bytes& b : bad) {
-        mp::Reader in(b);
+        mp::Reader in(b, kAnyDepth);
         CHECK_FALSE(in.skip().ok());
     }
     // skip(): map keys must be strings; nesting is capped.
     // (The reader keeps a view: the bytes must outlive it.)
     const mp::Bytes int_key_bytes = {0x81, 0x01, 0x02};
-    mp::Reader int_key(int_key_bytes);
+    mp::Reader int_key(int_key_bytes, kAnyDepth);
     CHECK(int_key.skip().error().message.find("not a string") != std::string::npos);
-    mp::Bytes deep(mp::kMaxDepth + 2, 0x91);
-    deep.push_back(0xc0);
-    mp::Reader too_deep(deep);
+    const mp::Bytes deep = nested_arrays(kAnyDepth + 1);
+    mp::Reader too_deep(deep, kAnyDepth);
     CHECK(too_deep.skip().error().message.find("nested deeper") != std::string::npos);
     // Typed reads refuse other kinds without consuming them.
     const mp::Bytes array_bytes = {0x91, 0xc0};
-    mp::Reader not_a_map(array_bytes);
+    mp::Reader not_a_map(array_bytes, kAnyDepth);
     CHECK_FALSE(not_a_map.map_header().ok());
     CHECK(not_a_map.pos() == 0);
     CHECK(not_a_map.array_header().value() == 1);
+}
+
+TEST_CASE("skip accepts nesting of exactly max_depth and refuses one more with the too-deep error", "[msgpack]") {
+    const int limit = GENERATE(1, 32, mp::kPayloadMaxDepth);
+    INFO("max_depth " << limit);
+    for (const auto& make : {nested_arrays, nested_maps}) {
+        const mp::Bytes at_limit = make(limit);
+        mp::Reader ok(at_limit, limit);
+        CHECK(ok.skip().ok());
+        CHECK(ok.at_end());
+
+        const mp::Bytes past_limit = make(limit + 1);
+        mp::Reader deep(past_limit, limit);
+        const auto st = deep.skip();
+        REQUIRE_FALSE(st.ok());
+        CHECK(mp::is_too_deep(st.error()));
+        CHECK(st.error().message.find("nested deeper than " + std::to_string(limit) + " levels") != std::string::npos);
+        CHECK(st.error().message.find("opens level " + std::to_string(limit + 1)) != std::string::npos);
+    }
+}
+
+TEST_CASE("skip counts depth from the containers the caller says are open", "[msgpack]") {
+    // A value inside 2 open containers may itself nest max_depth - 2 deep.
+    const mp::Bytes value = nested_arrays(30);
+    mp::Reader ok(value, 32);
+    CHECK(ok.skip(2).ok());
+    mp::Reader deep(value, 32);
+    CHECK(mp::is_too_deep(deep.skip(3).error()));
+}
+
+TEST_CASE("siblings do not add up to depth", "[msgpack]") {
+    mp::Bytes wide = {0x92};
+    for (int i = 0; i < 2; ++i) {
+        const mp::Bytes branch = nested_arrays(31);
+        wide.insert(wide.end(), branch.begin(), branch.end());
+    }
+    mp::Reader in(wide, 32);
+    CHECK(in.skip().ok());
+    CHECK(in.at_end());
+}
+
+TEST_CASE("check_depth: the bound for callers walking containers header by header", "[msgpack]") {
+    const mp::Bytes bytes = {0x91, 0x91, 0xc0};
+    mp::Reader in(bytes, 1);
+    REQUIRE(in.array_header().ok());
+    CHECK(in.check_depth(1).ok());
+    REQUIRE(in.array_header().ok());
+    const auto st = in.check_depth(2);
+    REQUIRE_FALSE(st.ok());
+    CHECK(mp::is_too_deep(st.error()));
+    CHECK(st.error().message == "msgpack nested deeper than 1 levels (the container at byte 1 opens level 2)");
+}
+
+TEST_CASE("malformed bytes are not the too-deep error", "[msgpack]") {
+    const mp::Bytes truncated = {0x91, 0x91};
+    mp::Reader in(truncated, 32);
+    const auto st = in.skip();
+    REQUIRE_FALSE(st.ok());
+    CHECK_FALSE(mp::is_too_deep(st.error()));
 }

@@ -29,7 +29,7 @@ using eventd::access::Caller;
 using eventd::access::CallerAccess;
 using eventd::access::Policy;
 using eventd::store::EventRow;
-using eventd::store::Guid;
+using kmes::Guid;
 using eventd::store::ShardDb;
 using eventd::store::SqlParam;
 

@@ -182,6 +182,30 @@ TEST_CASE("payloads the direct way cannot copy exactly fall back to the tree, wi
     }
 }
 
+TEST_CASE("payloads nested as deep as the default MaxNestingDepth are direct; one level more takes the tree",
+          "[row_encoder]") {
+    // 32: the shim's default MaxNestingDepth (PSD-003 §6.1), the direct way's limit.
+    constexpr int kDirectDepth = 32;
+    CallerAccess root = root_access();
+    // {d: [[…1…]]} nesting `depth` deep in all: the payload map is level 1.
+    auto nested = [](int depth) {
+        Bytes p = {0x81, 0xa1, 'd'};
+        p.insert(p.end(), static_cast<size_t>(depth - 1), 0x91);
+        p.push_back(0x01);
+        return p;
+    };
+    Row at_limit(nested(kDirectDepth));
+    const Encoded direct = encode(at_limit, root);
+    CHECK(direct.direct);
+    CHECK(direct.record == tree_record(at_limit.view()));
+
+    Row past_limit(nested(kDirectDepth + 1));
+    const Encoded tree = encode(past_limit, root);
+    CHECK_FALSE(tree.direct);
+    CHECK(tree.record == tree_record(past_limit.view()));
+    CHECK(tree.record["d"].is_array());  // still merged: the tree way reads up to 256 levels
+}
+
 TEST_CASE("SELECT and field lists take the tree way; a grant without a field list stays direct", "[row_encoder]") {
     json security = {{"Events",
                       {{"*", json::array({{{"allow", json::array({"uid:4321"})}}})},

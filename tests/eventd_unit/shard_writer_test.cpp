@@ -44,7 +44,7 @@ TEST_CASE("retention waits for the writer's open transaction and then sees its r
     auto db = store::ShardDb::open(dir.path(), 0);
     REQUIRE(db.ok());
     WriterSettings settings;
-    ShardWriter writer(std::move(*db), store::Guid{}, settings, WriterHooks{});
+    ShardWriter writer(std::move(*db), kmes::Guid{}, settings, WriterHooks{});
     SyncPoints cleanup;
 
     // Order under test: writer inside its transaction (rows inserted, COMMIT not yet run) →

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kmes/guid.hpp"
 #include "store/shard_db.hpp"
 
 namespace eventd::query_it {
@@ -35,15 +36,10 @@ std::vector<uint8_t> hex_bytes(const std::string& hex) {
     return out;
 }
 
-store::Guid guid(const std::string& text) {
-    std::string hex;
-    for (char c : text)
-        if (std::isxdigit(static_cast<unsigned char>(c))) hex += c;
-    if (hex.size() != 32) throw std::runtime_error("not a GUID: " + text);
-    const auto bytes = hex_bytes(hex);
-    store::Guid g{};
-    std::copy(bytes.begin(), bytes.end(), g.begin());
-    return g;
+kmes::Guid guid(const std::string& text) {
+    const auto g = kmes::parse_guid(text);
+    if (!g) throw std::runtime_error("not a GUID: " + text);
+    return *g;
 }
 
 // {"$binary": "hex"} anywhere in the payload becomes msgpack bin.

@@ -162,6 +162,64 @@ TEST_CASE("hostile nesting neither crashes extract nor record decoding", "[store
     CHECK(ok == json({{"top", nested}}));
 }
 
+namespace {
+
+// {a: [[…1…]], b: 1} nesting `depth` deep in all (the map is level 1, the arrays the rest).
+std::vector<uint8_t> deep_sibling_payload(int depth) {
+    std::vector<uint8_t> p = {0x82, 0xa1, 'a'};
+    p.insert(p.end(), static_cast<size_t>(depth - 1), 0x91);
+    p.push_back(0x01);
+    p.insert(p.end(), {0xa1, 'b', 0x01});
+    return p;
+}
+
+// {x: {x: … {x: 1}}} with `depth` maps, and the path "$.x.x…" to its 1.
+std::vector<uint8_t> deep_path_payload(int depth) {
+    std::vector<uint8_t> p;
+    for (int i = 0; i < depth; ++i) p.insert(p.end(), {0x81, 0xa1, 'x'});
+    p.push_back(0x01);
+    return p;
+}
+std::string deep_path(int depth) {
+    std::string path = "$";
+    for (int i = 0; i < depth; ++i) path += ".x";
+    return path;
+}
+
+constexpr int kPayloadDepth = 256;  // msgpack::kPayloadMaxDepth: MaxNestingDepth's ceiling (PSD-003 §6.1)
+
+}  // namespace
+
+TEST_CASE("extract reads payloads nested as deep as the shim admits, and no deeper", "[store-read]") {
+    // A sibling of the path is skipped, checked to the limit.
+    CHECK(std::get<int64_t>(extract(deep_sibling_payload(kPayloadDepth), "$.b")) == 1);
+    CHECK(is_null(extract(deep_sibling_payload(kPayloadDepth + 1), "$.b")));
+    // The path itself goes down to the limit.
+    CHECK(std::get<int64_t>(extract(deep_path_payload(kPayloadDepth), deep_path(kPayloadDepth))) == 1);
+    CHECK(is_null(extract(deep_path_payload(kPayloadDepth + 1), deep_path(kPayloadDepth + 1))));
+    // A value found before the too-deep part is still read: the walk stops at it.
+    std::vector<uint8_t> b_first = {0x82, 0xa1, 'b', 0x01, 0xa1, 'a'};
+    b_first.insert(b_first.end(), kPayloadDepth + 1, 0x91);
+    b_first.push_back(0x01);
+    CHECK(std::get<int64_t>(extract(b_first, "$.b")) == 1);
+}
+
+TEST_CASE("record shaping merges payloads nested as deep as the shim admits; deeper ones travel as bytes",
+          "[store-read]") {
+    const auto at_limit = deep_sibling_payload(kPayloadDepth);
+    json merged = json::object();
+    query::merge_payload(merged, at_limit.data(), at_limit.size());
+    CHECK(merged["b"] == 1);
+    CHECK(merged["a"].is_array());
+    CHECK_FALSE(merged.contains("payload"));
+
+    const auto past_limit = deep_sibling_payload(kPayloadDepth + 1);
+    json kept = json::object();
+    query::merge_payload(kept, past_limit.data(), past_limit.size());
+    CHECK(kept.size() == 1);
+    CHECK(kept["payload"] == json::binary(past_limit));
+}
+
 TEST_CASE("msgpack_extract in SQL", "[store-read]") {
     MemDb db;
     const auto bytes = pack({{"a", {{"b", "x"}}}, {"n", 3}, {"f", 0.5}, {"bin", json::binary({0, 1})}});
@@ -306,20 +364,6 @@ TEST_CASE("read connection: read-only, extract registered, errors name the file"
         REQUIRE_FALSE(stranger.ok());
         CHECK(stranger.error().message.find("shard-0007.db") != std::string::npos);
         CHECK(stranger.error().message.find("not an event shard") != std::string::npos);
-    }
-}
-
-TEST_CASE("GUID text", "[store-read]") {
-    const std::array<uint8_t, 16> g = {0x55, 0x0e, 0x84, 0x00, 0xe2, 0x9b, 0x41, 0xd4,
-                                       0xa7, 0x16, 0x44, 0x66, 0x55, 0x44, 0x00, 0x00};
-    CHECK(query::format_guid(g.data()) == "550e8400-e29b-41d4-a716-446655440000");
-    CHECK(query::parse_guid("550e8400-e29b-41d4-a716-446655440000") == g);
-    CHECK(query::parse_guid("{550E8400-E29B-41D4-A716-446655440000}") == g);
-    for (const char* bad : {"", "550e8400e29b41d4a716446655440000", "{550e8400-e29b-41d4-a716-446655440000",
-                            "550e8400-e29b-41d4-a716-44665544000g", "550e8400-e29b-41d4-a716_446655440000",
-                            "x550e8400-e29b-41d4-a716-446655440000"}) {
-        INFO(bad);
-        CHECK_FALSE(query::parse_guid(bad));
     }
 }
 

@@ -21,7 +21,7 @@ namespace store_test {
 
 namespace fs = std::filesystem;
 using eventd::store::EventRow;
-using eventd::store::Guid;
+using kmes::Guid;
 
 class TempDir {
 public:

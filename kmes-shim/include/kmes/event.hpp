@@ -8,11 +8,10 @@
 #include <span>
 #include <string_view>
 
+#include "kmes/guid.hpp"
 #include "kmes/kmes.h"
 
 namespace kmes {
-
-using Guid = std::array<uint8_t, 16>;
 
 class EventView {
 public:

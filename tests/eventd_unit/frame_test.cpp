@@ -1,0 +1,73 @@
+// decode_request (eventd/server/frame.hpp, PSD-008 §8.8): the query text of a request body, and
+// each documented error for the bodies that have none (docs/QUERY-SERVER.md "Request errors").
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "eventd/server/frame.hpp"
+
+namespace {
+
+using nlohmann::json;
+using eventd::server::decode_request;
+using eventd::server::kRequestMaxDepth;
+using Bytes = std::vector<uint8_t>;
+
+Bytes packed(const json& j) { return json::to_msgpack(j); }
+
+// {query: "q", x: [[…nil…]]} nesting `depth` deep in all: the request map is level 1.
+Bytes nested_request(int depth) {
+    Bytes b = {0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'q', 0xa1, 'x'};
+    b.insert(b.end(), static_cast<size_t>(depth - 1), 0x91);
+    b.push_back(0xc0);
+    return b;
+}
+
+std::string error_of(const Bytes& body) {
+    auto r = decode_request(body);
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("a request's query text is the string under 'query'", "[frame]") {
+    CHECK(decode_request(packed(json{{"query", "EVENTS"}})).value() == "EVENTS");
+    CHECK(decode_request(packed(json{{"other", {1, {{"k", "v"}}}}, {"query", "EVENTS"}})).value() == "EVENTS");
+    // The last "query" key counts.
+    const Bytes twice = {0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'a', 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'b'};
+    CHECK(decode_request(twice).value() == "b");
+}
+
+TEST_CASE("a request nested exactly kRequestMaxDepth deep is read; one level more is refused", "[frame]") {
+    REQUIRE(kRequestMaxDepth == 32);  // the number is in the documented error text
+    CHECK(decode_request(nested_request(kRequestMaxDepth)).value() == "q");
+    CHECK(error_of(nested_request(kRequestMaxDepth + 1)) == "request nests deeper than 32 levels");
+    // Not a map at all, but too deep: the depth is what is wrong first.
+    Bytes deep_array(kRequestMaxDepth + 1, 0x91);
+    deep_array.push_back(0xc0);
+    CHECK(error_of(deep_array) == "request nests deeper than 32 levels");
+    // A hostile request as deep as a 64 KiB frame allows: refused, no crash.
+    Bytes hostile(65536, 0x91);
+    CHECK(error_of(hostile) == "request nests deeper than 32 levels");
+}
+
+TEST_CASE("request errors", "[frame]") {
+    const std::string invalid = "request is not valid msgpack";
+    const std::string shape = "request must be a map with a string 'query'";
+    CHECK(error_of({}) == invalid);
+    CHECK(error_of({0xc1}) == invalid);
+    CHECK(error_of({0x81, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa3, 'a'}) == invalid);  // truncated string
+    Bytes trailing = packed(json{{"query", "EVENTS"}});
+    trailing.push_back(0xc0);
+    CHECK(error_of(trailing) == invalid);
+    CHECK(error_of({0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'q', 0x01, 0x02}) == invalid);  // an integer key
+    CHECK(error_of(packed(json::array({"query", "EVENTS"}))) == shape);
+    CHECK(error_of(packed(json{{"q", "EVENTS"}})) == shape);
+    CHECK(error_of(packed(json{{"query", 7}})) == shape);
+    // A later non-string "query" undoes an earlier string one.
+    CHECK(error_of({0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'a', 0xa5, 'q', 'u', 'e', 'r', 'y', 0x07}) == shape);
+}
