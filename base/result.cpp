@@ -4,8 +4,6 @@
 #include <cstring>
 
 namespace kmes {
-Error errno_error(int code, const std::string& what) {
-    return Error{code, what + ": " + std::strerror(code)};
-}
+Error errno_error(int code, const std::string& what) { return Error{code, what + ": " + std::strerror(code)}; }
 Error errno_error(const std::string& what) { return errno_error(errno, what); }
 }  // namespace kmes

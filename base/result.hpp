@@ -25,22 +25,22 @@ namespace kmes {
 // counted as a failure (Error::is_cancelled).
 enum class ErrorCode : int {
     none = 0,
-    cancelled = ECANCELED,         // the operation was told to stop (eventd is shutting down)
-    timed_out = ETIMEDOUT,         // a deadline passed (QueryTimeoutMs)
-    invalid = EINVAL,              // bad input: a query, a configuration value, an argument
-    io = EIO,                      // a file or device failed
-    no_space = ENOSPC,             // the disk is full
-    permission = EPERM,            // not allowed for this caller (capability)
-    access_denied = EACCES,        // not allowed for this caller (file or policy)
+    cancelled = ECANCELED,   // the operation was told to stop (eventd is shutting down)
+    timed_out = ETIMEDOUT,   // a deadline passed (QueryTimeoutMs)
+    invalid = EINVAL,        // bad input: a query, a configuration value, an argument
+    io = EIO,                // a file or device failed
+    no_space = ENOSPC,       // the disk is full
+    permission = EPERM,      // not allowed for this caller (capability)
+    access_denied = EACCES,  // not allowed for this caller (file or policy)
     not_found = ENOENT,
     exists = EEXIST,
     busy = EBUSY,
-    would_block = EAGAIN,          // try again (full ring, no data yet)
-    protocol = EPROTO,             // a peer or a file broke its format
-    too_deep = ELOOP,              // nesting past a depth limit (msgpack::Reader)
-    stale = ESTALE,                // the object went away underneath (a new KMES boot)
-    broken_pipe = EPIPE,           // the peer is gone
-    too_many_files = EMFILE,       // the process is out of file descriptors (RLIMIT_NOFILE)
+    would_block = EAGAIN,     // try again (full ring, no data yet)
+    protocol = EPROTO,        // a peer or a file broke its format
+    too_deep = ELOOP,         // nesting past a depth limit (msgpack::Reader)
+    stale = ESTALE,           // the object went away underneath (a new KMES boot)
+    broken_pipe = EPIPE,      // the peer is gone
+    too_many_files = EMFILE,  // the process is out of file descriptors (RLIMIT_NOFILE)
     no_memory = ENOMEM,
     not_supported = ENOTSUP,
     connection_refused = ECONNREFUSED,  // nothing listens on the socket
@@ -71,13 +71,25 @@ public:
     bool ok() const { return v_.index() == 0; }
     explicit operator bool() const { return ok(); }
 
-    T& value() & { assert(ok()); return std::get<0>(v_); }
-    T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
-    const T& value() const& { assert(ok()); return std::get<0>(v_); }
+    T& value() & {
+        assert(ok());
+        return std::get<0>(v_);
+    }
+    T&& value() && {
+        assert(ok());
+        return std::get<0>(std::move(v_));
+    }
+    const T& value() const& {
+        assert(ok());
+        return std::get<0>(v_);
+    }
     T* operator->() { return &value(); }
     T& operator*() & { return value(); }
 
-    const Error& error() const { assert(!ok()); return std::get<1>(v_); }
+    const Error& error() const {
+        assert(!ok());
+        return std::get<1>(v_);
+    }
 
 private:
     std::variant<T, Error> v_;
@@ -91,7 +103,10 @@ public:
     Result(Error error) : error_(std::move(error)), failed_(true) {}
     bool ok() const { return !failed_; }
     explicit operator bool() const { return ok(); }
-    const Error& error() const { assert(failed_); return error_; }
+    const Error& error() const {
+        assert(failed_);
+        return error_;
+    }
 
 private:
     Error error_;

@@ -37,8 +37,10 @@ void process(std::string_view name) {
 void set_callback(std::string_view name, std::function<void()> callback) {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    if (callback) r.callbacks[std::string(name)] = std::move(callback);
-    else r.callbacks.erase(std::string(name));
+    if (callback)
+        r.callbacks[std::string(name)] = std::move(callback);
+    else
+        r.callbacks.erase(std::string(name));
     r.any.store(!r.callbacks.empty(), std::memory_order_relaxed);
 }
 

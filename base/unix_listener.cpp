@@ -36,7 +36,7 @@ Result<int> listen_unix_socket(const std::string& path, const UnixListenerOption
     const auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // bind reports what matters
 
-    struct stat st{};
+    struct stat st {};
     if (lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
             return Error{EEXIST, path + " exists and is not a socket; remove it or set " + o.setting};

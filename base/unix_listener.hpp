@@ -13,7 +13,7 @@
 namespace kmes {
 
 struct UnixListenerOptions {
-    int type = 0;              // SOCK_STREAM or SOCK_SEQPACKET (CLOEXEC is added)
+    int type = 0;  // SOCK_STREAM or SOCK_SEQPACKET (CLOEXEC is added)
     int backlog = 64;
     const char* setting = "";  // the configuration key naming the path, for error messages
     const char* daemon = "";   // "kmes-shimd", "eventd": "another <daemon> is already listening on …"

@@ -35,7 +35,7 @@ public:
             const uint64_t write = v_.write_pos().load(std::memory_order_acquire);  // step 1
             if (write == read_pos_) return delivered;
             const uint64_t tail = v_.tail_pos().load(std::memory_order_acquire);  // step 2
-            if (read_pos_ < tail || read_pos_ > write) {  // lapped (or corrupt): resume at tail
+            if (read_pos_ < tail || read_pos_ > write) {                          // lapped (or corrupt): resume at tail
                 read_pos_ = tail;
                 continue;
             }

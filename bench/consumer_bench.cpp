@@ -57,11 +57,13 @@ struct Rig {
         rig.rings = std::move(*rings);
         auto ring = rig.rings->ring(0);
         auto base = detail::map_ring_region(ring->consumer_producer_fd(), ring->consumer_page_fd(),
-                                            ring->consumer_data_fd(), kCapacity, detail::MapAccess::Consumer);
+                                            ring->consumer_data_fd(), kCapacity, detail::MapAccess::consumer);
         if (!base) throw std::runtime_error(base.error().message);
         rig.consumer_view = detail::view_of(*base, kCapacity);
         ReaderOptions options;
-        options.reattach = [](uint32_t) -> Result<RingMapping> { return Error{ENOTSUP, "no resize in this benchmark"}; };
+        options.reattach = [](uint32_t) -> Result<RingMapping> {
+            return Error{ENOTSUP, "no resize in this benchmark"};
+        };
         rig.reader = std::make_unique<RingReader>(0, RingMapping(-1, *base, kCapacity, true), std::move(options));
         rig.block = std::make_unique<bench::BlockDrain>(rig.consumer_view, kBlock);
         return rig;
@@ -149,8 +151,7 @@ int main(int argc, char** argv) {
 
         // Park both readers at write_pos, so every pass starts with a lap to tail_pos.
         rig.refill(batch, row.event_size);
-        for (auto e = rig.reader->next(); e && *e; e = rig.reader->next()) {
-        }
+        for (auto e = rig.reader->next(); e && *e; e = rig.reader->next()) {}
         rig.block->drain([](const EventView&) {});
 
         bench::interleave({&reader, &copy, &bulk, &per_event, &block}, options);
@@ -166,12 +167,13 @@ int main(int argc, char** argv) {
                         "next()/4 MiB", "per-event copy GB/s", "block drain GB/s", "block/memcpy", "goal", "result"});
     for (const Row& row : rows) {
         auto gbps = [&](const bench::Series& s) { return double(row.event_size) / s.med(); };  // bytes/ns = GB/s
-        const double vs_memcpy = bench::ratio_median(row.memcpy_ns, row.reader_ns);  // bandwidth ratio
+        const double vs_memcpy = bench::ratio_median(row.memcpy_ns, row.reader_ns);            // bandwidth ratio
         const double mps = 1e3 / row.reader_ns.med();
         std::string goal = "-", result = "-";
         if (row.payload == 12) {
             goal = ">= 50 % of memcpy, >= 20 M ev/s";
-            result = std::string(mps >= 20.0 ? "reached" : "MISSED") + " / " + (vs_memcpy >= 0.5 ? "reached" : "MISSED");
+            result =
+                std::string(mps >= 20.0 ? "reached" : "MISSED") + " / " + (vs_memcpy >= 0.5 ? "reached" : "MISSED");
         }
         table.add({std::to_string(row.event_size), bench::fmt("%.1f", mps), bench::fmt("%.2f", gbps(row.reader_ns)),
                    bench::fmt("%.2f", gbps(row.memcpy_ns)), bench::fmt("%.0f %%", 100 * vs_memcpy),
@@ -182,9 +184,10 @@ int main(int argc, char** argv) {
     }
     table.print("Consumer: RingReader::next() drain vs memcpy of the same bytes (4 MiB ring, full)");
     const ReaderStats& s = rig.reader->stats();
-    std::printf("\nnext(): %llu events, %llu laps (one per re-fill, by design), %llu torn reads, %llu corrupt skips. "
-                "Medians of %zu alternating chunks of ~%.0f ms (thread CPU time).\n",
-                (unsigned long long)s.events, (unsigned long long)s.laps, (unsigned long long)s.torn_reads,
-                (unsigned long long)s.corrupt_skips, rows[0].reader_ns.values.size(), options.chunk_time * 1e3);
+    std::printf(
+        "\nnext(): %llu events, %llu laps (one per re-fill, by design), %llu torn reads, %llu corrupt skips. "
+        "Medians of %zu alternating chunks of ~%.0f ms (thread CPU time).\n",
+        (unsigned long long)s.events, (unsigned long long)s.laps, (unsigned long long)s.torn_reads,
+        (unsigned long long)s.corrupt_skips, rows[0].reader_ns.values.size(), options.chunk_time * 1e3);
     return 0;
 }

@@ -45,7 +45,7 @@ uint64_t events_in_rings() {
     uint64_t total = 0;
     for (uint32_t cpu = 0;; ++cpu) {
         kmes::ReaderOptions options;
-        options.start = kmes::StartAt::End;
+        options.start = kmes::StartAt::end;
         auto reader = kmes::RingReader::open(cpu, options);
         if (!reader) break;  // EINVAL past the last CPU
         total += reader->last_sequence();
@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
     const double client_before = process_cpu_seconds(getpid()), shim_before = process_cpu_seconds(shim.pid());
     const auto cpu_start = bench::WallClock::now();
     uint64_t cpu_events = 0;
-    while (bench::wall_seconds_since(cpu_start) < std::max(0.5, options.time / 2)) cpu_events += batch.run(batch.n).second;
+    while (bench::wall_seconds_since(cpu_start) < std::max(0.5, options.time / 2))
+        cpu_events += batch.run(batch.n).second;
     const double cpu_wall = bench::wall_seconds_since(cpu_start);
     const double client_cpu = process_cpu_seconds(getpid()) - client_before;
     const double shim_cpu = process_cpu_seconds(shim.pid()) - shim_before;
@@ -129,9 +130,10 @@ int main(int argc, char** argv) {
     const double batches = double(cpu_events) / KMES_MAX_BATCH;
     std::printf("\nper batch of 256: %.0f us wall, %.0f us CPU in the client, %.0f us CPU in kmes-shimd\n",
                 cpu_wall / batches * 1e6, client_cpu / batches * 1e6, shim_cpu / batches * 1e6);
-    std::printf("emitted %llu events, found %llu in the rings (must match). Medians of %zu alternating chunks of "
-                "~%.0f ms (wall time).\n",
-                (unsigned long long)emitted, (unsigned long long)in_rings, batch.ns.values.size(),
-                socket_options.chunk_time * 1e3);
+    std::printf(
+        "emitted %llu events, found %llu in the rings (must match). Medians of %zu alternating chunks of "
+        "~%.0f ms (wall time).\n",
+        (unsigned long long)emitted, (unsigned long long)in_rings, batch.ns.values.size(),
+        socket_options.chunk_time * 1e3);
     return in_rings == emitted ? 0 : 1;
 }

@@ -71,7 +71,7 @@ struct Options {
     double live_time = 10;     // seconds per sustained-rate trial
     double latency_time = 20;  // seconds per latency rate
     double rss_time = 60;
-    double rss_rate = 20000;   // events/s, all CPUs together
+    double rss_rate = 20000;         // events/s, all CPUs together
     uint64_t capacity_mib = 64;      // rings for the backlog drain
     uint64_t live_capacity_mib = 4;  // rings for the sustained-rate trials (the production default)
     uint32_t shards = 0;             // sustained: only this StorageShards (0: 1 and the CPU count)
@@ -100,21 +100,33 @@ struct Options {
             } else if (a == "--time") {
                 o.live_time = std::stod(value());
                 o.latency_time = std::max(o.live_time, 10.0);
-            } else if (a == "--rss-time") o.rss_time = std::stod(value());
-            else if (a == "--rss-rate") o.rss_rate = std::stod(value());
-            else if (a == "--capacity-mib") o.capacity_mib = std::stoull(value());
-            else if (a == "--live-capacity-mib") o.live_capacity_mib = std::stoull(value());
-            else if (a == "--shards") o.shards = uint32_t(std::stoul(value()));
-            else if (a == "--rate") o.rate = std::stod(value());
-            else if (a == "--reps") o.reps = std::stoi(value());
-            else if (a == "--store-dir") o.store_parent = value();
-            else if (a == "--only") o.parts.insert(value());
-            else if (a == "--eventd") o.eventd = value();
-            else if (a == "--shimd") o.shimd = value();
+            } else if (a == "--rss-time")
+                o.rss_time = std::stod(value());
+            else if (a == "--rss-rate")
+                o.rss_rate = std::stod(value());
+            else if (a == "--capacity-mib")
+                o.capacity_mib = std::stoull(value());
+            else if (a == "--live-capacity-mib")
+                o.live_capacity_mib = std::stoull(value());
+            else if (a == "--shards")
+                o.shards = uint32_t(std::stoul(value()));
+            else if (a == "--rate")
+                o.rate = std::stod(value());
+            else if (a == "--reps")
+                o.reps = std::stoi(value());
+            else if (a == "--store-dir")
+                o.store_parent = value();
+            else if (a == "--only")
+                o.parts.insert(value());
+            else if (a == "--eventd")
+                o.eventd = value();
+            else if (a == "--shimd")
+                o.shimd = value();
             else if (a == "-h" || a == "--help") {
                 std::printf("%s", kUsage);
                 std::exit(0);
-            } else throw std::runtime_error("unknown argument " + a + " (try --help)");
+            } else
+                throw std::runtime_error("unknown argument " + a + " (try --help)");
         }
         if (o.parts.empty()) o.parts = {"throughput", "sustained", "latency", "rss"};
         return o;
@@ -144,14 +156,19 @@ std::vector<uint64_t> ring_capacities() {
 }
 
 std::string filesystem_of(const std::string& dir) {
-    struct statfs fs{};
+    struct statfs fs {};
     if (statfs(dir.c_str(), &fs) != 0) return "unknown";
     switch (static_cast<unsigned long>(fs.f_type)) {
-        case 0xEF53: return "ext4";
-        case 0x01021994: return "tmpfs (fsync is free: numbers are NOT disk numbers)";
-        case 0x58465342: return "xfs";
-        case 0x9123683E: return "btrfs";
-        case 0x794c7630: return "overlayfs";
+        case 0xEF53:
+            return "ext4";
+        case 0x01021994:
+            return "tmpfs (fsync is free: numbers are NOT disk numbers)";
+        case 0x58465342:
+            return "xfs";
+        case 0x9123683E:
+            return "btrfs";
+        case 0x794c7630:
+            return "overlayfs";
         default: {
             char buf[32];
             std::snprintf(buf, sizeof buf, "fs type 0x%lx", static_cast<unsigned long>(fs.f_type));
@@ -197,13 +214,13 @@ std::unique_ptr<bench::ShimProcess> start_shim(const Options& o, uint64_t capaci
 // ---------------------------------------------------------------- throughput (backlog drain)
 
 struct DrainRun {
-    double rate = 0;          // rows/s, 10 %→90 %
-    double seconds = 0;       // READY → last row visible
-    double cpu = 0;           // eventd CPU seconds per wall second over the drain
-    double mean_batch = 0;    // rows per committed transaction (SIGQUIT dump)
-    double startup = 0;       // spawn → READY=1
+    double rate = 0;             // rows/s, 10 %→90 %
+    double seconds = 0;          // READY → last row visible
+    double cpu = 0;              // eventd CPU seconds per wall second over the drain
+    double mean_batch = 0;       // rows per committed transaction (SIGQUIT dump)
+    double startup = 0;          // spawn → READY=1
     double bytes_per_event = 0;  // shard files after the shutdown (WAL checkpointed) / events
-    bool exact = false;       // every event stored once, no gap, accounting holds
+    bool exact = false;          // every event stored once, no gap, accounting holds
 };
 
 uint64_t store_bytes(const std::string& store) {
@@ -295,7 +312,7 @@ ThroughputResult throughput(const Options& o) {
     bench::fill_rings(cpus, per_cpu, kType, payload);
     for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
         kmes::ReaderOptions ro;
-        ro.start = kmes::StartAt::End;
+        ro.start = kmes::StartAt::end;
         auto reader = kmes::RingReader::open(cpu, ro);
         if (!reader || reader->last_sequence() != per_cpu)
             throw std::runtime_error("ring " + std::to_string(cpu) + " does not hold the filled events");
@@ -341,20 +358,21 @@ ThroughputResult throughput(const Options& o) {
         };
         table.add({std::to_string(r.shards) + (r.shards == 1 ? " (all CPUs -> shard 0)" : " (CPU i -> shard i)"),
                    k_per_s(rate) + " (" + range(rates, "%.0f", 1e-3) + " k)", k_per_s(rate / r.shards),
-                   bench::fmt("%.0f", bench::median(batches)), percent(bench::median(cpu), 1.0),
-                   exact ? "yes" : "NO", k_per_s(bench::median(r.bare)) + " (" + range(r.bare, "%.0f", 1e-3) + " k)",
+                   bench::fmt("%.0f", bench::median(batches)), percent(bench::median(cpu), 1.0), exact ? "yes" : "NO",
+                   k_per_s(bench::median(r.bare)) + " (" + range(r.bare, "%.0f", 1e-3) + " k)",
                    bench::fmt("%.2fx", ratio) + " (" + range(r.ratio, "%.2f", 1) + ")", ">= 0.8x per shard",
                    bench::verdict(ratio >= 0.8)});
     }
     table.print("eventd: persisted events/s draining a backlog, vs the bare SQLite loop (same run, alternating)");
-    std::printf("\n%u CPU rings of %llu MiB, %llu events each (%llu B: type %s, 48 B identity, 64 B msgpack payload), "
-                "%llu events per run; %d run(s) each, medians (range). eventd start-up (spawn → READY=1): %.0f ms; "
-                "store size %.0f B per event. "
-                "eventd CPU = CPU seconds per wall second over the drain (%u cores). exact = every event stored once, "
-                "no gap record, accounting holds.\n",
-                cpus, (unsigned long long)o.capacity_mib, (unsigned long long)per_cpu, (unsigned long long)event_size,
-                kType.c_str(), (unsigned long long)events, o.reps, table_rows[0].runs[0].startup * 1e3,
-                table_rows[0].runs[0].bytes_per_event, cpus);
+    std::printf(
+        "\n%u CPU rings of %llu MiB, %llu events each (%llu B: type %s, 48 B identity, 64 B msgpack payload), "
+        "%llu events per run; %d run(s) each, medians (range). eventd start-up (spawn → READY=1): %.0f ms; "
+        "store size %.0f B per event. "
+        "eventd CPU = CPU seconds per wall second over the drain (%u cores). exact = every event stored once, "
+        "no gap record, accounting holds.\n",
+        cpus, (unsigned long long)o.capacity_mib, (unsigned long long)per_cpu, (unsigned long long)event_size,
+        kType.c_str(), (unsigned long long)events, o.reps, table_rows[0].runs[0].startup * 1e3,
+        table_rows[0].runs[0].bytes_per_event, cpus);
     std::fflush(stdout);
     return result;
 }
@@ -362,12 +380,12 @@ ThroughputResult throughput(const Options& o) {
 // ---------------------------------------------------------------- sustained offered rate
 
 struct LiveRun {
-    double offered = 0;    // events/s actually emitted
-    double persisted = 0;  // rows/s committed from 1 s after the start to the end of emission
-    double catch_up = 0;   // seconds from the end of emission to the last committed row
-    double cpu = 0;        // eventd CPU seconds per wall second while emitting
-    double shim_cpu = 0;   // the same for kmes-shimd (socket emission: validation, ring writes)
-    double bench_cpu = 0;  // the same for this process (emitter threads, store polling)
+    double offered = 0;     // events/s actually emitted
+    double persisted = 0;   // rows/s committed from 1 s after the start to the end of emission
+    double catch_up = 0;    // seconds from the end of emission to the last committed row
+    double cpu = 0;         // eventd CPU seconds per wall second while emitting
+    double shim_cpu = 0;    // the same for kmes-shimd (socket emission: validation, ring writes)
+    double bench_cpu = 0;   // the same for this process (emitter threads, store polling)
     double mean_batch = 0;  // rows per commit (SIGQUIT dump)
     uint64_t emitted = 0;
     bench::StoreSummary summary;
@@ -457,7 +475,8 @@ void sustained(const Options& o, const ThroughputResult& measured, uint32_t cpus
         // Ascending ladder to the first trial with a gap, then two bisection steps between
         // the last clean rate and that one.
         // --rate: one trial at exactly that rate (for diagnosis).
-        const std::vector<double> ladder = o.rate ? std::vector<double>{1.0} : std::vector<double>{0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0};
+        const std::vector<double> ladder =
+            o.rate ? std::vector<double>{1.0} : std::vector<double>{0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0};
         for (const double f : ladder)
             if (!trial(f)) {
                 failed_f = f;
@@ -475,12 +494,13 @@ void sustained(const Options& o, const ThroughputResult& measured, uint32_t cpus
                 " MiB rings)");
     std::printf("\nHighest offered rate sustained with zero gaps for %.0f s: ", o.live_time);
     for (size_t i = 0; i < summary.size(); ++i) std::printf("%s%s", i ? "; " : "", summary[i].c_str());
-    std::printf(". Ladder: fractions of the backlog drain rate above, ascending to the first trial with a gap, "
-                "then two bisection steps. Offered = events actually emitted per second (%u pinned emitter threads, "
-                "kmes_emit_batch every 1 ms); persisted = committed rows per second from 1 s after the start to the "
-                "end of emission; mean batch = rows per commit (eventd's SIGQUIT dump); CPU = CPU seconds per "
-                "wall second of eventd / kmes-shimd / this process (emitter threads, store polling).\n",
-                cpus);
+    std::printf(
+        ". Ladder: fractions of the backlog drain rate above, ascending to the first trial with a gap, "
+        "then two bisection steps. Offered = events actually emitted per second (%u pinned emitter threads, "
+        "kmes_emit_batch every 1 ms); persisted = committed rows per second from 1 s after the start to the "
+        "end of emission; mean batch = rows per commit (eventd's SIGQUIT dump); CPU = CPU seconds per "
+        "wall second of eventd / kmes-shimd / this process (emitter threads, store polling).\n",
+        cpus);
     std::fflush(stdout);
 }
 
@@ -528,7 +548,7 @@ void latency(const Options& o) {
             const auto live = bench::StoreSummary::of(eventd.store());
             for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
                 kmes::ReaderOptions ro;
-                ro.start = kmes::StartAt::End;
+                ro.start = kmes::StartAt::end;
                 auto reader = kmes::RingReader::open(cpu, ro);
                 const auto it = live.cpus.find(uint16_t(cpu));
                 missing += " cpu " + std::to_string(cpu) + ": ring last sequence " +
@@ -548,18 +568,20 @@ void latency(const Options& o) {
             eventd.keep_directory();
         }
         std::sort(ms.begin(), ms.end());
-        auto pct = [&](double p) { return ms.empty() ? 0.0 : ms[std::min(ms.size() - 1, size_t(p * double(ms.size())))]; };
+        auto pct = [&](double p) {
+            return ms.empty() ? 0.0 : ms[std::min(ms.size() - 1, size_t(p * double(ms.size())))];
+        };
         const bool low = rate == 100.0;
         table.add({bench::fmt("%.0f", rate), std::to_string(ms.size()) + " / " + std::to_string(emitter.emitted()),
-                   bench::fmt("%.1f", pct(0.5)),
-                   bench::fmt("%.1f", pct(0.9)), bench::fmt("%.1f", pct(0.99)),
+                   bench::fmt("%.1f", pct(0.5)), bench::fmt("%.1f", pct(0.9)), bench::fmt("%.1f", pct(0.99)),
                    bench::fmt("%.1f", ms.empty() ? 0.0 : ms.back()), bench::fmt("%.2f ms", poll_ms),
                    low ? "p99 <= MaxBatchLatencyMs (100)" : "-", low ? bench::verdict(pct(0.99) <= 100) : "-"});
     }
     table.print("eventd: emit-to-commit latency (StorageShards 0, MaxBatchLatencyMs 100)");
-    std::printf("\nEmit time = the row's timestamp (the shim's CLOCK_REALTIME at the ring write). Commit time = "
-                "when a reader polling every shard (read-only, WAL) first sees the row; it polls about every "
-                "'poll period', so each sample overstates the latency by up to one period plus one query.\n");
+    std::printf(
+        "\nEmit time = the row's timestamp (the shim's CLOCK_REALTIME at the ring write). Commit time = "
+        "when a reader polling every shard (read-only, WAL) first sees the row; it polls about every "
+        "'poll period', so each sample overstates the latency by up to one period plus one query.\n");
     std::fflush(stdout);
 }
 
@@ -609,12 +631,13 @@ void rss(const Options& o) {
     const size_t early = std::min<size_t>(9, n ? n - 1 : 0);  // the sample at 10 s, or the last
     const uint64_t anon_early = n ? samples[early].second.anon : 0;
     const uint64_t anon_end = n ? samples.back().second.anon : 0;
-    std::printf("\nRssAnon (heap, stacks): %s MiB at %.0f s, %s MiB at the end, max %s MiB; VmHWM %s MiB. "
-                "%llu events emitted, %llu stored, %llu gap records. RssShmem is the ring pages eventd has read through "
-                "its mappings (shared with the shim), not eventd's own memory.\n",
-                mib(anon_early).c_str(), n ? samples[early].first : 0.0, mib(anon_end).c_str(), mib(max_anon).c_str(), mib(at_end.hwm).c_str(),
-                (unsigned long long)emitted, (unsigned long long)summary.events(),
-                (unsigned long long)summary.gap_records());
+    std::printf(
+        "\nRssAnon (heap, stacks): %s MiB at %.0f s, %s MiB at the end, max %s MiB; VmHWM %s MiB. "
+        "%llu events emitted, %llu stored, %llu gap records. RssShmem is the ring pages eventd has read through "
+        "its mappings (shared with the shim), not eventd's own memory.\n",
+        mib(anon_early).c_str(), n ? samples[early].first : 0.0, mib(anon_end).c_str(), mib(max_anon).c_str(),
+        mib(at_end.hwm).c_str(), (unsigned long long)emitted, (unsigned long long)summary.events(),
+        (unsigned long long)summary.gap_records());
     std::fflush(stdout);
 }
 

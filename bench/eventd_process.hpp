@@ -63,11 +63,16 @@ inline Rss rss_of(pid_t pid) {
     while (std::getline(status, line)) {
         std::istringstream in(line);
         if (!(in >> key >> value)) continue;
-        if (key == "VmRSS:") r.total = value;
-        else if (key == "RssAnon:") r.anon = value;
-        else if (key == "RssFile:") r.file = value;
-        else if (key == "RssShmem:") r.shmem = value;
-        else if (key == "VmHWM:") r.hwm = value;
+        if (key == "VmRSS:")
+            r.total = value;
+        else if (key == "RssAnon:")
+            r.anon = value;
+        else if (key == "RssFile:")
+            r.file = value;
+        else if (key == "RssShmem:")
+            r.shmem = value;
+        else if (key == "VmHWM:")
+            r.hwm = value;
     }
     return r;
 }
@@ -183,8 +188,8 @@ public:
             if (at == std::string::npos) continue;
             unsigned shard = 0;
             unsigned long long rows = 0, batches = 0, failed = 0;
-            if (std::sscanf(line.c_str() + at, "  shard %u: rows %llu, batches %llu, failed batches %llu", &shard, &rows,
-                            &batches, &failed) == 4)
+            if (std::sscanf(line.c_str() + at, "  shard %u: rows %llu, batches %llu, failed batches %llu", &shard,
+                            &rows, &batches, &failed) == 4)
                 out[shard] = ShardDump{rows, batches, failed};
         }
         return out;
@@ -211,8 +216,8 @@ private:
             }
             if (std::chrono::steady_clock::now() > deadline) {
                 keep_ = true;
-                throw std::runtime_error("eventd did not send READY=1 within " + std::to_string(ready_timeout_.count()) +
-                                         " s; see " + log_);
+                throw std::runtime_error("eventd did not send READY=1 within " +
+                                         std::to_string(ready_timeout_.count()) + " s; see " + log_);
             }
         }
         startup_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();

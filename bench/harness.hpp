@@ -94,8 +94,8 @@ inline double ratio_median(const Series& a, const Series& b) {
 // {seconds spent on them, operations done}; set-up inside it (re-filling a ring) is untimed.
 struct Contender {
     std::function<std::pair<double, uint64_t>(uint64_t n)> run;
-    Series ns;      // ns per operation, one sample per chunk
-    uint64_t n = 0; // operations per chunk, from calibration
+    Series ns;       // ns per operation, one sample per chunk
+    uint64_t n = 0;  // operations per chunk, from calibration
 };
 
 // Convenience for contenders that are a tight loop of `op()`.
@@ -117,8 +117,8 @@ inline void interleave(const std::vector<Contender*>& contenders, const Options&
         for (;;) {
             auto [s, done] = c->run(n);
             if (s >= options.chunk_time || n >= (uint64_t{1} << 32)) break;
-            n = std::max<uint64_t>(n + 1, s > options.chunk_time / 50 ? uint64_t(double(n) * options.chunk_time / s)
-                                                                      : n * 4);
+            n = std::max<uint64_t>(n + 1,
+                                   s > options.chunk_time / 50 ? uint64_t(double(n) * options.chunk_time / s) : n * 4);
         }
         c->n = n;
     }

@@ -94,7 +94,8 @@ private:
         std::vector<kmes_emit_entry> entries(
             KMES_MAX_BATCH,
             kmes_emit_entry{type_.data(), uint16_t(type_.size()), payload_.data(), uint32_t(payload_.size())});
-        const auto tick = rate_ >= 1000 ? std::chrono::duration<double>(1e-3) : std::chrono::duration<double>(1.0 / rate_);
+        const auto tick =
+            rate_ >= 1000 ? std::chrono::duration<double>(1e-3) : std::chrono::duration<double>(1.0 / rate_);
         uint64_t done = 0;
         auto next = start_;
         while (!stop_.load(std::memory_order_relaxed)) {

@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
                    bench::fmt("%.1f", row.floor_ns.med()), bench::fmt("%.2fx", ratio), goal, result});
     }
     table.print("Producer: RingSet::write vs clock_gettime + memcpy (4 MiB ring, no consumer, overwriting)");
-    std::printf("\nclock_gettime(CLOCK_REALTIME) alone: %.1f ns. Medians of %zu alternating chunks of ~%.0f ms per case.\n",
-                clock_only.ns.med(), rows[0].write_ns.values.size(), options.chunk_time * 1e3);
+    std::printf(
+        "\nclock_gettime(CLOCK_REALTIME) alone: %.1f ns. Medians of %zu alternating chunks of ~%.0f ms per case.\n",
+        clock_only.ns.med(), rows[0].write_ns.values.size(), options.chunk_time * 1e3);
     return 0;
 }

@@ -31,7 +31,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -87,10 +86,11 @@ const std::vector<std::string> kCaseNames{"take100", "since-1m", "count-by-type"
 
 Options parse(int argc, char** argv) {
     Options o;
-    CLI::App app{"Times eventctl end to end against the sqlite3 CLI running the same queries on the same store\n"
-                 "(one built by kmes-bench-query-store). Without --socket it starts kmes-shimd and eventd on\n"
-                 "the store.",
-                 "kmes-bench-query"};
+    CLI::App app{
+        "Times eventctl end to end against the sqlite3 CLI running the same queries on the same store\n"
+        "(one built by kmes-bench-query-store). Without --socket it starts kmes-shimd and eventd on\n"
+        "the store.",
+        "kmes-bench-query"};
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
     app.add_option("--store", o.store, "the store to query (required; build one with kmes-bench-query-store)")
         ->type_name("DIR");
@@ -270,7 +270,8 @@ int main(int argc, char** argv) try {
     auto listed = eventd::store::list_shard_files(o.store);
     if (!listed) throw std::runtime_error(listed.error().message);
     const std::vector<eventd::store::ShardFile> files = *listed;
-    if (files.empty()) throw std::runtime_error("no shard files in " + o.store.string() + " (run kmes-bench-query-store)");
+    if (files.empty())
+        throw std::runtime_error("no shard files in " + o.store.string() + " (run kmes-bench-query-store)");
     uint32_t active = 0;
     for (const auto& f : files)
         if (f.active_index) active = std::max(active, *f.active_index + 1);
@@ -324,7 +325,8 @@ int main(int argc, char** argv) try {
             }
             const RunResult b = run_process(sql_args, out_dir + "/sqlite3.out", err_file);
             if (b.status != 0)
-                throw std::runtime_error(c.name + ": sqlite3 exited " + std::to_string(b.status) + ": " + slurp(err_file));
+                throw std::runtime_error(c.name + ": sqlite3 exited " + std::to_string(b.status) + ": " +
+                                         slurp(err_file));
             if (run < 0) sql.records = count_records(b.output);
             if (run < 0) continue;
             sql.seconds.push_back(b.seconds);

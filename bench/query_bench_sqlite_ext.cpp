@@ -8,7 +8,7 @@
 #include "store/msgpack_extract.hpp"
 
 extern "C" __attribute__((visibility("default"))) int sqlite3_extension_init(sqlite3* db, char** error,
-                                                                          const sqlite3_api_routines*) {
+                                                                             const sqlite3_api_routines*) {
     if (auto st = eventd::store::register_msgpack_extract(db); !st) {
         *error = sqlite3_mprintf("%s", st.error().message.c_str());
         return SQLITE_ERROR;

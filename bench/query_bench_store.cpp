@@ -58,10 +58,11 @@ struct Options {
 
 Options parse(int argc, char** argv) {
     Options o;
-    CLI::App app{"Builds the store kmes-bench-query reads: events spread evenly over the 24 hours before\n"
-                 "--end-ns, ~20 event types with realistic msgpack payloads, deterministic for given\n"
-                 "parameters. A second run with the same parameters finds the store complete and does nothing.",
-                 "kmes-bench-query-store"};
+    CLI::App app{
+        "Builds the store kmes-bench-query reads: events spread evenly over the 24 hours before\n"
+        "--end-ns, ~20 event types with realistic msgpack payloads, deterministic for given\n"
+        "parameters. A second run with the same parameters finds the store complete and does nothing.",
+        "kmes-bench-query-store"};
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
     app.add_option("--out", o.out, "the store directory to write (required)")->type_name("DIR");
     app.add_option("--events", o.events, "number of events (at least 1)")->type_name("N")->capture_default_str();
@@ -89,7 +90,9 @@ Options parse(int argc, char** argv) {
 void check(int rc, int want, sqlite3* db, const std::string& what) {
     if (rc != want) throw std::runtime_error(what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
 }
-void exec(sqlite3* db, const std::string& sql) { check(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK, db, sql); }
+void exec(sqlite3* db, const std::string& sql) {
+    check(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK, db, sql);
+}
 
 kmes::Guid guid_of(std::mt19937_64& rng) {
     kmes::Guid g;
@@ -109,28 +112,35 @@ struct EventType {
     enum Shape { access, process, file, net, login, ring, raw, none } shape;
 };
 constexpr EventType kTypes[] = {
-    {"kacs.access.check", 2, 250, EventType::access},   {"kacs.access.denied", 2, 20, EventType::access},
-    {"kacs.token.create", 2, 30, EventType::login},     {"kacs.token.adjust", 2, 10, EventType::login},
-    {"kacs.privilege.use", 2, 15, EventType::access},   {"lcs.process.start", 3, 120, EventType::process},
-    {"lcs.process.exit", 3, 120, EventType::process},   {"lcs.file.open", 3, 180, EventType::file},
-    {"lcs.file.write", 3, 60, EventType::file},         {"lcs.file.unlink", 3, 8, EventType::file},
-    {"lcs.net.connect", 3, 70, EventType::net},         {"lcs.net.accept", 3, 30, EventType::net},
-    {"lcs.module.load", 3, 2, EventType::file},         {"kmes.ring.resize", 1, 1, EventType::ring},
-    {"kmes.reader.attach", 1, 2, EventType::ring},      {"app.login.success", 0, 40, EventType::login},
-    {"app.login.failure", 0, 8, EventType::login},      {"app.audit.raw", 0, 10, EventType::raw},
-    {"app.heartbeat", 0, 20, EventType::none},          {"app.config.change", 0, 4, EventType::login},
+    {"kacs.access.check", 2, 250, EventType::access}, {"kacs.access.denied", 2, 20, EventType::access},
+    {"kacs.token.create", 2, 30, EventType::login},   {"kacs.token.adjust", 2, 10, EventType::login},
+    {"kacs.privilege.use", 2, 15, EventType::access}, {"lcs.process.start", 3, 120, EventType::process},
+    {"lcs.process.exit", 3, 120, EventType::process}, {"lcs.file.open", 3, 180, EventType::file},
+    {"lcs.file.write", 3, 60, EventType::file},       {"lcs.file.unlink", 3, 8, EventType::file},
+    {"lcs.net.connect", 3, 70, EventType::net},       {"lcs.net.accept", 3, 30, EventType::net},
+    {"lcs.module.load", 3, 2, EventType::file},       {"kmes.ring.resize", 1, 1, EventType::ring},
+    {"kmes.reader.attach", 1, 2, EventType::ring},    {"app.login.success", 0, 40, EventType::login},
+    {"app.login.failure", 0, 8, EventType::login},    {"app.audit.raw", 0, 10, EventType::raw},
+    {"app.heartbeat", 0, 20, EventType::none},        {"app.config.change", 0, 4, EventType::login},
 };
 constexpr size_t kTypeCount = std::size(kTypes);
 
-constexpr const char* kUsers[] = {"root", "alice", "bob", "carol", "dave", "erin", "frank", "grace",
-                                  "heidi", "ivan", "judy", "mike", "niaj", "olivia", "peggy", "sybil",
-                                  "trent", "victor", "walter", "www-data"};
-constexpr const char* kPrograms[] = {"sshd", "systemd", "cron", "bash", "nginx", "postgres", "python3", "curl",
-                                     "sudo", "git", "make", "gcc", "journald", "dbus-daemon", "NetworkManager"};
-constexpr const char* kPaths[] = {"/etc/passwd", "/etc/shadow", "/var/log/syslog", "/home/alice/notes.txt",
-                                  "/usr/bin/python3", "/var/lib/postgresql/data/base/16384/2619",
-                                  "/tmp/build-1234/main.o", "/etc/ssl/certs/ca-certificates.crt",
-                                  "/proc/self/status", "/srv/www/index.html"};
+constexpr const char* kUsers[] = {"root",  "alice", "bob",   "carol",  "dave",   "erin",    "frank",
+                                  "grace", "heidi", "ivan",  "judy",   "mike",   "niaj",    "olivia",
+                                  "peggy", "sybil", "trent", "victor", "walter", "www-data"};
+constexpr const char* kPrograms[] = {"sshd",     "systemd", "cron",     "bash",        "nginx",
+                                     "postgres", "python3", "curl",     "sudo",        "git",
+                                     "make",     "gcc",     "journald", "dbus-daemon", "NetworkManager"};
+constexpr const char* kPaths[] = {"/etc/passwd",
+                                  "/etc/shadow",
+                                  "/var/log/syslog",
+                                  "/home/alice/notes.txt",
+                                  "/usr/bin/python3",
+                                  "/var/lib/postgresql/data/base/16384/2619",
+                                  "/tmp/build-1234/main.o",
+                                  "/etc/ssl/certs/ca-certificates.crt",
+                                  "/proc/self/status",
+                                  "/srv/www/index.html"};
 
 // One payload per (type, pool slot): maps shaped by the type's family; the rare user
 // "mallory" (~0.1 % of rows) is what the benchmark's payload WHERE looks for.
@@ -144,9 +154,12 @@ std::vector<uint8_t> make_payload(const EventType& t, std::mt19937_64& rng) {
     json p;
     switch (t.shape) {
         case EventType::access:
-            p = {{"user", user},           {"uid", uid},
-                 {"object", pick(kPaths)}, {"desired_access", rng() % 2 ? "read" : "read,write"},
-                 {"granted", rng() % 10 != 0}, {"source", source},
+            p = {{"user", user},
+                 {"uid", uid},
+                 {"object", pick(kPaths)},
+                 {"desired_access", rng() % 2 ? "read" : "read,write"},
+                 {"granted", rng() % 10 != 0},
+                 {"source", source},
                  {"duration_us", double(rng() % 100000) / 1000.0}};
             break;
         case EventType::process:
@@ -160,8 +173,12 @@ std::vector<uint8_t> make_payload(const EventType& t, std::mt19937_64& rng) {
                  {"source", source}};
             break;
         case EventType::file:
-            p = {{"user", user},       {"uid", uid},   {"path", pick(kPaths)},
-                 {"flags", rng() % 4}, {"bytes", rng() % 1'000'000}, {"source", source}};
+            p = {{"user", user},
+                 {"uid", uid},
+                 {"path", pick(kPaths)},
+                 {"flags", rng() % 4},
+                 {"bytes", rng() % 1'000'000},
+                 {"source", source}};
             break;
         case EventType::net:
             p = {{"user", user},
@@ -173,8 +190,12 @@ std::vector<uint8_t> make_payload(const EventType& t, std::mt19937_64& rng) {
                  {"source", source}};
             break;
         case EventType::login:
-            p = {{"user", user}, {"uid", uid}, {"session", rng() % 100000}, {"tty", "pts/" + std::to_string(rng() % 8)},
-                 {"remote", "192.168.1." + std::to_string(rng() % 256)}, {"source", source}};
+            p = {{"user", user},
+                 {"uid", uid},
+                 {"session", rng() % 100000},
+                 {"tty", "pts/" + std::to_string(rng() % 8)},
+                 {"remote", "192.168.1." + std::to_string(rng() % 256)},
+                 {"source", source}};
             break;
         case EventType::ring:
             p = {{"cpu", rng() % kCpus}, {"capacity", 4194304}, {"fill_percent", double(rng() % 1000) / 10.0}};
@@ -202,8 +223,8 @@ struct ShardWriter {
 
 int main(int argc, char** argv) try {
     const Options o = parse(argc, argv);
-    const json params = {{"events", o.events}, {"shards", o.shards}, {"end_ns", o.end_ns}, {"seed", o.seed},
-                         {"span_ns", kSpanNs}, {"format", 1}};
+    const json params = {{"events", o.events}, {"shards", o.shards}, {"end_ns", o.end_ns},
+                         {"seed", o.seed},     {"span_ns", kSpanNs}, {"format", 1}};
     const fs::path marker = o.out / kMarker;
     if (!o.force && fs::exists(marker)) {
         json old = json::parse(std::ifstream(marker), nullptr, false);
@@ -240,7 +261,8 @@ int main(int argc, char** argv) try {
         exec(w.db, "PRAGMA synchronous=OFF");
         exec(w.db, "PRAGMA cache_size=-262144");
         sqlite3_stmt* q = nullptr;
-        check(sqlite3_prepare_v2(w.db, "SELECT sql FROM sqlite_master WHERE name='idx_events_timestamp'", -1, &q, nullptr),
+        check(sqlite3_prepare_v2(w.db, "SELECT sql FROM sqlite_master WHERE name='idx_events_timestamp'", -1, &q,
+                                 nullptr),
               SQLITE_OK, w.db, "read index");
         check(sqlite3_step(q), SQLITE_ROW, w.db, "read index");
         w.index_sql = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
@@ -269,9 +291,11 @@ int main(int argc, char** argv) try {
     for (uint64_t i = 0; i < o.events; ++i) {
         const int boot = i < reboot_at ? 0 : 1;
         const uint32_t cpu = static_cast<uint32_t>(rng() % kCpus);
-        const uint64_t ts = start_ns + static_cast<uint64_t>(static_cast<unsigned __int128>(kSpanNs) * i / o.events) + rng() % 1000;
+        const uint64_t ts =
+            start_ns + static_cast<uint64_t>(static_cast<unsigned __int128>(kSpanNs) * i / o.events) + rng() % 1000;
         const uint32_t r = static_cast<uint32_t>(rng() % total_weight);
-        const size_t type = static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), r) - cumulative.begin());
+        const size_t type =
+            static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), r) - cumulative.begin());
         const auto& payload = payloads[type][rng() % kPoolPerType];
         const kmes::Guid& token = tokens[rng() % tokens.size()];
         const kmes::Guid& process = processes[rng() % processes.size()];
@@ -286,8 +310,10 @@ int main(int argc, char** argv) try {
         sqlite3_bind_blob(st, 7, token.data(), 16, SQLITE_STATIC);
         sqlite3_bind_blob(st, 8, token.data(), 16, SQLITE_STATIC);
         sqlite3_bind_blob(st, 9, process.data(), 16, SQLITE_STATIC);
-        if (payload.empty()) sqlite3_bind_null(st, 10);
-        else sqlite3_bind_blob(st, 10, payload.data(), static_cast<int>(payload.size()), SQLITE_STATIC);
+        if (payload.empty())
+            sqlite3_bind_null(st, 10);
+        else
+            sqlite3_bind_blob(st, 10, payload.data(), static_cast<int>(payload.size()), SQLITE_STATIC);
         check(sqlite3_step(st), SQLITE_DONE, w.db, "insert");
         sqlite3_reset(st);
         if (++w.in_tx == kBatchRows) {

@@ -74,7 +74,8 @@ inline FloorResult bare_insert_loop(const std::filesystem::path& dir, std::span<
             sqlite3_clear_bindings(stmt);
         }
         check(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK, db, "COMMIT");
-        result.progress.emplace_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), i);
+        result.progress.emplace_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                                     i);
     }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     sqlite3_finalize(stmt);

@@ -113,8 +113,8 @@ struct CpuSummary {
     uint64_t events = 0;        // KMES rows
     uint64_t max_sequence = 0;  // highest stored sequence
     uint64_t gap_records = 0;
-    uint64_t lost = 0;          // sum of the gap records' count
-    uint64_t max_gap_end = 0;   // highest last_sequence of a gap
+    uint64_t lost = 0;         // sum of the gap records' count
+    uint64_t max_gap_end = 0;  // highest last_sequence of a gap
     // DESIGN.md §3.1: everything up to the highest accounted sequence is either stored or
     // recorded as lost, exactly once.
     bool accounted() const { return events + lost == std::max(max_sequence, max_gap_end); }
@@ -163,15 +163,19 @@ struct StoreSummary {
                 c.lost += gap.at("count").get<uint64_t>();
                 c.max_gap_end = std::max(c.max_gap_end, gap.at("last_sequence").get<uint64_t>());
             }
-            stmt = db.statement("SELECT event_type, count(*) FROM events WHERE event_type IN "
-                                "('synthetic.startup', 'synthetic.shutdown', 'synthetic.storage_error') "
-                                "GROUP BY event_type");
+            stmt = db.statement(
+                "SELECT event_type, count(*) FROM events WHERE event_type IN "
+                "('synthetic.startup', 'synthetic.shutdown', 'synthetic.storage_error') "
+                "GROUP BY event_type");
             while (sqlite3_step(stmt) == SQLITE_ROW) {
                 const std::string type = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
                 const auto n = uint64_t(sqlite3_column_int64(stmt, 1));
-                if (type == "synthetic.startup") out.startup_records += n;
-                else if (type == "synthetic.shutdown") out.shutdown_records += n;
-                else out.storage_errors += n;
+                if (type == "synthetic.startup")
+                    out.startup_records += n;
+                else if (type == "synthetic.shutdown")
+                    out.shutdown_records += n;
+                else
+                    out.storage_errors += n;
             }
         }
         return out;

@@ -82,10 +82,11 @@ struct Options {
 
 Options parse(int argc, char** argv) {
     Options o;
-    CLI::App app{"Stream latency of eventd on an idle system: a raw `EVENTS bench.stream STREAM` client on a\n"
-                 "real eventd (with a real kmes-shimd, on a fresh store), paced kmes_emit, arrival minus\n"
-                 "emit time, ring write time and the commit's last WAL write.",
-                 "kmes-bench-stream"};
+    CLI::App app{
+        "Stream latency of eventd on an idle system: a raw `EVENTS bench.stream STREAM` client on a\n"
+        "real eventd (with a real kmes-shimd, on a fresh store), paced kmes_emit, arrival minus\n"
+        "emit time, ring write time and the commit's last WAL write.",
+        "kmes-bench-stream"};
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
     bench::cli::add_run_length(
         app, [&o] { o.seconds = 3; }, "short run: 3 s of emission", [&o](double seconds) { o.seconds = seconds; },
@@ -290,7 +291,8 @@ int main(int argc, char** argv) try {
         std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                   std::chrono::duration<double>(double(i) / o.rate)));
         const std::vector<uint8_t> payload = json::to_msgpack(json{{"t", realtime_ns()}, {"n", i}});
-        if (kmes_emit(kType, uint16_t(std::strlen(kType)), payload.data(), uint32_t(payload.size())) != 0) ++emit_errors;
+        if (kmes_emit(kType, uint16_t(std::strlen(kType)), payload.data(), uint32_t(payload.size())) != 0)
+            ++emit_errors;
     }
     // Everything should be there within a few ms; give stragglers 3 s, then end the stream.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);

@@ -33,9 +33,9 @@ constexpr uint64_t kEvents = 1'000'000;
 
 struct Variant {
     std::string name;
-    uint32_t batch;       // events per RingSet::write
-    uint32_t spin;        // ReaderOptions::spin_iterations
-    bool poll = false;    // consumer never sleeps: the ceiling without notification
+    uint32_t batch;     // events per RingSet::write
+    uint32_t spin;      // ReaderOptions::spin_iterations
+    bool poll = false;  // consumer never sleeps: the ceiling without notification
 };
 
 struct Outcome {
@@ -54,8 +54,8 @@ Outcome run(const Variant& v) {
     auto rings = RingSet::create(1, kCapacity, RingOptions{});
     if (!rings) throw std::runtime_error(rings.error().message);
     auto ring = (*rings)->ring(0);
-    auto base = detail::map_ring_region(ring->consumer_producer_fd(), ring->consumer_page_fd(), ring->consumer_data_fd(),
-                                        kCapacity, detail::MapAccess::Consumer);
+    auto base = detail::map_ring_region(ring->consumer_producer_fd(), ring->consumer_page_fd(),
+                                        ring->consumer_data_fd(), kCapacity, detail::MapAccess::consumer);
     if (!base) throw std::runtime_error(base.error().message);
     ReaderOptions options;
     options.spin_iterations = v.spin;
@@ -69,8 +69,7 @@ Outcome run(const Variant& v) {
 
     std::thread consumer([&] {
         pin(1);
-        while (!go.load(std::memory_order_acquire)) {
-        }
+        while (!go.load(std::memory_order_acquire)) {}
         while (reader.last_sequence() < kEvents) {
             auto e = reader.next();
             if (!e) throw std::runtime_error(e.error().message);
@@ -97,18 +96,16 @@ int main(int argc, char** argv) {
     const bench::Options options = bench::Options::parse(argc, argv);
     const int repeats = options.quick ? 1 : std::max(1, int(options.time * 2.5 + 0.5));  // 5 by default
     const std::vector<Variant> variants{
-        {"single writes, spin 0", 1, 0},
-        {"single writes, spin 200", 1, 200},
-        {"single writes, spin 2000", 1, 2000},
-        {"single writes, consumer polls (no sleep)", 1, 0, true},
-        {"batches of 64, spin 0", 64, 0},
-        {"batches of 64, spin 200", 64, 200},
+        {"single writes, spin 0", 1, 0},       {"single writes, spin 200", 1, 200},
+        {"single writes, spin 2000", 1, 2000}, {"single writes, consumer polls (no sleep)", 1, 0, true},
+        {"batches of 64, spin 0", 64, 0},      {"batches of 64, spin 200", 64, 200},
     };
     std::vector<std::vector<Outcome>> outcomes(variants.size());
     for (int r = 0; r < repeats; ++r)  // variants alternate, so drift hits them alike
         for (size_t i = 0; i < variants.size(); ++i) outcomes[i].push_back(run(variants[i]));
 
-    bench::Table table({"producer / consumer", "M ev/s", "FUTEX_WAKE per 1k ev", "futex_wait per 1k ev", "lost events"});
+    bench::Table table(
+        {"producer / consumer", "M ev/s", "FUTEX_WAKE per 1k ev", "futex_wait per 1k ev", "lost events"});
     for (size_t i = 0; i < variants.size(); ++i) {
         std::vector<double> rate, wakes, sleeps, lost;
         for (const Outcome& o : outcomes[i]) {
@@ -121,8 +118,9 @@ int main(int argc, char** argv) {
                    bench::fmt("%.1f", bench::median(sleeps)), bench::fmt("%.0f", bench::median(lost))});
     }
     table.print("Wake-ups: producer thread -> consumer thread with the notification wait (1 M events, 64 B payload)");
-    std::printf("\nproducer pinned to CPU 0, consumer to CPU 1; wall time from the first write to the last event "
-                "delivered; medians of %d runs.\n",
-                repeats);
+    std::printf(
+        "\nproducer pinned to CPU 0, consumer to CPU 1; wall time from the first write to the last event "
+        "delivered; medians of %d runs.\n",
+        repeats);
     return 0;
 }

@@ -15,18 +15,18 @@ namespace {
 
 std::string connect_advice(int code) {
     switch (code) {
-    case ENOENT:
-        return "no such socket; is eventd running, and is this its QuerySocketPath? Pass --socket PATH or set "
-               "EVENTD_SOCKET";
-    case ECONNREFUSED:
-        return "nothing is listening there; is eventd running? (or pass --socket PATH / set EVENTD_SOCKET)";
-    case EACCES:
-    case EPERM:
-        return "permission denied on the socket or a directory above it";
-    case ENOTSOCK:
-        return "that path is not a socket; pass eventd's QuerySocketPath with --socket PATH";
-    default:
-        return std::strerror(code);
+        case ENOENT:
+            return "no such socket; is eventd running, and is this its QuerySocketPath? Pass --socket PATH or set "
+                   "EVENTD_SOCKET";
+        case ECONNREFUSED:
+            return "nothing is listening there; is eventd running? (or pass --socket PATH / set EVENTD_SOCKET)";
+        case EACCES:
+        case EPERM:
+            return "permission denied on the socket or a directory above it";
+        case ENOTSOCK:
+            return "that path is not a socket; pass eventd's QuerySocketPath with --socket PATH";
+        default:
+            return std::strerror(code);
     }
 }
 
@@ -67,9 +67,7 @@ kmes::Result<Connection> Connection::open(const std::string& path) {
     return Connection(fd, path);
 }
 
-Connection::Connection(Connection&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
-    other.fd_ = -1;
-}
+Connection::Connection(Connection&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) { other.fd_ = -1; }
 
 Connection::~Connection() {
     if (fd_ >= 0) close(fd_);
@@ -82,7 +80,7 @@ kmes::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
     std::memcpy(frame.data() + 4, body.data(), body.size());
     std::size_t done = 0;
     while (done < frame.size()) {
-        if (!wait_for(fd_, POLLOUT)) return ReadResult::kInterrupted;
+        if (!wait_for(fd_, POLLOUT)) return ReadResult::interrupted;
         // MSG_NOSIGNAL: a closed peer is an error to report, not a SIGPIPE that kills eventctl.
         const ssize_t n = send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
@@ -90,36 +88,37 @@ kmes::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
             continue;
         }
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        return kmes::Error{errno, "eventd at " + path_ + " closed the connection while eventctl was sending the query: " +
-                                      std::strerror(errno)};
+        return kmes::Error{errno,
+                           "eventd at " + path_ +
+                               " closed the connection while eventctl was sending the query: " + std::strerror(errno)};
     }
-    return ReadResult::kFrame;
+    return ReadResult::frame;
 }
 
 kmes::Result<ReadResult> Connection::read_exact(std::span<uint8_t> out) {
     std::size_t done = 0;
     while (done < out.size()) {
-        if (!wait_for(fd_, POLLIN)) return ReadResult::kInterrupted;
+        if (!wait_for(fd_, POLLIN)) return ReadResult::interrupted;
         const ssize_t n = recv(fd_, out.data() + done, out.size() - done, MSG_DONTWAIT);
         if (n > 0) {
             done += static_cast<std::size_t>(n);
             continue;
         }
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n == 0 && done == 0) return ReadResult::kClosed;
+        if (n == 0 && done == 0) return ReadResult::closed;
         if (n == 0) {
             return kmes::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (" +
                                            std::to_string(done) + " of " + std::to_string(out.size()) + " bytes)"};
         }
         return kmes::Error{errno, "reading from eventd at " + path_ + " failed: " + std::strerror(errno)};
     }
-    return ReadResult::kFrame;
+    return ReadResult::frame;
 }
 
 kmes::Result<ReadResult> Connection::read_frame(std::vector<uint8_t>& body) {
     uint8_t header[4];
     auto got = read_exact(header);
-    if (!got || got.value() != ReadResult::kFrame) return got;
+    if (!got || got.value() != ReadResult::frame) return got;
     const uint32_t len = header[0] | (header[1] << 8) | (header[2] << 16) | (static_cast<uint32_t>(header[3]) << 24);
     if (len > kMaxReplyFrameBytes) {
         return kmes::Error{EPROTO, "eventd at " + path_ + " announced a reply frame of " + std::to_string(len) +
@@ -128,7 +127,7 @@ kmes::Result<ReadResult> Connection::read_frame(std::vector<uint8_t>& body) {
     }
     body.resize(len);
     got = read_exact(body);
-    if (got && got.value() == ReadResult::kClosed) {
+    if (got && got.value() == ReadResult::closed) {
         return kmes::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (0 of " +
                                        std::to_string(len) + " bytes)"};
     }

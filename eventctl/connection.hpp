@@ -20,7 +20,7 @@ namespace eventctl {
 // and a single record larger than that alone, so anything near this is not eventd talking.
 inline constexpr uint32_t kMaxReplyFrameBytes = 256u * 1024 * 1024;
 
-enum class ReadResult { kFrame, kClosed, kInterrupted };
+enum class ReadResult { frame, closed, interrupted };
 
 class Connection {
 public:

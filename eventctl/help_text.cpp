@@ -52,7 +52,8 @@ const char* const kHelpFooter =
     "complete (nothing printed).\n"
     "\n"
     "Environment:\n"
-    "  EVENTD_SOCKET  eventd's query socket, when --socket is not given (default " EVENTCTL_DEFAULT_SOCKET ")\n"
+    "  EVENTD_SOCKET  eventd's query socket, when --socket is not given (default " EVENTCTL_DEFAULT_SOCKET
+    ")\n"
     "  TMPDIR         where results over 8 MiB wait (in an unlinked file) until complete (default /tmp)\n"
     "\n"
     "Examples:\n"

@@ -26,7 +26,7 @@ void on_signal(int) {
 
 bool install_interrupt_handlers() {
     if (pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return false;
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;

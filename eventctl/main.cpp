@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
     auto* query_opt = app.add_option("QUERY", query_arg,
                                      "the query, e.g. 'EVENTS kacs.* SINCE 1h ago TAKE 20'; '-' reads it\n"
                                      "from standard input; or a command: status, help, version");
-    auto* file_opt = app.add_option("-f,--file", file_arg, "read the query from FILE (UTF-8; - = stdin)")->type_name("FILE");
+    auto* file_opt =
+        app.add_option("-f,--file", file_arg, "read the query from FILE (UTF-8; - = stdin)")->type_name("FILE");
     auto* socket_opt = app.add_option("-s,--socket", socket_arg,
                                       "eventd's query socket (QuerySocketPath); default $EVENTD_SOCKET,\n"
                                       "else " EVENTCTL_DEFAULT_SOCKET)
@@ -70,7 +71,8 @@ int main(int argc, char** argv) {
     }
 
     const bool have_query = query_opt->count() > 0;
-    if (have_query && file_opt->count() > 0) return usage_error("give the query either as the argument or with --file, not both");
+    if (have_query && file_opt->count() > 0)
+        return usage_error("give the query either as the argument or with --file, not both");
     if (show_version || (have_query && is_word(query_arg, "version"))) {
         std::printf("%s\n", kVersionLine);
         return kExitOk;
@@ -79,7 +81,8 @@ int main(int argc, char** argv) {
         std::printf("%s", app.help().c_str());
         return kExitOk;
     }
-    if (!have_query && file_opt->count() == 0) return usage_error("no query given: pass it as the argument, '-' or --file FILE");
+    if (!have_query && file_opt->count() == 0)
+        return usage_error("no query given: pass it as the argument, '-' or --file FILE");
 
     eventctl::SessionOptions options;
     options.format = *eventctl::parse_format(format_arg);  // checked by IsMember above
@@ -103,7 +106,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "eventctl: %s\n", end.error().message.c_str());
         return kExitEventdError;
     }
-    if (end.value() == eventctl::SessionEnd::kInterruptedEarly) {
+    if (end.value() == eventctl::SessionEnd::interrupted_early) {
         std::fprintf(stderr, "eventctl: interrupted before the result was complete; nothing printed\n");
         return kExitInterrupted;
     }

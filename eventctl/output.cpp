@@ -37,7 +37,8 @@ void Output::drain() {
 
 kmes::Status Output::flush() {
     drain();
-    if (error_ != 0) return kmes::Error{error_, std::string("cannot write to standard output: ") + std::strerror(error_)};
+    if (error_ != 0)
+        return kmes::Error{error_, std::string("cannot write to standard output: ") + std::strerror(error_)};
     return {};
 }
 

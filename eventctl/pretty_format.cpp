@@ -23,7 +23,11 @@ void append_escape(std::string& out, const char* format, unsigned value) {
 // Length of the valid UTF-8 sequence at s[i], or 0 if the byte there does not start one.
 std::size_t utf8_length_at(std::string_view s, std::size_t i) {
     const auto b = static_cast<uint8_t>(s[i]);
-    const std::size_t len = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    const std::size_t len = b < 0x80                 ? 1
+                            : b >= 0xc2 && b <= 0xdf ? 2
+                            : b >= 0xe0 && b <= 0xef ? 3
+                            : b >= 0xf0 && b <= 0xf4 ? 4
+                                                     : 0;
     if (len == 0 || i + len > s.size()) return 0;
     return find_invalid_utf8(s.substr(i, len)) ? 0 : len;
 }
@@ -73,12 +77,28 @@ void append_pretty_string(std::string& out, std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
         const auto b = static_cast<uint8_t>(text[i]);
         switch (b) {
-        case '"': out += "\\\""; ++i; continue;
-        case '\\': out += "\\\\"; ++i; continue;
-        case '\n': out += "\\n"; ++i; continue;
-        case '\r': out += "\\r"; ++i; continue;
-        case '\t': out += "\\t"; ++i; continue;
-        default: break;
+            case '"':
+                out += "\\\"";
+                ++i;
+                continue;
+            case '\\':
+                out += "\\\\";
+                ++i;
+                continue;
+            case '\n':
+                out += "\\n";
+                ++i;
+                continue;
+            case '\r':
+                out += "\\r";
+                ++i;
+                continue;
+            case '\t':
+                out += "\\t";
+                ++i;
+                continue;
+            default:
+                break;
         }
         if (b < 0x20 || b == 0x7f) {
             append_escape(out, "\\u%04x", b);

@@ -53,8 +53,9 @@ kmes::Result<std::string> load_query(const std::optional<std::string>& argument,
         origin = "the query argument";
     }
     if (auto bad = find_invalid_utf8(text)) {
-        return kmes::Error{EILSEQ, origin + " is not valid UTF-8 at byte offset " + std::to_string(bad->offset + skipped) +
-                                       ": " + bad->what + (from_stream ? "; save it as UTF-8" : "")};
+        return kmes::Error{EILSEQ, origin + " is not valid UTF-8 at byte offset " +
+                                       std::to_string(bad->offset + skipped) + ": " + bad->what +
+                                       (from_stream ? "; save it as UTF-8" : "")};
     }
     return text;
 }

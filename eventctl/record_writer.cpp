@@ -97,21 +97,24 @@ private:
 }  // namespace
 
 std::optional<Format> parse_format(std::string_view name) {
-    if (name == "pretty") return Format::kPretty;
-    if (name == "jsonl") return Format::kJsonl;
-    if (name == "json") return Format::kJson;
-    if (name == "msgpack") return Format::kMsgpack;
+    if (name == "pretty") return Format::pretty;
+    if (name == "jsonl") return Format::jsonl;
+    if (name == "json") return Format::json;
+    if (name == "msgpack") return Format::msgpack;
     return std::nullopt;
 }
 
 std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out) {
     switch (format) {
-    case Format::kPretty:
-        if (status_view) return std::make_unique<StatusWriter>(out);
-        return std::make_unique<LineWriter>(out, append_pretty_record);
-    case Format::kJsonl: return std::make_unique<LineWriter>(out, append_json_record);
-    case Format::kJson: return std::make_unique<JsonArrayWriter>(out);
-    case Format::kMsgpack: return std::make_unique<MsgpackWriter>(out);
+        case Format::pretty:
+            if (status_view) return std::make_unique<StatusWriter>(out);
+            return std::make_unique<LineWriter>(out, append_pretty_record);
+        case Format::jsonl:
+            return std::make_unique<LineWriter>(out, append_json_record);
+        case Format::json:
+            return std::make_unique<JsonArrayWriter>(out);
+        case Format::msgpack:
+            return std::make_unique<MsgpackWriter>(out);
     }
     return nullptr;
 }

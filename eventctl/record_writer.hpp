@@ -18,7 +18,7 @@
 
 namespace eventctl {
 
-enum class Format { kPretty, kJsonl, kJson, kMsgpack };
+enum class Format { pretty, jsonl, json, msgpack };
 
 std::optional<Format> parse_format(std::string_view name);
 

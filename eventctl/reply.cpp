@@ -11,8 +11,8 @@ namespace {
 namespace msgpack = eventd::msgpack;
 
 kmes::Error bad_reply(const std::string& what) {
-    return kmes::Error{EPROTO, "eventd sent a reply eventctl cannot read (" + what +
-                                   "); are eventd and eventctl the same version?"};
+    return kmes::Error{
+        EPROTO, "eventd sent a reply eventctl cannot read (" + what + "); are eventd and eventctl the same version?"};
 }
 
 }  // namespace
@@ -46,7 +46,8 @@ kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
             for (uint32_t r = 0; r < n.value(); ++r) {
                 if (!in.next_is_map()) return bad_reply("record " + std::to_string(r) + " is not a map");
                 const std::size_t start = in.pos();
-                if (auto st = in.skip(); !st) return bad_reply("record " + std::to_string(r) + ": " + st.error().message);
+                if (auto st = in.skip(); !st)
+                    return bad_reply("record " + std::to_string(r) + ": " + st.error().message);
                 reply.records.push_back(frame.subspan(start, in.pos() - start));
             }
         } else {
@@ -56,13 +57,13 @@ kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
     if (!in.at_end()) return bad_reply("bytes after the reply map");
     if (!status) return bad_reply("no 'status'");
     if (*status == "ok") {
-        reply.status = ReplyStatus::kOk;
+        reply.status = ReplyStatus::ok;
     } else if (*status == "end") {
-        reply.status = ReplyStatus::kEnd;
+        reply.status = ReplyStatus::end;
     } else if (*status == "watch") {
-        reply.status = ReplyStatus::kWatch;
+        reply.status = ReplyStatus::watch;
     } else if (*status == "error") {
-        reply.status = ReplyStatus::kError;
+        reply.status = ReplyStatus::error;
         if (!has_error_text || reply.error.empty()) reply.error = "eventd reported an error without a message";
     } else {
         return bad_reply("unknown status '" + *status + "'");

@@ -12,11 +12,11 @@
 
 namespace eventctl {
 
-enum class ReplyStatus { kOk, kEnd, kWatch, kError };
+enum class ReplyStatus { ok, end, watch, error };
 
 struct Reply {
-    ReplyStatus status = ReplyStatus::kOk;
-    std::string error;                               // kError: eventd's message
+    ReplyStatus status = ReplyStatus::ok;
+    std::string error;  // kError: eventd's message
     // Each record's msgpack bytes, inside the frame. Normally only in kOk frames; records that
     // come with `end` or `watch` count as sent just before it, with `error` they are dropped.
     std::vector<std::span<const uint8_t>> records;

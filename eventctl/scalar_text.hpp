@@ -16,7 +16,7 @@ namespace eventctl {
 void append_unsigned(std::string& out, uint64_t value);
 void append_signed(std::string& out, int64_t value);
 void append_finite_float(std::string& out, double value);  // value must be finite
-std::string_view non_finite_name(double value);              // value must be NaN or ±inf
+std::string_view non_finite_name(double value);            // value must be NaN or ±inf
 void append_hex(std::string& out, std::string_view bytes);
 
 }  // namespace eventctl

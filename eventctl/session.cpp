@@ -26,7 +26,7 @@ public:
 
     kmes::Result<SessionEnd> run(Connection& conn, const std::string& query) {
         auto sent = conn.send_frame(request_body(query));
-        if (sent && sent.value() == ReadResult::kInterrupted) return SessionEnd::kInterruptedEarly;
+        if (sent && sent.value() == ReadResult::interrupted) return SessionEnd::interrupted_early;
         // eventd may refuse the request without reading it all ("… exceeds N") and close: its
         // error frame may still be waiting, and says more than the failed send.
         const bool send_failed = !sent;
@@ -35,36 +35,36 @@ public:
         while (true) {
             auto got = conn.read_frame(frame);
             if (!got) return send_failed ? sent.error() : got.error();
-            if (got.value() == ReadResult::kInterrupted) return interrupted_end();
-            if (got.value() == ReadResult::kClosed) {
+            if (got.value() == ReadResult::interrupted) return interrupted_end();
+            if (got.value() == ReadResult::closed) {
                 if (send_failed) return sent.error();
                 return closed_error();
             }
             auto reply = parse_reply(frame);
             if (!reply) return end_stream_with(reply.error());
-            if (reply->status == ReplyStatus::kError) return end_stream_with(kmes::Error{EPROTO, reply->error});
+            if (reply->status == ReplyStatus::error) return end_stream_with(kmes::Error{EPROTO, reply->error});
             if (auto st = take_records(reply->records); !st) return end_stream_with(st.error());
             switch (reply->status) {
-            case ReplyStatus::kOk:
-                if (streaming_) {
-                    if (auto st = out_.flush(); !st) return st.error();
-                }
-                break;
-            case ReplyStatus::kEnd:
-                // After `watch` no `end` is due; take one as eventd closing the stream cleanly.
-                if (!streaming_) {
-                    if (auto st = commit(); !st) return st.error();
-                }
-                return finish();
-            case ReplyStatus::kWatch:
-                if (!streaming_) {
-                    if (auto st = commit(); !st) return st.error();
-                    streaming_ = true;
-                    if (auto st = out_.flush(); !st) return st.error();
-                }
-                break;
-            case ReplyStatus::kError:
-                break;  // handled above
+                case ReplyStatus::ok:
+                    if (streaming_) {
+                        if (auto st = out_.flush(); !st) return st.error();
+                    }
+                    break;
+                case ReplyStatus::end:
+                    // After `watch` no `end` is due; take one as eventd closing the stream cleanly.
+                    if (!streaming_) {
+                        if (auto st = commit(); !st) return st.error();
+                    }
+                    return finish();
+                case ReplyStatus::watch:
+                    if (!streaming_) {
+                        if (auto st = commit(); !st) return st.error();
+                        streaming_ = true;
+                        if (auto st = out_.flush(); !st) return st.error();
+                    }
+                    break;
+                case ReplyStatus::error:
+                    break;  // handled above
             }
         }
     }
@@ -87,13 +87,13 @@ private:
     kmes::Result<SessionEnd> finish() {
         writer_->finish();
         if (auto st = out_.flush(); !st) return st.error();
-        return SessionEnd::kDone;
+        return SessionEnd::done;
     }
 
     // Ctrl-C: a stream ends cleanly (what is shown stays, a JSON array is closed); before the
     // result was committed, nothing is printed.
     kmes::Result<SessionEnd> interrupted_end() {
-        if (!streaming_) return SessionEnd::kInterruptedEarly;
+        if (!streaming_) return SessionEnd::interrupted_early;
         return finish();
     }
 
@@ -101,8 +101,9 @@ private:
         if (streaming_) {
             return end_stream_with(kmes::Error{EPIPE, "eventd at " + path_ + " closed the stream (eventd stopped?)"});
         }
-        return kmes::Error{EPIPE, "eventd at " + path_ + " closed the connection before the end of the result "
-                                  "(eventd stopped or crashed?); nothing printed"};
+        return kmes::Error{EPIPE, "eventd at " + path_ +
+                                      " closed the connection before the end of the result "
+                                      "(eventd stopped or crashed?); nothing printed"};
     }
 
     // An error during a stream still closes what was started on stdout (the JSON array), so

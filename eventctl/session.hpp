@@ -17,13 +17,13 @@ namespace eventctl {
 struct SessionOptions {
     std::string socket_path;
     std::string query;
-    Format format = Format::kPretty;
+    Format format = Format::pretty;
     bool status_view = false;  // pretty means tables (eventctl status)
 };
 
 enum class SessionEnd {
-    kDone,               // `end`, or a stream ended by Ctrl-C: exit 0
-    kInterruptedEarly,   // Ctrl-C before the result was complete: nothing printed
+    done,               // `end`, or a stream ended by Ctrl-C: exit 0
+    interrupted_early,  // Ctrl-C before the result was complete: nothing printed
 };
 
 // An Error is a failed connection, an eventd `error` frame or a broken reply: exit 1, message on

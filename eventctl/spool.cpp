@@ -11,7 +11,7 @@ namespace eventctl {
 namespace {
 
 constexpr std::size_t kChunk = 64 * 1024;  // file reads and writes
-constexpr std::size_t kHeaderSize = 4;      // u32 LE length before each record
+constexpr std::size_t kHeaderSize = 4;     // u32 LE length before each record
 
 uint32_t read_length(const uint8_t* p) {
     return p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);

@@ -70,8 +70,8 @@ std::string time_ns(const Json& v) {
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>((ns / 1000000) % 1000));
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>((ns / 1000000) % 1000));
     return buf;
 }
 
@@ -183,7 +183,8 @@ std::string lines(const Json& record, const std::vector<Line>& known) {
     std::size_t width = 0;
     for (const auto& r : rows) width = std::max(width, r.first.size());
     std::string out;
-    for (const auto& [name, value] : rows) out += "  " + name + std::string(width - name.size() + 2, ' ') + value + "\n";
+    for (const auto& [name, value] : rows)
+        out += "  " + name + std::string(width - name.size() + 2, ' ') + value + "\n";
     return out;
 }
 

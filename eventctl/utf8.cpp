@@ -48,8 +48,8 @@ std::optional<Utf8Problem> find_invalid_utf8(std::string_view text) {
             const uint8_t min = k == 1 ? lo : 0x80;
             const uint8_t max = k == 1 ? hi : 0xbf;
             if (c < min || c > max) {
-                return Utf8Problem{i, "the character starting with " + hex_byte(b) + " is cut short by byte " +
-                                          hex_byte(c)};
+                return Utf8Problem{
+                    i, "the character starting with " + hex_byte(b) + " is cut short by byte " + hex_byte(c)};
             }
         }
         i += len;

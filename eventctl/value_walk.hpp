@@ -31,35 +31,51 @@ kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, 
         if (auto st = in.check_depth(depth + 1); !st) return st;
     }
     switch (item.kind) {
-    case msgpack::Kind::nil: out += "null"; return {};
-    case msgpack::Kind::boolean: out += item.boolean ? "true" : "false"; return {};
-    case msgpack::Kind::int_signed: append_signed(out, item.signed_value); return {};
-    case msgpack::Kind::int_unsigned: append_unsigned(out, item.unsigned_value); return {};
-    case msgpack::Kind::float32:
-    case msgpack::Kind::float64: Style::number(out, item.float_value); return {};
-    case msgpack::Kind::string: Style::string(out, item.bytes); return {};
-    case msgpack::Kind::binary: Style::binary(out, item.bytes); return {};
-    case msgpack::Kind::ext: Style::ext(out, item.ext_type, item.bytes); return {};
-    case msgpack::Kind::map:
-        out += '{';
-        for (uint32_t i = 0; i < item.count; ++i) {
-            if (i > 0) out += ',';
-            auto key = in.string();
-            if (!key) return key.error();
-            Style::string(out, key.value());
-            out += ':';
-            if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
-        }
-        out += '}';
-        return {};
-    case msgpack::Kind::array:
-        out += '[';
-        for (uint32_t i = 0; i < item.count; ++i) {
-            if (i > 0) out += ',';
-            if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
-        }
-        out += ']';
-        return {};
+        case msgpack::Kind::nil:
+            out += "null";
+            return {};
+        case msgpack::Kind::boolean:
+            out += item.boolean ? "true" : "false";
+            return {};
+        case msgpack::Kind::int_signed:
+            append_signed(out, item.signed_value);
+            return {};
+        case msgpack::Kind::int_unsigned:
+            append_unsigned(out, item.unsigned_value);
+            return {};
+        case msgpack::Kind::float32:
+        case msgpack::Kind::float64:
+            Style::number(out, item.float_value);
+            return {};
+        case msgpack::Kind::string:
+            Style::string(out, item.bytes);
+            return {};
+        case msgpack::Kind::binary:
+            Style::binary(out, item.bytes);
+            return {};
+        case msgpack::Kind::ext:
+            Style::ext(out, item.ext_type, item.bytes);
+            return {};
+        case msgpack::Kind::map:
+            out += '{';
+            for (uint32_t i = 0; i < item.count; ++i) {
+                if (i > 0) out += ',';
+                auto key = in.string();
+                if (!key) return key.error();
+                Style::string(out, key.value());
+                out += ':';
+                if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
+            }
+            out += '}';
+            return {};
+        case msgpack::Kind::array:
+            out += '[';
+            for (uint32_t i = 0; i < item.count; ++i) {
+                if (i > 0) out += ',';
+                if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
+            }
+            out += ']';
+            return {};
     }
     return kmes::Error{EPROTO, "a msgpack item of unknown kind"};
 }

@@ -31,8 +31,10 @@ public:
         if (!doc_.contains(key)) return;
         out_.present.insert(key);
         const json& v = doc_[key];
-        if (v.is_string() && !v.get<std::string>().empty()) target = v.get<std::string>();
-        else problem(key, v, json(target));
+        if (v.is_string() && !v.get<std::string>().empty())
+            target = v.get<std::string>();
+        else
+            problem(key, v, json(target));
     }
 
     // `target` holds the default; an invalid value sets it to `kept` (the value in force).
@@ -81,8 +83,7 @@ kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     r.number("MaxStreamingQueries", c.max_streaming_queries, 1, 1024, k.max_streaming_queries);
     r.number("MaxQueriesPerUser", c.max_queries_per_user, 1, 4096, k.max_queries_per_user);
     r.number("MaxQueryMessageBytes", c.max_query_message_bytes, 1024, 16777216, k.max_query_message_bytes);
-    r.number("QueryResponseTargetBytes", c.query_response_target_bytes, 1024, 16777216,
-             k.query_response_target_bytes);
+    r.number("QueryResponseTargetBytes", c.query_response_target_bytes, 1024, 16777216, k.query_response_target_bytes);
     if (document.contains("Security")) {
         out.present.insert("Security");
         c.security = document["Security"];  // validated by access::Policy::parse (fail closed)
@@ -125,7 +126,8 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
     tuning("MaxQueryMessageBytes", f.max_query_message_bytes, t.max_query_message_bytes);
     tuning("QueryResponseTargetBytes", f.query_response_target_bytes, t.query_response_target_bytes);
     if (f.security != t.security || from.present.count("Security") != to.present.count("Security"))
-        changes.push_back(ConfigChange{"Security", value(from, "Security", f.security), value(to, "Security", t.security)});
+        changes.push_back(
+            ConfigChange{"Security", value(from, "Security", f.security), value(to, "Security", t.security)});
     if (restart_only) {
         auto fixed = [&](const char* key, bool differs) {
             if (differs) restart_only->push_back(key);

@@ -74,8 +74,8 @@ private:
     // A thread cannot go on (lost ring, unexpected exception): main exits non-zero. First one wins.
     void fail(const std::string& why);
 
-    EventdConfig config_;             // values in force
-    std::set<std::string> present_;   // keys the configuration file set (for config_change)
+    EventdConfig config_;            // values in force
+    std::set<std::string> present_;  // keys the configuration file set (for config_change)
     // Lock order (lock_order.hpp): config_mutex_ (config, 10) → retention_mutex_ (retention, 20)
     // → a writer's urgent_mutex_ (urgent, 40); reload() holds it while it posts records and
     // requests retention. Never held while a shard's db_mutex_ is taken.
@@ -91,7 +91,7 @@ private:
     // storage_error records from opening shards, with the shard they describe
     std::vector<std::pair<uint32_t, store::EventRow>> startup_errors_;
 
-    int query_fd_ = -1;  // until the query server takes it over
+    int query_fd_ = -1;                // until the query server takes it over
     bool query_socket_bound_ = false;  // ours to unlink at shutdown
     std::unique_ptr<access::PolicyHolder> policy_;
     std::unique_ptr<server::QueryServer> server_;  // lives until the writers are gone (on_commit)

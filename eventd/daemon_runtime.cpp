@@ -52,7 +52,8 @@ void Daemon::reload(const std::string& config_path) {
     std::vector<std::string> restart_only;
     const auto changes = tuning_changes(LoadedConfig{config_, {}, present_}, *loaded, &restart_only);
     present_ = loaded->present;
-    for (const std::string& key : restart_only) spdlog::warn("configuration key {} changed; it applies at the next start", key);
+    for (const std::string& key : restart_only)
+        spdlog::warn("configuration key {} changed; it applies at the next start", key);
     // Everything applies at once except the restart-only keys (§12.1), which keep their values
     // in force (tuning_changes reported them above).
     EventdConfig next = loaded->config;
@@ -100,7 +101,8 @@ void Daemon::retention_loop() {
         retention_requested_ = false;
         lock.unlock();
         // An unexpected exception gives up this pass only; the next interval tries again.
-        run_guarded("retention", [this] { run_retention(); }, [](const std::string&) {});
+        run_guarded(
+            "retention", [this] { run_retention(); }, [](const std::string&) {});
     }
 }
 

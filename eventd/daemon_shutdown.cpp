@@ -46,8 +46,10 @@ void Daemon::shutdown(bool dump) {
         const bool written = w->exclusive([&](store::ShardDb& db) {
             kmes::Status s = db.begin();
             if (s) s = db.insert(record);
-            if (s) s = db.commit();
-            else db.rollback();
+            if (s)
+                s = db.commit();
+            else
+                db.rollback();
             return s.ok();
         });
         if (written) break;

@@ -90,7 +90,9 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     }
     for (auto& drain : d->drains_) drain->start();
     d->retention_thread_ = std::thread([raw = d.get()] {
-        run_guarded("the retention thread", [raw] { raw->retention_loop(); }, [raw](const std::string& why) { raw->fail(why); });
+        run_guarded(
+            "the retention thread", [raw] { raw->retention_loop(); },
+            [raw](const std::string& why) { raw->fail(why); });
     });
 
     // Phase 7: synthetic.startup. It also marks the boot as started (sequence 0 of CPU 0,
@@ -109,8 +111,8 @@ Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
         auto reader = kmes::RingReader::open(cpu, kmes::ReaderOptions{});  // from tail_pos (§2.2.2)
         if (!reader) {
             if (reader.error().code == kmes::ErrorCode::invalid && cpu > 0) return {};  // past the last CPU
-            return Error{reader.error().code, "cannot attach the KMES ring of cpu " + std::to_string(cpu) + ": " +
-                                                  reader.error().message};
+            return Error{reader.error().code,
+                         "cannot attach the KMES ring of cpu " + std::to_string(cpu) + ": " + reader.error().message};
         }
         // Every ring must belong to the boot read in phase 3 (a shim restart in between would
         // mix two boots' sequences under one boot id).
@@ -127,12 +129,16 @@ Status Daemon::open_shards(uint32_t count) {
             // DESIGN.md §8: never write it again, never delete it; a fresh file takes its place.
             const std::string error = db.error().message;
             auto moved = store::quarantine_shard(config_.event_store_path, index);
-            if (!moved) return Error{moved.error().code, "shard " + std::to_string(index) + " is unusable (" + error +
-                                                             ") and could not be set aside: " + moved.error().message};
+            if (!moved)
+                return Error{moved.error().code, "shard " + std::to_string(index) + " is unusable (" + error +
+                                                     ") and could not be set aside: " + moved.error().message};
             spdlog::error("shard {} excluded from writes: {}; kept as {}", index, error, *moved);
-            startup_errors_.emplace_back(index, synthetic::storage_error(boot_id_, index, error + "; kept as " + *moved));
+            startup_errors_.emplace_back(index,
+                                         synthetic::storage_error(boot_id_, index, error + "; kept as " + *moved));
             db = store::ShardDb::open(config_.event_store_path, index);
-            if (!db) return Error{db.error().code, "cannot create shard " + std::to_string(index) + ": " + db.error().message};
+            if (!db)
+                return Error{db.error().code,
+                             "cannot create shard " + std::to_string(index) + ": " + db.error().message};
         }
         Daemon* raw = this;
         writers_.push_back(std::make_unique<ShardWriter>(
@@ -151,8 +157,9 @@ Status Daemon::open_shards(uint32_t count) {
 Status Daemon::open_query_socket() {
     // §10.1 step 15: a stale socket of an earlier run is replaced; the socket accepts any local
     // user, authorisation is per query (§9).
-    auto fd = kmes::listen_unix_socket(config_.query_socket_path,
-                                       {.type = SOCK_STREAM, .backlog = 64, .setting = "QuerySocketPath", .daemon = "eventd"});
+    auto fd = kmes::listen_unix_socket(
+        config_.query_socket_path,
+        {.type = SOCK_STREAM, .backlog = 64, .setting = "QuerySocketPath", .daemon = "eventd"});
     if (!fd) return fd.error();
     query_fd_ = *fd;
     query_socket_bound_ = true;

@@ -55,13 +55,13 @@ std::vector<json> Daemon::status_records() const {
     std::vector<json> out;
     if (!ready_.load()) return out;  // still starting: drains_ and writers_ are being built
     const auto now = std::chrono::system_clock::now();
-    out.push_back(json{{"kind", "daemon"},
-                       {"boot_id", kmes::guid_text(boot_id_)},
-                       {"started_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          started_at_.time_since_epoch()).count()},
-                       {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count()},
-                       {"cpus", drains_.size()},
-                       {"shards", writers_.size()}});
+    out.push_back(json{
+        {"kind", "daemon"},
+        {"boot_id", kmes::guid_text(boot_id_)},
+        {"started_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(started_at_.time_since_epoch()).count()},
+        {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count()},
+        {"cpus", drains_.size()},
+        {"shards", writers_.size()}});
 
     uint64_t in = 0, out_rows = 0;
     for (const auto& d : drains_) {
@@ -71,16 +71,17 @@ std::vector<json> Daemon::status_records() const {
         const uint64_t write = s.write_pos.load(std::memory_order_relaxed);
         const uint64_t lag = write > read ? write - read : 0;
         in += s.events.load(std::memory_order_relaxed);
-        out.push_back(json{{"kind", "ring"},
-                           {"cpu", d->cpu()},
-                           {"capacity_bytes", capacity},
-                           {"fill_percent", capacity ? round1(100.0 * double(std::min(lag, capacity)) / double(capacity)) : 0.0},
-                           {"reader_lag_bytes", lag},
-                           {"last_sequence", s.last_sequence.load(std::memory_order_relaxed)},
-                           {"events", s.events.load(std::memory_order_relaxed)},
-                           {"skipped", s.skipped.load(std::memory_order_relaxed)},
-                           {"gaps", s.gaps.load(std::memory_order_relaxed)},
-                           {"lost_events", s.lost_events.load(std::memory_order_relaxed)}});
+        out.push_back(
+            json{{"kind", "ring"},
+                 {"cpu", d->cpu()},
+                 {"capacity_bytes", capacity},
+                 {"fill_percent", capacity ? round1(100.0 * double(std::min(lag, capacity)) / double(capacity)) : 0.0},
+                 {"reader_lag_bytes", lag},
+                 {"last_sequence", s.last_sequence.load(std::memory_order_relaxed)},
+                 {"events", s.events.load(std::memory_order_relaxed)},
+                 {"skipped", s.skipped.load(std::memory_order_relaxed)},
+                 {"gaps", s.gaps.load(std::memory_order_relaxed)},
+                 {"lost_events", s.lost_events.load(std::memory_order_relaxed)}});
     }
 
     const auto count_deadline = Clock::now() + kCountBudget;
@@ -90,7 +91,8 @@ std::vector<json> Daemon::status_records() const {
         const uint64_t rows_written = s.rows.load(std::memory_order_relaxed);
         out_rows += rows_written;
         const std::filesystem::path wal = w->path().string() + "-wal";
-        const std::optional<uint64_t> rows = count_rows(store::ShardFile{w->path(), w->path().filename().string(), w->index()}, count_deadline);
+        const std::optional<uint64_t> rows =
+            count_rows(store::ShardFile{w->path(), w->path().filename().string(), w->index()}, count_deadline);
         const uint64_t last_commit = s.last_commit_ns.load(std::memory_order_relaxed);
         out.push_back(json{
             {"kind", "shard"},

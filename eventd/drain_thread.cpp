@@ -8,7 +8,7 @@
 
 namespace eventd {
 namespace {
-constexpr size_t kChunk = 256;  // events handed over per channel lock
+constexpr size_t kChunk = 256;                              // events handed over per channel lock
 constexpr auto kIdleWait = std::chrono::milliseconds(100);  // bounded: see docs/ABI.md (shared need_wake)
 
 store::EventRow row_of(const kmes::EventView& e, const kmes::Guid& boot_id) {
@@ -35,8 +35,13 @@ store::EventRow row_of(const kmes::EventView& e, const kmes::Guid& boot_id) {
 DrainThread::DrainThread(uint32_t cpu, kmes::RingReader reader, const kmes::Guid& boot_id,
                          store::SequenceRanges accounted, std::vector<ShardWriter*> shards,
                          std::function<void(const std::string&)> on_fatal)
-    : cpu_(cpu), reader_(std::move(reader)), boot_id_(boot_id), tracker_(std::move(accounted)),
-      resume_point_(tracker_.highest()), shards_(std::move(shards)), on_fatal_(std::move(on_fatal)),
+    : cpu_(cpu),
+      reader_(std::move(reader)),
+      boot_id_(boot_id),
+      tracker_(std::move(accounted)),
+      resume_point_(tracker_.highest()),
+      shards_(std::move(shards)),
+      on_fatal_(std::move(on_fatal)),
       pending_(shards_.size()) {
     run_left_ = kRunLength;
 }
@@ -47,8 +52,9 @@ void DrainThread::start() {
     thread_ = std::thread([this] {
         // A drain that stops is fatal either way (its ring is no longer read): the same path as
         // losing the ring, so main exits non-zero and eventd restarts.
-        run_guarded("drain thread of cpu " + std::to_string(cpu_), [this] { run(); },
-                    [this](const std::string& why) { on_fatal_(why); });
+        run_guarded(
+            "drain thread of cpu " + std::to_string(cpu_), [this] { run(); },
+            [this](const std::string& why) { on_fatal_(why); });
     });
 }
 
@@ -92,7 +98,8 @@ bool DrainThread::drain_available() {
             continue;
         }
         // §2.2.3: the row owns a copy; nothing points into the ring.
-        route(HandoffItem{row_of(event, boot_id_), Accounting{static_cast<uint16_t>(cpu_), event.sequence(), event.sequence()}});
+        route(HandoffItem{row_of(event, boot_id_),
+                          Accounting{static_cast<uint16_t>(cpu_), event.sequence(), event.sequence()}});
         stats_.events.fetch_add(1, std::memory_order_relaxed);
     }
 }

@@ -7,12 +7,18 @@ namespace eventd {
 
 const char* lock_rank_name(LockRank rank) {
     switch (rank) {
-        case LockRank::config: return "config (Daemon::config_mutex_)";
-        case LockRank::retention: return "retention (Daemon::retention_mutex_)";
-        case LockRank::shard_db: return "shard_db (ShardWriter::db_mutex_)";
-        case LockRank::urgent: return "urgent (ShardWriter::urgent_mutex_)";
-        case LockRank::commit_subscribers: return "commit_subscribers (CommitSignal::mutex_)";
-        case LockRank::stream_wake: return "stream_wake (StreamWake::mutex_)";
+        case LockRank::config:
+            return "config (Daemon::config_mutex_)";
+        case LockRank::retention:
+            return "retention (Daemon::retention_mutex_)";
+        case LockRank::shard_db:
+            return "shard_db (ShardWriter::db_mutex_)";
+        case LockRank::urgent:
+            return "urgent (ShardWriter::urgent_mutex_)";
+        case LockRank::commit_subscribers:
+            return "commit_subscribers (CommitSignal::mutex_)";
+        case LockRank::stream_wake:
+            return "stream_wake (StreamWake::mutex_)";
     }
     return "unknown";
 }
@@ -32,8 +38,10 @@ thread_local Held held;
 void will_acquire(LockRank rank) {
     for (int i = 0; i < held.count; ++i) {
         if (held.ranks[i] >= rank) {
-            std::fprintf(stderr, "eventd: lock order violation: acquiring %s while holding %s (docs/ARCHITECTURE.md \"Lock order\")\n",
-                         lock_rank_name(rank), lock_rank_name(held.ranks[i]));
+            std::fprintf(
+                stderr,
+                "eventd: lock order violation: acquiring %s while holding %s (docs/ARCHITECTURE.md \"Lock order\")\n",
+                lock_rank_name(rank), lock_rank_name(held.ranks[i]));
             std::abort();
         }
     }

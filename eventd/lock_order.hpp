@@ -57,7 +57,8 @@ public:
     RankedMutex& operator=(const RankedMutex&) = delete;
 
     void lock() {
-        lock_order::will_acquire(rank_);  // before blocking: a wrong order is reported even when it happens not to deadlock
+        lock_order::will_acquire(
+            rank_);  // before blocking: a wrong order is reported even when it happens not to deadlock
         mutex_.lock();
     }
     bool try_lock() {

@@ -18,11 +18,12 @@
 #include "test_hooks.hpp"
 
 int main(int argc, char** argv) {
-    CLI::App app{"eventd — drains every KMES per-CPU ring into sharded SQLite (WAL, synchronous=FULL),\n"
-                 "records every lost sequence range as a synthetic.gap, and resumes from the rings after a\n"
-                 "crash without storing anything twice, and answers queries (EVENTS, STREAM, STATUS) on its\n"
-                 "query socket. Signals: SIGTERM/SIGINT graceful shutdown, SIGQUIT the same plus a\n"
-                 "diagnostic dump, SIGHUP reload (the file is also watched)."};
+    CLI::App app{
+        "eventd — drains every KMES per-CPU ring into sharded SQLite (WAL, synchronous=FULL),\n"
+        "records every lost sequence range as a synthetic.gap, and resumes from the rings after a\n"
+        "crash without storing anything twice, and answers queries (EVENTS, STREAM, STATUS) on its\n"
+        "query socket. Signals: SIGTERM/SIGINT graceful shutdown, SIGQUIT the same plus a\n"
+        "diagnostic dump, SIGHUP reload (the file is also watched)."};
     std::string config_path = "/etc/eventd/eventd.json";
     app.add_option("-c,--config", config_path, "configuration file (JSON); see docs/CONFIGURATION.md")
         ->capture_default_str();
@@ -71,8 +72,12 @@ int main(int argc, char** argv) {
         signalfd_siginfo info{};
         if (read(signal_fd, &info, sizeof info) != sizeof info) continue;
         switch (info.ssi_signo) {
-            case SIGHUP: (*daemon)->reload(config_path); break;
-            case SIGQUIT: dump = true; [[fallthrough]];
+            case SIGHUP:
+                (*daemon)->reload(config_path);
+                break;
+            case SIGQUIT:
+                dump = true;
+                [[fallthrough]];
             default:
                 spdlog::info("signal {}: shutting down", strsignal(static_cast<int>(info.ssi_signo)));
                 running = false;

@@ -13,14 +13,15 @@ namespace eventd {
 using kmes::Status;
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr double kSmoothing = 0.2;  // EWMA weight of a new observation
+constexpr double kSmoothing = 0.2;     // EWMA weight of a new observation
 constexpr size_t kMaxRetained = 1000;  // daemon-wide records kept from failed batches
 
 std::string describe(const std::vector<Accounting>& ranges) {
     std::string out;
     for (const Accounting& a : ranges) {
         if (!out.empty()) out += ", ";
-        out += "cpu " + std::to_string(a.cpu_id) + " sequences " + std::to_string(a.first) + ".." + std::to_string(a.last);
+        out +=
+            "cpu " + std::to_string(a.cpu_id) + " sequences " + std::to_string(a.first) + ".." + std::to_string(a.last);
     }
     return out.empty() ? "no KMES events" : out;
 }
@@ -38,7 +39,10 @@ std::vector<Accounting> coalesce(const std::vector<Accounting>& ranges) {
 
 ShardWriter::ShardWriter(std::unique_ptr<store::ShardDb> db, const kmes::Guid& boot_id, WriterSettings& settings,
                          WriterHooks hooks)
-    : db_(std::move(db)), boot_id_(boot_id), settings_(settings), hooks_(std::move(hooks)),
+    : db_(std::move(db)),
+      boot_id_(boot_id),
+      settings_(settings),
+      hooks_(std::move(hooks)),
       handoff_(settings.max_batch_size.load()) {}
 
 ShardWriter::~ShardWriter() { finish(); }
@@ -53,9 +57,11 @@ void ShardWriter::post(HandoffItem item) {
 
 void ShardWriter::start() {
     thread_ = std::thread([this] {
-        run_guarded("writer of shard " + std::to_string(db_->index()), [this] { run(); }, [this](const std::string& why) {
-            if (hooks_.on_fatal) hooks_.on_fatal(why);
-        });
+        run_guarded(
+            "writer of shard " + std::to_string(db_->index()), [this] { run(); },
+            [this](const std::string& why) {
+                if (hooks_.on_fatal) hooks_.on_fatal(why);
+            });
     });
 }
 
@@ -85,7 +91,8 @@ void ShardWriter::run() {
         // Wait for events: long when idle, only until the latency bound inside a batch.
         auto timeout = std::chrono::milliseconds(100);
         if (in_transaction_) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(batch_started_ + latency - Clock::now());
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(batch_started_ + latency - Clock::now());
             timeout = std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(2));
         }
         items.clear();
@@ -96,8 +103,10 @@ void ShardWriter::run() {
         }
         // batch_count_ still counts the last committed batch until the next one begins.
         const size_t room = !in_transaction_ ? max_batch : batch_count_ < max_batch ? max_batch - batch_count_ : 0;
-        if (items.empty()) handoff_.pop(items, room, timeout);
-        else handoff_.pop(items, room, std::chrono::milliseconds(0));
+        if (items.empty())
+            handoff_.pop(items, room, timeout);
+        else
+            handoff_.pop(items, room, std::chrono::milliseconds(0));
 
         // §11.1: what failed batches left behind (lost ranges, daemon-wide records) is retried
         // when idle too — at most every idle wait (100 ms) — so it is recorded once space
@@ -126,8 +135,10 @@ void ShardWriter::run() {
                 write_lost_ranges();  // §11.1: before any new event
             }
             for (HandoffItem& item : items) {
-                if (item.accounting) batch_accounting_.push_back(*item.accounting);
-                else batch_records_.push_back(item.row);  // kept for a retry if the batch fails
+                if (item.accounting)
+                    batch_accounting_.push_back(*item.accounting);
+                else
+                    batch_records_.push_back(item.row);  // kept for a retry if the batch fails
                 if (batch_failed_) continue;
                 Status s = db_->insert(item.row);
                 if (s && item.accounting)

@@ -96,7 +96,7 @@ private:
     WriterHooks hooks_;
     Handoff handoff_;
     RankedMutex urgent_mutex_{LockRank::urgent};  // any thread (post); leaf but for Handoff
-    std::vector<HandoffItem> urgent_;  // daemon-wide synthetic records
+    std::vector<HandoffItem> urgent_;             // daemon-wide synthetic records
     std::thread thread_;
     std::atomic<bool> finishing_{false};
     uint32_t channel_capacity_ = 0;
@@ -110,14 +110,14 @@ private:
     std::chrono::steady_clock::time_point batch_started_;
     std::vector<Accounting> batch_accounting_;
     std::vector<store::EventRow> batch_records_;  // daemon-wide records in the open batch
-    std::vector<Accounting> lost_;  // ranges of failed batches, written as gaps at the next commit
-    std::vector<store::EventRow> retained_;  // daemon-wide records of failed batches, retried
+    std::vector<Accounting> lost_;                // ranges of failed batches, written as gaps at the next commit
+    std::vector<store::EventRow> retained_;       // daemon-wide records of failed batches, retried
     bool failing_ = false;  // a commit failed and none succeeded since (one storage_error per episode)
     std::optional<std::string> storage_error_;  // to report once db_mutex_ is released
 
     // Smoothed estimates for the adaptive batch size.
-    double arrival_rate_ = 0;     // events per second
-    double commit_seconds_ = 0;   // duration of one COMMIT
+    double arrival_rate_ = 0;    // events per second
+    double commit_seconds_ = 0;  // duration of one COMMIT
     std::chrono::steady_clock::time_point last_arrival_;
 };
 

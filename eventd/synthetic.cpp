@@ -71,7 +71,8 @@ EventRow gap(const Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last
 }
 
 EventRow storage_error(const Guid& boot_id, uint32_t shard_index, const std::string& error) {
-    return make(boot_id, "synthetic.storage_error", {{"store", "event"}, {"shard_index", shard_index}, {"error", error}});
+    return make(boot_id, "synthetic.storage_error",
+                {{"store", "event"}, {"shard_index", shard_index}, {"error", error}});
 }
 
 EventRow config_change(const Guid& boot_id, const std::string& key, const json& old_value, const json& new_value) {

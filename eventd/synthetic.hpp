@@ -15,8 +15,8 @@
 
 namespace eventd::synthetic {
 
-using store::EventRow;
 using kmes::Guid;
+using store::EventRow;
 
 uint64_t now_ns();
 

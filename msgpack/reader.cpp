@@ -81,76 +81,98 @@ kmes::Result<Item> Reader::next() {
         return item;
     };
     switch (b) {
-    case 0xc0: item.kind = Kind::nil; return item;
-    case 0xc2: case 0xc3:
-        item.kind = Kind::boolean;
-        item.boolean = b == 0xc3;
-        return item;
-    case 0xc4: case 0xc5: case 0xc6: {  // bin 8/16/32
-        auto data = length(std::size_t{1} << (b - 0xc4));
-        if (!data) return data.error();
-        item.kind = Kind::binary;
-        item.bytes = data.value();
-        return item;
-    }
-    case 0xc7: case 0xc8: case 0xc9: {  // ext 8/16/32: length, type byte, data
-        auto n = big_endian(std::size_t{1} << (b - 0xc7));
-        if (!n) return n.error();
-        return ext_body(n.value());
-    }
-    case 0xca: {
-        auto bits = big_endian(4);
-        if (!bits) return bits.error();
-        const auto u = static_cast<uint32_t>(bits.value());
-        float f;
-        std::memcpy(&f, &u, sizeof f);
-        item.kind = Kind::float32;
-        item.float_value = f;
-        return item;
-    }
-    case 0xcb: {
-        auto bits = big_endian(8);
-        if (!bits) return bits.error();
-        const uint64_t u = bits.value();
-        std::memcpy(&item.float_value, &u, sizeof u);
-        item.kind = Kind::float64;
-        return item;
-    }
-    case 0xcc: case 0xcd: case 0xce: case 0xcf: {
-        auto v = big_endian(std::size_t{1} << (b - 0xcc));
-        if (!v) return v.error();
-        item.kind = Kind::int_unsigned;
-        item.unsigned_value = v.value();
-        return item;
-    }
-    case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
-        const std::size_t width = std::size_t{1} << (b - 0xd0);
-        auto v = big_endian(width);
-        if (!v) return v.error();
-        // Sign-extend from the encoded width.
-        const int shift = static_cast<int>(64 - 8 * width);
-        item.kind = Kind::int_signed;
-        item.signed_value = static_cast<int64_t>(v.value() << shift) >> shift;
-        return item;
-    }
-    case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:  // fixext: type byte + 1..16 bytes
-        return ext_body(uint64_t{1} << (b - 0xd4));
-    case 0xd9: case 0xda: case 0xdb: {
-        auto s = length(std::size_t{1} << (b - 0xd9));
-        if (!s) return s.error();
-        item.kind = Kind::string;
-        item.bytes = s.value();
-        return item;
-    }
-    case 0xdc: case 0xdd: case 0xde: case 0xdf: {
-        auto n = big_endian(b == 0xdc || b == 0xde ? 2 : 4);
-        if (!n) return n.error();
-        item.kind = b <= 0xdd ? Kind::array : Kind::map;
-        item.count = static_cast<uint32_t>(n.value());
-        return item;
-    }
-    default:
-        return malformed(at, "byte 0xc1 is not a msgpack value");
+        case 0xc0:
+            item.kind = Kind::nil;
+            return item;
+        case 0xc2:
+        case 0xc3:
+            item.kind = Kind::boolean;
+            item.boolean = b == 0xc3;
+            return item;
+        case 0xc4:
+        case 0xc5:
+        case 0xc6: {  // bin 8/16/32
+            auto data = length(std::size_t{1} << (b - 0xc4));
+            if (!data) return data.error();
+            item.kind = Kind::binary;
+            item.bytes = data.value();
+            return item;
+        }
+        case 0xc7:
+        case 0xc8:
+        case 0xc9: {  // ext 8/16/32: length, type byte, data
+            auto n = big_endian(std::size_t{1} << (b - 0xc7));
+            if (!n) return n.error();
+            return ext_body(n.value());
+        }
+        case 0xca: {
+            auto bits = big_endian(4);
+            if (!bits) return bits.error();
+            const auto u = static_cast<uint32_t>(bits.value());
+            float f;
+            std::memcpy(&f, &u, sizeof f);
+            item.kind = Kind::float32;
+            item.float_value = f;
+            return item;
+        }
+        case 0xcb: {
+            auto bits = big_endian(8);
+            if (!bits) return bits.error();
+            const uint64_t u = bits.value();
+            std::memcpy(&item.float_value, &u, sizeof u);
+            item.kind = Kind::float64;
+            return item;
+        }
+        case 0xcc:
+        case 0xcd:
+        case 0xce:
+        case 0xcf: {
+            auto v = big_endian(std::size_t{1} << (b - 0xcc));
+            if (!v) return v.error();
+            item.kind = Kind::int_unsigned;
+            item.unsigned_value = v.value();
+            return item;
+        }
+        case 0xd0:
+        case 0xd1:
+        case 0xd2:
+        case 0xd3: {
+            const std::size_t width = std::size_t{1} << (b - 0xd0);
+            auto v = big_endian(width);
+            if (!v) return v.error();
+            // Sign-extend from the encoded width.
+            const int shift = static_cast<int>(64 - 8 * width);
+            item.kind = Kind::int_signed;
+            item.signed_value = static_cast<int64_t>(v.value() << shift) >> shift;
+            return item;
+        }
+        case 0xd4:
+        case 0xd5:
+        case 0xd6:
+        case 0xd7:
+        case 0xd8:  // fixext: type byte + 1..16 bytes
+            return ext_body(uint64_t{1} << (b - 0xd4));
+        case 0xd9:
+        case 0xda:
+        case 0xdb: {
+            auto s = length(std::size_t{1} << (b - 0xd9));
+            if (!s) return s.error();
+            item.kind = Kind::string;
+            item.bytes = s.value();
+            return item;
+        }
+        case 0xdc:
+        case 0xdd:
+        case 0xde:
+        case 0xdf: {
+            auto n = big_endian(b == 0xdc || b == 0xde ? 2 : 4);
+            if (!n) return n.error();
+            item.kind = b <= 0xdd ? Kind::array : Kind::map;
+            item.count = static_cast<uint32_t>(n.value());
+            return item;
+        }
+        default:
+            return malformed(at, "byte 0xc1 is not a msgpack value");
     }
 }
 
@@ -179,8 +201,8 @@ kmes::Result<std::string_view> Reader::string() {
 kmes::Status Reader::check_depth(int depth) const {
     if (depth <= max_depth_) return {};
     return kmes::Error{kmes::ErrorCode::too_deep, "msgpack nested deeper than " + std::to_string(max_depth_) +
-                                         " levels (the container at byte " + std::to_string(last_item_) +
-                                         " opens level " + std::to_string(depth) + ")"};
+                                                      " levels (the container at byte " + std::to_string(last_item_) +
+                                                      " opens level " + std::to_string(depth) + ")"};
 }
 
 kmes::Status Reader::skip(int depth) {
@@ -191,7 +213,8 @@ kmes::Status Reader::skip(int depth) {
     const bool is_map = item->kind == Kind::map;
     for (uint32_t i = 0; i < item->count; ++i) {
         if (is_map) {
-            if (!next_is_string()) return malformed(pos_, at_end() ? "truncated, expected a string" : "a map key that is not a string");
+            if (!next_is_string())
+                return malformed(pos_, at_end() ? "truncated, expected a string" : "a map key that is not a string");
             if (auto key = string(); !key) return key.error();
         }
         if (auto st = skip(depth + 1); !st) return st;

@@ -57,10 +57,10 @@ struct Item {
     bool boolean = false;
     int64_t signed_value = 0;
     uint64_t unsigned_value = 0;
-    double float_value = 0;   // float32 widened
-    std::string_view bytes;   // string, binary, ext data (inside the reader's buffer)
+    double float_value = 0;  // float32 widened
+    std::string_view bytes;  // string, binary, ext data (inside the reader's buffer)
     int8_t ext_type = 0;
-    uint32_t count = 0;       // map pairs / array elements
+    uint32_t count = 0;  // map pairs / array elements
 };
 
 // Depth limits that come from the spec rather than from one user; each user names its own

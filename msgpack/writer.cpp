@@ -102,12 +102,23 @@ void put_binary(Bytes& out, std::span<const uint8_t> data) {
 
 void put_ext(Bytes& out, int8_t type, std::span<const uint8_t> data) {
     switch (data.size()) {
-    case 1: out.push_back(0xd4); break;
-    case 2: out.push_back(0xd5); break;
-    case 4: out.push_back(0xd6); break;
-    case 8: out.push_back(0xd7); break;
-    case 16: out.push_back(0xd8); break;
-    default: put_sized(out, data.size(), 0xc7, 0xc8, 0xc9);
+        case 1:
+            out.push_back(0xd4);
+            break;
+        case 2:
+            out.push_back(0xd5);
+            break;
+        case 4:
+            out.push_back(0xd6);
+            break;
+        case 8:
+            out.push_back(0xd7);
+            break;
+        case 16:
+            out.push_back(0xd8);
+            break;
+        default:
+            put_sized(out, data.size(), 0xc7, 0xc8, 0xc9);
     }
     out.push_back(static_cast<uint8_t>(type));
     out.insert(out.end(), data.begin(), data.end());

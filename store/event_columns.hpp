@@ -84,12 +84,14 @@ constexpr std::optional<EventColumn> column_named(std::string_view name) {
     return std::nullopt;
 }
 
-static_assert([] {
-    for (size_t i = 0; i < kEventColumns.size(); ++i) {
-        if (static_cast<size_t>(kEventColumns[i].column) != i) return false;
-    }
-    return true;
-}(), "kEventColumns must list the columns in EventColumn order");
+static_assert(
+    [] {
+        for (size_t i = 0; i < kEventColumns.size(); ++i) {
+            if (static_cast<size_t>(kEventColumns[i].column) != i) return false;
+        }
+        return true;
+    }(),
+    "kEventColumns must list the columns in EventColumn order");
 
 // "id, boot_id, …, payload": the select list of a full row.
 const std::string& event_select_list();

@@ -23,22 +23,28 @@ constexpr int kExtractMaxDepth = msgpack::kPayloadMaxDepth;
 // The SQL value of the item found at the path (see the table in msgpack_extract.hpp).
 ExtractValue sql_value(const msgpack::Item& item) {
     switch (item.kind) {
-    case msgpack::Kind::boolean: return int64_t{item.boolean ? 1 : 0};
-    case msgpack::Kind::int_signed: return item.signed_value;
-    case msgpack::Kind::int_unsigned:
-        // SQLite integers are signed 64-bit: larger values become REAL (decided semantics).
-        if (item.unsigned_value <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-            return static_cast<int64_t>(item.unsigned_value);
-        return static_cast<double>(item.unsigned_value);
-    case msgpack::Kind::float32:
-    case msgpack::Kind::float64: return item.float_value;
-    case msgpack::Kind::string: return std::string(item.bytes);
-    case msgpack::Kind::binary: return std::vector<uint8_t>(item.bytes.begin(), item.bytes.end());
-    // ext has no SQL meaning; a map or an array at the path is not a scalar.
-    case msgpack::Kind::nil:
-    case msgpack::Kind::ext:
-    case msgpack::Kind::map:
-    case msgpack::Kind::array: return ExtractNull{};
+        case msgpack::Kind::boolean:
+            return int64_t{item.boolean ? 1 : 0};
+        case msgpack::Kind::int_signed:
+            return item.signed_value;
+        case msgpack::Kind::int_unsigned:
+            // SQLite integers are signed 64-bit: larger values become REAL (decided semantics).
+            if (item.unsigned_value <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+                return static_cast<int64_t>(item.unsigned_value);
+            return static_cast<double>(item.unsigned_value);
+        case msgpack::Kind::float32:
+        case msgpack::Kind::float64:
+            return item.float_value;
+        case msgpack::Kind::string:
+            return std::string(item.bytes);
+        case msgpack::Kind::binary:
+            return std::vector<uint8_t>(item.bytes.begin(), item.bytes.end());
+        // ext has no SQL meaning; a map or an array at the path is not a scalar.
+        case msgpack::Kind::nil:
+        case msgpack::Kind::ext:
+        case msgpack::Kind::map:
+        case msgpack::Kind::array:
+            return ExtractNull{};
     }
     return ExtractNull{};
 }
@@ -90,8 +96,7 @@ void sql_msgpack_extract(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
 
     // Hand the parsed path to SQLite last: it may free it at once (non-constant argument).
     if (fresh) {
-        sqlite3_set_auxdata(ctx, 1, fresh.release(),
-                            [](void* p) { delete static_cast<std::vector<std::string>*>(p); });
+        sqlite3_set_auxdata(ctx, 1, fresh.release(), [](void* p) { delete static_cast<std::vector<std::string>*>(p); });
     }
 }
 

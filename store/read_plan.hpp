@@ -45,11 +45,20 @@ struct ReadField {
 };
 
 enum class ReadOp {
-    eq, ne, lt, le, gt, ge,            // one value
-    in, not_in,                        // one or more values
-    is_null, is_not_null,              // no value
-    starts_with, ends_with, contains,  // one text value, matched literally (no wildcards)
-    glob,                              // one text value; `*` matches any run (§8.2.2 type pattern)
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,  // one value
+    in,
+    not_in,  // one or more values
+    is_null,
+    is_not_null,  // no value
+    starts_with,
+    ends_with,
+    contains,  // one text value, matched literally (no wildcards)
+    glob,      // one text value; `*` matches any run (§8.2.2 type pattern)
 };
 
 struct Predicate {

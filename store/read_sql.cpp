@@ -29,12 +29,18 @@ struct Builder {
 
 const char* comparison_sql(ReadOp op) {
     switch (op) {
-        case ReadOp::eq: return " = ?";
-        case ReadOp::ne: return " != ?";
-        case ReadOp::gt: return " > ?";
-        case ReadOp::ge: return " >= ?";
-        case ReadOp::lt: return " < ?";
-        default: return " <= ?";
+        case ReadOp::eq:
+            return " = ?";
+        case ReadOp::ne:
+            return " != ?";
+        case ReadOp::gt:
+            return " > ?";
+        case ReadOp::ge:
+            return " >= ?";
+        case ReadOp::lt:
+            return " < ?";
+        default:
+            return " <= ?";
     }
 }
 
@@ -225,9 +231,15 @@ void emit_groups(const ReadPlan& plan, Builder& b) {
     b << ", count(*)";
     if (plan.partial != Partial::none) {
         switch (plan.partial) {
-            case Partial::sum: b << ", eventd_num_sum("; break;
-            case Partial::min: b << ", eventd_num_min("; break;
-            default: b << ", eventd_num_max("; break;
+            case Partial::sum:
+                b << ", eventd_num_sum(";
+                break;
+            case Partial::min:
+                b << ", eventd_num_min(";
+                break;
+            default:
+                b << ", eventd_num_max(";
+                break;
         }
         b.field(plan.partial_field);
         b << ")";

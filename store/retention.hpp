@@ -39,14 +39,14 @@ struct RetentionLimits {
 };
 
 struct RetentionOptions {
-    uint32_t batch = 1000;                            // rows per delete transaction
-    std::chrono::milliseconds pause{1};               // between batches: let the writer in
+    uint32_t batch = 1000;                                     // rows per delete transaction
+    std::chrono::milliseconds pause{1};                        // between batches: let the writer in
     std::function<bool()> should_stop = [] { return false; };  // checked before each batch
 };
 
 struct RetentionOutcome {
-    uint64_t deleted = 0;   // rows deleted, both steps
-    bool stopped = false;   // should_stop() ended the run early
+    uint64_t deleted = 0;  // rows deleted, both steps
+    bool stopped = false;  // should_stop() ended the run early
 };
 
 // One retention pass (both steps). A shard whose delete fails is left alone for the rest of

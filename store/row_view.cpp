@@ -8,11 +8,16 @@ int RowView::column_count() const { return sqlite3_column_count(stmt_); }
 
 ValueType RowView::type(int column) const {
     switch (sqlite3_column_type(stmt_, column)) {
-        case SQLITE_INTEGER: return ValueType::integer;
-        case SQLITE_FLOAT: return ValueType::real;
-        case SQLITE_TEXT: return ValueType::text;
-        case SQLITE_BLOB: return ValueType::blob;
-        default: return ValueType::null;
+        case SQLITE_INTEGER:
+            return ValueType::integer;
+        case SQLITE_FLOAT:
+            return ValueType::real;
+        case SQLITE_TEXT:
+            return ValueType::text;
+        case SQLITE_BLOB:
+            return ValueType::blob;
+        default:
+            return ValueType::null;
     }
 }
 

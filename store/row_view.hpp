@@ -21,7 +21,7 @@ public:
     ValueType type(int column) const;
     int64_t integer(int column) const;  // INTEGER (others converted as SQLite does)
     double real(int column) const;
-    std::string_view text(int column) const;       // "" for NULL
+    std::string_view text(int column) const;          // "" for NULL
     std::span<const uint8_t> blob(int column) const;  // empty for NULL or a zero-length blob
 
 private:

@@ -39,7 +39,8 @@ struct Column {
 const std::vector<Column> kEventsColumns = [] {
     std::vector<Column> columns;
     for (const EventColumnSpec& c : kEventColumns) {
-        columns.push_back({std::string(c.name), std::string(c.sql_type), c.not_null, c.column == EventColumn::id ? 1 : 0});
+        columns.push_back(
+            {std::string(c.name), std::string(c.sql_type), c.not_null, c.column == EventColumn::id ? 1 : 0});
     }
     return columns;
 }();
@@ -96,8 +97,8 @@ kmes::Status verify_columns(sqlite3* db, const char* table, const std::vector<Co
 }
 
 kmes::Status verify_timestamp_index(sqlite3* db, const std::filesystem::path& file) {
-    auto stmt = prepare(db, "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'idx_events_timestamp'",
-                        file);
+    auto stmt =
+        prepare(db, "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'idx_events_timestamp'", file);
     if (!stmt) return stmt.error();
     int rc = sqlite3_step(stmt->get());
     if (rc == SQLITE_DONE) return broken(file, "index idx_events_timestamp is missing");
@@ -151,7 +152,8 @@ kmes::Status set_durability(sqlite3* db, const std::filesystem::path& file) {
 kmes::Status create_schema(sqlite3* db, const std::filesystem::path& file) {
     if (auto s = set_durability(db, file); !s) return s;
     if (auto s = exec(db, "BEGIN IMMEDIATE", file); !s) return s;
-    for (const char* sql : {create_events_sql().c_str(), kCreateMetadata, kCreateTimestampIndex, kInsertMetadata, kCreateSequenceState}) {
+    for (const char* sql :
+         {create_events_sql().c_str(), kCreateMetadata, kCreateTimestampIndex, kInsertMetadata, kCreateSequenceState}) {
         if (auto s = exec(db, sql, file); !s) {
             // Best effort; the file then has no tables and is created afresh next time.
             sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);

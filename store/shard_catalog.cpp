@@ -18,8 +18,8 @@ constexpr std::string_view kPrefix = "shard-";
 constexpr std::string_view kSuffix = ".db";
 constexpr std::string_view kQuarantined = ".quarantined-";
 constexpr int kBusyTimeoutMs = 5000;
-constexpr int kCacheKiB = 1024;         // per connection; a query opens one per shard
-constexpr int kProgressSteps = 1000;    // VM steps between deadline checks
+constexpr int kCacheKiB = 1024;       // per connection; a query opens one per shard
+constexpr int kProgressSteps = 1000;  // VM steps between deadline checks
 
 bool all_digits(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -104,9 +104,9 @@ kmes::Result<detail::DbPtr> open_ro(const fs::path& file, const char* query, int
     *failed_rc = SQLITE_OK;
     sqlite3* raw = nullptr;
     const std::string uri = detail::file_uri(file, query);
-    const int rc = sqlite3_open_v2(uri.c_str(), &raw,
-                                   SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
-                                   nullptr);
+    const int rc =
+        sqlite3_open_v2(uri.c_str(), &raw,
+                        SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nullptr);
     detail::DbPtr db(raw);
     if (rc != SQLITE_OK) {
         *failed_rc = rc;
@@ -126,7 +126,8 @@ kmes::Result<detail::DbPtr> open_ro(const fs::path& file, const char* query, int
         return detail::sqlite_error(raw, prc, file, "reading the shard");
     }
     if (sqlite3_column_int(probe_raw, 0) != 1) {
-        return kmes::Error{EIO, file.string() + ": not an event shard file (no event table); move it out of the store directory"};
+        return kmes::Error{
+            EIO, file.string() + ": not an event shard file (no event table); move it out of the store directory"};
     }
     return db;
 }
@@ -139,7 +140,8 @@ kmes::Result<ReadConnection> ReadConnection::open(const fs::path& file) {
     // A WAL file needs its -shm; a reader that may not create one (read-only directory or
     // file system) can still read the file as immutable — it then misses what only the WAL
     // holds. Only for that failure: immutable on a file a writer is changing could misread.
-    const bool shm_problem = (rc & 0xff) == SQLITE_CANTOPEN || rc == SQLITE_READONLY_CANTINIT || rc == SQLITE_READONLY_DIRECTORY;
+    const bool shm_problem =
+        (rc & 0xff) == SQLITE_CANTOPEN || rc == SQLITE_READONLY_CANTINIT || rc == SQLITE_READONLY_DIRECTORY;
     std::error_code ec;
     if (!db && shm_problem && fs::is_regular_file(file, ec)) {
         int fallback_rc = SQLITE_OK;
@@ -169,7 +171,8 @@ void ReadConnection::set_deadline(std::chrono::steady_clock::time_point deadline
     state_->cancel = cancel;
     state_->timed_out = false;
     state_->cancelled = false;
-    sqlite3_progress_handler(state_->db.get(), kProgressSteps, on_progress, static_cast<ConnectionState*>(state_.get()));
+    sqlite3_progress_handler(state_->db.get(), kProgressSteps, on_progress,
+                             static_cast<ConnectionState*>(state_.get()));
 }
 
 bool ReadConnection::timed_out() const { return state_->timed_out; }

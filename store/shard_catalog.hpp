@@ -19,8 +19,8 @@ namespace eventd::store {
 
 struct ShardFile {
     std::filesystem::path path;
-    std::string name;                     // file name, e.g. "shard-0001.db"
-    std::optional<uint32_t> active_index; // N for `shard-NNNN.db`; nullopt for quarantined files
+    std::string name;                      // file name, e.g. "shard-0001.db"
+    std::optional<uint32_t> active_index;  // N for `shard-NNNN.db`; nullopt for quarantined files
 };
 
 // Every shard file of the store, sorted by name: `shard-NNNN.db` (active or historical: a

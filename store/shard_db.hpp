@@ -89,16 +89,16 @@ private:
 
     sqlite3* db_ = nullptr;
     sqlite3_stmt* insert_ = nullptr;
-    sqlite3_stmt* delete_ranges_ = nullptr;      // sequence_state rows of one key inside [first, last]
-    sqlite3_stmt* insert_range_ = nullptr;       // one sequence_state row
-    sqlite3_stmt* delete_before_ = nullptr;      // retention with a cutoff
-    sqlite3_stmt* delete_oldest_ = nullptr;      // retention without a cutoff
+    sqlite3_stmt* delete_ranges_ = nullptr;  // sequence_state rows of one key inside [first, last]
+    sqlite3_stmt* insert_range_ = nullptr;   // one sequence_state row
+    sqlite3_stmt* delete_before_ = nullptr;  // retention with a cutoff
+    sqlite3_stmt* delete_oldest_ = nullptr;  // retention without a cutoff
     sqlite3_stmt* oldest_ = nullptr;
     int wal_pages_ = 0;
     uint32_t index_ = 0;
     std::filesystem::path path_;
-    SequenceState state_;          // committed
-    SequenceState pending_;        // accounted in the open transaction
+    SequenceState state_;    // committed
+    SequenceState pending_;  // accounted in the open transaction
 };
 
 // Rename shard-NNNN.db (and its -wal/-shm) to shard-NNNN.quarantined-<unix-time>.db so it is

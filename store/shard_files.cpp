@@ -37,8 +37,8 @@ void sync_dir(const fs::path& dir) {
 Result<std::optional<SequenceState>> read_state_file(const fs::path& file, const char* uri_query) {
     sqlite3* raw = nullptr;
     const std::string uri = detail::file_uri(file, uri_query);
-    const int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE,
-                                   nullptr);
+    const int rc =
+        sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_EXRESCODE, nullptr);
     detail::DbPtr db(raw);
     if (rc != SQLITE_OK) return detail::sqlite_error(raw, rc, file, "open read-only");
     sqlite3_busy_timeout(raw, 5000);
@@ -55,7 +55,8 @@ Result<std::optional<SequenceState>> read_state_file(const fs::path& file, const
 Result<std::string> quarantine_shard(const fs::path& dir, uint32_t index) {
     const fs::path path = dir / shard_file_name(index);
     char prefix[40];
-    std::snprintf(prefix, sizeof prefix, "shard-%04u.quarantined-%lld", index, static_cast<long long>(std::time(nullptr)));
+    std::snprintf(prefix, sizeof prefix, "shard-%04u.quarantined-%lld", index,
+                  static_cast<long long>(std::time(nullptr)));
     std::error_code ec;
     auto taken = [&](const std::string& name) {
         return fs::exists(dir / name, ec) || fs::exists(dir / (name + "-wal"), ec) ||

@@ -112,9 +112,9 @@ kmes::Status register_aggregate_functions(sqlite3* db) {
 }
 
 kmes::Status register_visibility(sqlite3* db, const TypeFilter* filter) {
-    const int rc = sqlite3_create_function_v2(db, "eventd_visible", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                              const_cast<TypeFilter*>(filter), visible_function, nullptr, nullptr,
-                                              nullptr);
+    const int rc =
+        sqlite3_create_function_v2(db, "eventd_visible", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                   const_cast<TypeFilter*>(filter), visible_function, nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) return kmes::Error{EIO, std::string("cannot prepare the access check: ") + sqlite3_errstr(rc)};
     return {};
 }

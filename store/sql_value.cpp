@@ -57,14 +57,17 @@ int compare_binary(const std::string& a, const std::string& b) {
 // Type class in SQLite's value order.
 int type_rank(ValueType type) {
     switch (type) {
-        case ValueType::null: return 0;
+        case ValueType::null:
+            return 0;
         case ValueType::integer:
-        case ValueType::real: return 1;
-        case ValueType::text: return 2;
-        default: return 3;
+        case ValueType::real:
+            return 1;
+        case ValueType::text:
+            return 2;
+        default:
+            return 3;
     }
 }
-
 
 }  // namespace
 
@@ -72,15 +75,22 @@ SqlValue value_at(const RowView& row, int col) {
     SqlValue v;
     v.type = row.type(col);
     switch (v.type) {
-        case ValueType::integer: v.i = row.integer(col); break;
-        case ValueType::real: v.d = row.real(col); break;
-        case ValueType::text: v.bytes.assign(row.text(col)); break;
+        case ValueType::integer:
+            v.i = row.integer(col);
+            break;
+        case ValueType::real:
+            v.d = row.real(col);
+            break;
+        case ValueType::text:
+            v.bytes.assign(row.text(col));
+            break;
         case ValueType::blob: {
             const auto b = row.blob(col);
             v.bytes.assign(reinterpret_cast<const char*>(b.data()), b.size());
             break;
         }
-        case ValueType::null: break;
+        case ValueType::null:
+            break;
     }
     return v;
 }
@@ -89,10 +99,14 @@ int compare_values(const SqlValue& a, const SqlValue& b, bool nocase) {
     const int ra = type_rank(a.type), rb = type_rank(b.type);
     if (ra != rb) return ra < rb ? -1 : 1;
     switch (ra) {
-        case 0: return 0;
-        case 1: return compare_numeric(a, b);
-        case 2: return nocase ? compare_nocase(a.bytes, b.bytes) : compare_binary(a.bytes, b.bytes);
-        default: return compare_binary(a.bytes, b.bytes);
+        case 0:
+            return 0;
+        case 1:
+            return compare_numeric(a, b);
+        case 2:
+            return nocase ? compare_nocase(a.bytes, b.bytes) : compare_binary(a.bytes, b.bytes);
+        default:
+            return compare_binary(a.bytes, b.bytes);
     }
 }
 

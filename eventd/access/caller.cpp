@@ -16,9 +16,7 @@
 
 namespace eventd::access {
 
-bool Caller::in_group(gid_t g) const {
-    return std::find(groups.begin(), groups.end(), g) != groups.end();
-}
+bool Caller::in_group(gid_t g) const { return std::find(groups.begin(), groups.end(), g) != groups.end(); }
 
 std::string Caller::user_name() const { return user_name_of(uid).value_or("uid:" + std::to_string(uid)); }
 
@@ -74,8 +72,7 @@ kmes::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid) {
     const std::string path = "/proc/" + std::to_string(pid) + "/status";
     std::ifstream in(path);
     if (!in) {
-        return kmes::Error{ESRCH, "cannot read the query client's groups from " + path +
-                                      " (the process has exited?)"};
+        return kmes::Error{ESRCH, "cannot read the query client's groups from " + path + " (the process has exited?)"};
     }
     std::vector<unsigned long> uids, gids, groups;
     bool have_groups = false;
@@ -83,8 +80,10 @@ kmes::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid) {
     while (std::getline(in, line)) {
         const std::string_view view(line);
         bool ok = true;
-        if (view.rfind("Uid:", 0) == 0) ok = parse_ids(view.substr(4), uids);
-        else if (view.rfind("Gid:", 0) == 0) ok = parse_ids(view.substr(4), gids);
+        if (view.rfind("Uid:", 0) == 0)
+            ok = parse_ids(view.substr(4), uids);
+        else if (view.rfind("Gid:", 0) == 0)
+            ok = parse_ids(view.substr(4), gids);
         else if (view.rfind("Groups:", 0) == 0) {
             ok = parse_ids(view.substr(7), groups);
             have_groups = true;
@@ -95,8 +94,8 @@ kmes::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid) {
         return kmes::Error{EIO, "cannot read the query client's groups: " + path + " lacks Uid/Gid/Groups"};
     }
     if (uids[1] != uid || gids[1] != gid) {
-        return kmes::Error{ESRCH, "query client pid " + std::to_string(pid) +
-                                      " no longer has the credentials it connected with"};
+        return kmes::Error{
+            ESRCH, "query client pid " + std::to_string(pid) + " no longer has the credentials it connected with"};
     }
     return std::vector<gid_t>(groups.begin(), groups.end());
 }

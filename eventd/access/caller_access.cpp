@@ -42,8 +42,8 @@ bool globs_intersect(std::string_view a, std::string_view b) {
         const bool star_a = i < n && a[i] == '*';
         const bool star_b = j < m && b[j] == '*';
         if (star_a) {
-            push(i + 1, j);              // the star matches nothing more
-            if (j < m) push(i, j + 1);   // the star swallows b's next character
+            push(i + 1, j);             // the star matches nothing more
+            if (j < m) push(i, j + 1);  // the star swallows b's next character
         }
         if (star_b) {
             push(i, j + 1);
@@ -69,11 +69,16 @@ void collect_where(const Condition& condition, std::vector<FieldUse>& out) {
 
 const char* fn_name(query::AggregateFn fn) {
     switch (fn) {
-        case query::AggregateFn::count: return "count";
-        case query::AggregateFn::sum: return "sum";
-        case query::AggregateFn::avg: return "avg";
-        case query::AggregateFn::min: return "min";
-        case query::AggregateFn::max: return "max";
+        case query::AggregateFn::count:
+            return "count";
+        case query::AggregateFn::sum:
+            return "sum";
+        case query::AggregateFn::avg:
+            return "avg";
+        case query::AggregateFn::min:
+            return "min";
+        case query::AggregateFn::max:
+            return "max";
     }
     return "count";
 }
@@ -83,11 +88,14 @@ const char* fn_name(query::AggregateFn fn) {
 std::optional<std::string> aggregate_output_key(const Aggregation& a) {
     switch (a.kind) {
         case Aggregation::Kind::none:
-        case Aggregation::Kind::distinct: return std::nullopt;
+        case Aggregation::Kind::distinct:
+            return std::nullopt;
         case Aggregation::Kind::count:
         case Aggregation::Kind::count_by:
-        case Aggregation::Kind::top_by: return std::string("count");
-        case Aggregation::Kind::group: return std::string(fn_name(a.fn));
+        case Aggregation::Kind::top_by:
+            return std::string("count");
+        case Aggregation::Kind::group:
+            return std::string(fn_name(a.fn));
     }
     return std::nullopt;
 }
@@ -215,8 +223,7 @@ bool field_granted(const TypeGrant& grant, const FieldRef& field) {
     // A granted path covers itself and everything inside it ("source" covers "source.name"),
     // never its parent (granting "source.name" does not make all of "source" readable).
     return std::any_of(grant.fields.begin(), grant.fields.end(), [&](const std::string& granted) {
-        return !is_header_name(granted) &&
-               (field.name == granted || starts_with(field.name, granted + "."));
+        return !is_header_name(granted) && (field.name == granted || starts_with(field.name, granted + "."));
     });
 }
 
@@ -269,11 +276,20 @@ kmes::Status CallerAccess::check_query(const Query& q) const {
     std::string clause;
     switch (a.kind) {
         case Aggregation::Kind::none:
-        case Aggregation::Kind::count: break;
-        case Aggregation::Kind::count_by: clause = "COUNT BY"; break;
-        case Aggregation::Kind::top_by: clause = "TOP " + std::to_string(a.top_n) + " BY"; break;
-        case Aggregation::Kind::distinct: clause = "DISTINCT"; break;
-        case Aggregation::Kind::group: clause = "GROUP"; break;
+        case Aggregation::Kind::count:
+            break;
+        case Aggregation::Kind::count_by:
+            clause = "COUNT BY";
+            break;
+        case Aggregation::Kind::top_by:
+            clause = "TOP " + std::to_string(a.top_n) + " BY";
+            break;
+        case Aggregation::Kind::distinct:
+            clause = "DISTINCT";
+            break;
+        case Aggregation::Kind::group:
+            clause = "GROUP";
+            break;
     }
     for (const FieldRef& f : a.fields) uses.push_back({&f, clause});
     if (a.kind == Aggregation::Kind::group && a.fn_field) {

@@ -11,9 +11,12 @@ namespace eventd::access {
 
 bool Policy::Principal::matches(const Caller& caller) const {
     switch (kind) {
-        case Kind::everyone: return true;
-        case Kind::uid: return caller.uid == id;
-        case Kind::gid: return caller.in_group(id);
+        case Kind::everyone:
+            return true;
+        case Kind::uid:
+            return caller.uid == id;
+        case Kind::gid:
+            return caller.in_group(id);
     }
     return false;
 }
@@ -78,9 +81,9 @@ TypeGrant Policy::grant_pattern(const Caller& caller, std::string_view pattern) 
     fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
     if (grant.all_payload) {
         // "payload" subsumes every payload path; keep only the header names.
-        fields.erase(std::remove_if(fields.begin(), fields.end(),
-                                    [](const std::string& f) { return !is_header_name(f); }),
-                     fields.end());
+        fields.erase(
+            std::remove_if(fields.begin(), fields.end(), [](const std::string& f) { return !is_header_name(f); }),
+            fields.end());
         if (fields.size() == kHeaderFieldCount) grant.all_fields = true;
     }
     grant.fields = std::move(fields);
@@ -96,8 +99,7 @@ TypeGrant Policy::grant(const Caller& caller, std::string_view event_type) const
 
 bool Policy::is_admin(const Caller& caller) const {
     if (caller.is_root()) return true;
-    return std::any_of(admins_.begin(), admins_.end(),
-                       [&](const Principal& p) { return p.matches(caller); });
+    return std::any_of(admins_.begin(), admins_.end(), [&](const Principal& p) { return p.matches(caller); });
 }
 
 }  // namespace eventd::access

@@ -35,9 +35,9 @@ namespace eventd::access {
 
 // What one caller may see of events of one type.
 struct TypeGrant {
-    bool visible = false;     // root verdict: the record exists for this caller
-    bool all_fields = false;  // every header and payload field
-    bool all_payload = false; // "payload" granted
+    bool visible = false;             // root verdict: the record exists for this caller
+    bool all_fields = false;          // every header and payload field
+    bool all_payload = false;         // "payload" granted
     std::vector<std::string> fields;  // otherwise: granted header names and payload paths
 };
 

@@ -45,11 +45,10 @@ std::optional<std::string> pattern_problem(const std::string& pattern) {
         const size_t star = pattern.find('*');
         std::string parent = pattern.substr(0, star);
         while (!parent.empty() && parent.back() == '.') parent.pop_back();
-        std::string hint = parent.empty() ? std::string()
-                                          : "; '" + parent + "' already covers " + parent +
-                                                " and every " + parent + ".… type";
-        return "'*' is only valid as the whole pattern (patterns are dot-separated prefixes, not globs)" +
-               hint;
+        std::string hint = parent.empty()
+                               ? std::string()
+                               : "; '" + parent + "' already covers " + parent + " and every " + parent + ".… type";
+        return "'*' is only valid as the whole pattern (patterns are dot-separated prefixes, not globs)" + hint;
     }
     if (has_space_or_control(pattern)) return "a pattern cannot contain blanks or control characters";
     if (pattern.front() == '.' || pattern.back() == '.' || pattern.find("..") != std::string::npos) {
@@ -60,7 +59,8 @@ std::optional<std::string> pattern_problem(const std::string& pattern) {
 
 std::optional<std::string> field_problem(const std::string& field) {
     if (field.empty()) return "a field name cannot be empty";
-    if (field.find('*') != std::string::npos) return "fields take no wildcard (use \"payload\" for every payload field)";
+    if (field.find('*') != std::string::npos)
+        return "fields take no wildcard (use \"payload\" for every payload field)";
     if (field.front() == '.' || field.back() == '.' || field.find("..") != std::string::npos) {
         return "empty path component (payload paths look like source.name)";
     }
@@ -92,14 +92,15 @@ public:
         }
         for (const auto& [key, value] : root->items()) {
             if (key != "Events" && key != "Admins") {
-                policy_->warnings_.push_back("Security." + key + " is not supported and is ignored "
+                policy_->warnings_.push_back("Security." + key +
+                                             " is not supported and is ignored "
                                              "(known keys: Events, Admins)");
             }
         }
-        const json& events = root->contains("Events") && !(*root)["Events"].is_null() ? (*root)["Events"]
-                                                                                         : default_events();
-        const json& admins = root->contains("Admins") && !(*root)["Admins"].is_null() ? (*root)["Admins"]
-                                                                                       : default_admins();
+        const json& events =
+            root->contains("Events") && !(*root)["Events"].is_null() ? (*root)["Events"] : default_events();
+        const json& admins =
+            root->contains("Admins") && !(*root)["Admins"].is_null() ? (*root)["Admins"] : default_admins();
         if (auto status = parse_events(events); !status.ok()) return status.error();
         if (auto status = parse_admins(admins); !status.ok()) return status.error();
         return std::shared_ptr<const Policy>(std::move(policy_));
@@ -108,8 +109,10 @@ public:
 private:
     kmes::Status parse_events(const json& events) {
         if (!events.is_object()) {
-            return invalid("Security.Events: expected an object mapping event type patterns to lists of "
-                           "entries, got " + type_name(events));
+            return invalid(
+                "Security.Events: expected an object mapping event type patterns to lists of "
+                "entries, got " +
+                type_name(events));
         }
         for (const auto& [written, entries] : events.items()) {
             if (auto problem = pattern_problem(written)) {
@@ -120,13 +123,14 @@ private:
                 return invalid("Security.Events pattern '" + written + "': given twice (patterns ignore case)");
             }
             if (!entries.is_array()) {
-                return invalid("Security.Events pattern '" + written + "': expected an array of entries "
-                               "like {\"allow\": [\"group:adm\"]}, got " + type_name(entries));
+                return invalid("Security.Events pattern '" + written +
+                               "': expected an array of entries "
+                               "like {\"allow\": [\"group:adm\"]}, got " +
+                               type_name(entries));
             }
             std::vector<Policy::Entry> parsed;
             for (size_t i = 0; i < entries.size(); ++i) {
-                const std::string where =
-                    "Security.Events pattern '" + written + "', entry " + std::to_string(i + 1);
+                const std::string where = "Security.Events pattern '" + written + "', entry " + std::to_string(i + 1);
                 auto entry = parse_entry(entries[i], where);
                 if (!entry.ok()) return entry.error();
                 parsed.push_back(std::move(entry.value()));
@@ -134,16 +138,16 @@ private:
             policy_->events_.emplace(pattern, std::move(parsed));
         }
         if (policy_->events_.count("*") == 0) {
-            policy_->warnings_.push_back("Security.Events has no \"*\" pattern: no events are visible "
-                                         "to anyone but root (fail closed)");
+            policy_->warnings_.push_back(
+                "Security.Events has no \"*\" pattern: no events are visible "
+                "to anyone but root (fail closed)");
         }
         return {};
     }
 
     kmes::Result<Policy::Entry> parse_entry(const json& entry, const std::string& where) {
         if (!entry.is_object()) {
-            return invalid(where + ": expected an object like {\"allow\": [\"group:adm\"]}, got " +
-                           type_name(entry));
+            return invalid(where + ": expected an object like {\"allow\": [\"group:adm\"]}, got " + type_name(entry));
         }
         for (const auto& [key, value] : entry.items()) {
             // An unknown key may be a misspelt "fields" whose loss would widen the grant.
@@ -160,8 +164,8 @@ private:
         parsed.deny = deny;
         const json& principals = entry[deny ? "deny" : "allow"];
         if (!principals.is_array()) {
-            return invalid(where + ": \"" + (deny ? "deny" : "allow") +
-                           "\" takes an array of principals, got " + type_name(principals));
+            return invalid(where + ": \"" + (deny ? "deny" : "allow") + "\" takes an array of principals, got " +
+                           type_name(principals));
         }
         for (const json& principal : principals) {
             auto p = parse_principal(principal, where);
@@ -174,7 +178,8 @@ private:
             }
             const json& fields = entry["fields"];
             if (!fields.is_array() || fields.empty()) {
-                return invalid(where + ": \"fields\" takes a non-empty array of field names "
+                return invalid(where +
+                               ": \"fields\" takes a non-empty array of field names "
                                "(omit it to grant every field)");
             }
             std::vector<std::string> names;

@@ -33,10 +33,10 @@ inline constexpr size_t kHeaderFieldCount = store::kHeaderColumnCount;
 inline bool is_guid_column(HeaderField field) { return store::spec_of(field).kind == store::ColumnKind::guid; }
 
 struct FieldRef {
-    std::string name;                  // as written: "cpu_id", "user", "source.name"
-    std::optional<HeaderField> header; // set when `name` is a header column
-    std::vector<std::string> path;     // payload path components ("source", "name"); empty for headers
-    size_t position = 0;               // 1-based character position in the query text (as in parse errors)
+    std::string name;                   // as written: "cpu_id", "user", "source.name"
+    std::optional<HeaderField> header;  // set when `name` is a header column
+    std::vector<std::string> path;      // payload path components ("source", "name"); empty for headers
+    size_t position = 0;                // 1-based character position in the query text (as in parse errors)
 };
 
 struct GuidLiteral {
@@ -54,19 +54,19 @@ struct TimeLiteral {
 using Literal = std::variant<int64_t, double, std::string, bool, TimeLiteral>;
 
 enum class CompareOp {
-    eq,            // ==
-    ne,            // !=
-    gt,            // >
-    ge,            // >=
-    lt,            // <
-    le,            // <=
-    starts_with,   // STARTS_WITH
-    ends_with,     // ENDS_WITH
-    contains,      // CONTAINS
-    in,            // IN (v, …)
-    not_in,        // NOT_IN (v, …)
-    is_null,       // IS NULL
-    is_not_null,   // IS NOT NULL
+    eq,           // ==
+    ne,           // !=
+    gt,           // >
+    ge,           // >=
+    lt,           // <
+    le,           // <=
+    starts_with,  // STARTS_WITH
+    ends_with,    // ENDS_WITH
+    contains,     // CONTAINS
+    in,           // IN (v, …)
+    not_in,       // NOT_IN (v, …)
+    is_null,      // IS NULL
+    is_not_null,  // IS NOT NULL
 };
 
 // The operator as written in queries ("==", "STARTS_WITH", "IS NOT NULL"), for messages.
@@ -97,7 +97,7 @@ struct Aggregation {
         distinct,  // DISTINCT f → [{f: v}]
         group,     // GROUP f1[, f2…] FN [field] → [{f1, f2…, count|sum|avg|min|max}]
     } kind = Kind::none;
-    std::vector<FieldRef> fields;    // count_by/top_by/distinct: one; group: one or more
+    std::vector<FieldRef> fields;         // count_by/top_by/distinct: one; group: one or more
     AggregateFn fn = AggregateFn::count;  // group only
     std::optional<FieldRef> fn_field;     // group SUM/AVG/MIN/MAX: the field aggregated
     uint64_t top_n = 0;                   // top_by

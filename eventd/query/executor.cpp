@@ -60,7 +60,8 @@ kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan&
             if (file.active_index) {
                 spdlog::warn("query: skipping unreadable event store file {}: {}", file.name, snapshot.error().message);
             } else {
-                spdlog::debug("query: skipping unreadable event store file {}: {}", file.name, snapshot.error().message);
+                spdlog::debug("query: skipping unreadable event store file {}: {}", file.name,
+                              snapshot.error().message);
             }
             return std::optional<Shard>{};
         }

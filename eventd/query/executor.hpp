@@ -33,10 +33,10 @@ using RecordSink = std::function<kmes::Status(std::span<const uint8_t> record)>;
 
 struct ExecutionContext {
     std::filesystem::path store_dir;
-    access::CallerAccess* access = nullptr;            // never null
-    std::chrono::steady_clock::time_point deadline;    // now + QueryTimeoutMs
-    uint32_t timeout_ms = 30000;                       // for the error text
-    const std::atomic<bool>* cancelled = nullptr;      // shutdown
+    access::CallerAccess* access = nullptr;          // never null
+    std::chrono::steady_clock::time_point deadline;  // now + QueryTimeoutMs
+    uint32_t timeout_ms = 30000;                     // for the error text
+    const std::atomic<bool>* cancelled = nullptr;    // shutdown
 };
 
 // Where a stream's live phase starts (§8.7): for every active shard (shard-NNNN.db), the

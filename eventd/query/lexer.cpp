@@ -122,9 +122,12 @@ private:
         if (c == '"' || c == '\'') return string(i);
         if (c == '{') return guid(i);
         switch (c) {
-            case '(': return make(TokenKind::lparen, i, i + 1);
-            case ')': return make(TokenKind::rparen, i, i + 1);
-            case ',': return make(TokenKind::comma, i, i + 1);
+            case '(':
+                return make(TokenKind::lparen, i, i + 1);
+            case ')':
+                return make(TokenKind::rparen, i, i + 1);
+            case ',':
+                return make(TokenKind::comma, i, i + 1);
             case '=':
             case '!':
                 if (next == '=') return make(TokenKind::op, i, i + 2);
@@ -171,11 +174,21 @@ private:
             }
             if (j + 1 == text_.size()) break;  // reported as unterminated below
             switch (text_[j + 1]) {
-                case '"': value.push_back('"'); break;
-                case '\'': value.push_back('\''); break;
-                case '\\': value.push_back('\\'); break;
-                case 'n': value.push_back('\n'); break;
-                case 't': value.push_back('\t'); break;
+                case '"':
+                    value.push_back('"');
+                    break;
+                case '\'':
+                    value.push_back('\'');
+                    break;
+                case '\\':
+                    value.push_back('\\');
+                    break;
+                case 'n':
+                    value.push_back('\n');
+                    break;
+                case 't':
+                    value.push_back('\t');
+                    break;
                 default: {
                     size_t end = j + 2;
                     while (end < text_.size() && is_continuation(text_[end])) ++end;
@@ -186,10 +199,10 @@ private:
             j += 2;
         }
         if (j >= text_.size()) {
-            return parse_error(char_pos_[text_.size()],
-                               std::string(1, quote) + " to close the string at position " +
-                                   std::to_string(char_pos_[i]),
-                               "end of query");
+            return parse_error(
+                char_pos_[text_.size()],
+                std::string(1, quote) + " to close the string at position " + std::to_string(char_pos_[i]),
+                "end of query");
         }
         Token t = make(TokenKind::string, i, j + 1);
         t.value = std::move(value);

@@ -27,9 +27,9 @@ enum class TokenKind { word, string, integer, floating, duration, date, guid, op
 
 struct Token {
     TokenKind kind = TokenKind::end;
-    std::string text;      // exactly as written in the query (quotes and braces included)
-    std::string value;     // string: the unescaped contents; guid: the text inside the braces
-    size_t position = 0;   // 1-based character (not byte) position of the first character
+    std::string text;     // exactly as written in the query (quotes and braces included)
+    std::string value;    // string: the unescaped contents; guid: the text inside the braces
+    size_t position = 0;  // 1-based character (not byte) position of the first character
 };
 
 // The whole query as tokens, always ending with one `end` token (position = length + 1).

@@ -88,7 +88,8 @@ struct LiveFeed::Impl {
     }
 };
 
-LiveFeed::LiveFeed(const Query& q, std::filesystem::path store_dir, StreamStart start) : impl_(std::make_unique<Impl>()) {
+LiveFeed::LiveFeed(const Query& q, std::filesystem::path store_dir, StreamStart start)
+    : impl_(std::make_unique<Impl>()) {
     impl_->query = q;
     impl_->dir = std::move(store_dir);
     impl_->last_id = std::move(start.last_id);

@@ -16,11 +16,16 @@ namespace {
 const char* fn_key(const Aggregation& a) {
     if (a.kind != Aggregation::Kind::group) return "count";
     switch (a.fn) {
-        case AggregateFn::count: return "count";
-        case AggregateFn::sum: return "sum";
-        case AggregateFn::avg: return "avg";
-        case AggregateFn::min: return "min";
-        case AggregateFn::max: return "max";
+        case AggregateFn::count:
+            return "count";
+        case AggregateFn::sum:
+            return "sum";
+        case AggregateFn::avg:
+            return "avg";
+        case AggregateFn::min:
+            return "min";
+        case AggregateFn::max:
+            return "max";
     }
     return "count";
 }
@@ -31,14 +36,19 @@ bool is_guid_field(const FieldRef& f) { return f.header && is_guid_column(*f.hea
 
 nlohmann::json to_json(const SqlValue& v, bool guid) {
     switch (v.type) {
-        case store::ValueType::integer: return v.i;
-        case store::ValueType::real: return v.d;
-        case store::ValueType::text: return v.bytes;
+        case store::ValueType::integer:
+            return v.i;
+        case store::ValueType::real:
+            return v.d;
+        case store::ValueType::text:
+            return v.bytes;
         case store::ValueType::blob:
             if (guid && v.bytes.size() == 16)
-                return kmes::guid_text(std::span<const uint8_t, 16>(reinterpret_cast<const uint8_t*>(v.bytes.data()), 16));
+                return kmes::guid_text(
+                    std::span<const uint8_t, 16>(reinterpret_cast<const uint8_t*>(v.bytes.data()), 16));
             return nlohmann::json::binary(std::vector<uint8_t>(v.bytes.begin(), v.bytes.end()));
-        case store::ValueType::null: return nullptr;
+        case store::ValueType::null:
+            return nullptr;
     }
 }
 
@@ -133,13 +143,14 @@ std::vector<Record> AggregateMerger::finish() const {
                         p.int_sum <= std::numeric_limits<int64_t>::max()) {
                         row.value = SqlValue::integer(static_cast<int64_t>(p.int_sum));
                     } else {
-                        row.value = SqlValue::real(static_cast<double>(static_cast<long double>(p.int_sum) + p.real_sum));
+                        row.value =
+                            SqlValue::real(static_cast<double>(static_cast<long double>(p.int_sum) + p.real_sum));
                     }
                     break;
                 case AggregateFn::avg:
                     if (n == 0) break;
-                    row.value = SqlValue::real(static_cast<double>(
-                        (static_cast<long double>(p.int_sum) + p.real_sum) / static_cast<long double>(n)));
+                    row.value = SqlValue::real(static_cast<double>((static_cast<long double>(p.int_sum) + p.real_sum) /
+                                                                   static_cast<long double>(n)));
                     break;
                 default:
                     row.value = p.extreme;

@@ -40,8 +40,8 @@ constexpr std::string_view kValidDate =
 constexpr std::string_view kOneAggregation = "at most one aggregation (COUNT, COUNT BY, TOP, DISTINCT or GROUP)";
 constexpr size_t kMaxNesting = 64;  // parentheses: bounded recursion for hostile input
 
-constexpr std::string_view kClauseKeywords[] = {"SINCE", "UNTIL", "WHERE", "SELECT", "SORT",   "SKIP",  "TAKE",
-                                                "COUNT", "TOP",   "DISTINCT", "GROUP", "STREAM", "INDEX"};
+constexpr std::string_view kClauseKeywords[] = {"SINCE", "UNTIL", "WHERE",    "SELECT", "SORT",   "SKIP", "TAKE",
+                                                "COUNT", "TOP",   "DISTINCT", "GROUP",  "STREAM", "INDEX"};
 
 bool is_clause_keyword(const Token& t) {
     for (auto k : kClauseKeywords) {
@@ -135,7 +135,8 @@ private:
         bool after_where = false;     // for the message: a WHERE may continue with AND/OR
         while (peek().kind != TokenKind::end) {
             const Token& t = peek();
-            if (pattern_allowed && !is_clause_keyword(t) && (t.kind == TokenKind::word || t.kind == TokenKind::string)) {
+            if (pattern_allowed && !is_clause_keyword(t) &&
+                (t.kind == TokenKind::word || t.kind == TokenKind::string)) {
                 if (auto s = type_pattern(); !s) return s;
                 pattern_allowed = false;
                 continue;
@@ -410,12 +411,18 @@ private:
     kmes::Status comparison(Comparison& c) {
         const Token& op = peek();
         if (op.kind == TokenKind::op) {
-            if (op.text == "==") c.op = CompareOp::eq;
-            else if (op.text == "!=") c.op = CompareOp::ne;
-            else if (op.text == ">") c.op = CompareOp::gt;
-            else if (op.text == ">=") c.op = CompareOp::ge;
-            else if (op.text == "<") c.op = CompareOp::lt;
-            else c.op = CompareOp::le;
+            if (op.text == "==")
+                c.op = CompareOp::eq;
+            else if (op.text == "!=")
+                c.op = CompareOp::ne;
+            else if (op.text == ">")
+                c.op = CompareOp::gt;
+            else if (op.text == ">=")
+                c.op = CompareOp::ge;
+            else if (op.text == "<")
+                c.op = CompareOp::lt;
+            else
+                c.op = CompareOp::le;
         } else if (is_keyword(op, "STARTS_WITH")) {
             c.op = CompareOp::starts_with;
         } else if (is_keyword(op, "ENDS_WITH")) {

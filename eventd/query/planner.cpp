@@ -45,11 +45,16 @@ FieldKind kind_of(const FieldRef& f) {
 
 const char* literal_type(const Literal& v) {
     switch (v.index()) {
-        case 0: return "an integer";
-        case 1: return "a float";
-        case 2: return "a string";
-        case 3: return "a boolean";
-        default: return "a time";
+        case 0:
+            return "an integer";
+        case 1:
+            return "a float";
+        case 2:
+            return "a string";
+        case 3:
+            return "a boolean";
+        default:
+            return "a time";
     }
 }
 
@@ -99,19 +104,32 @@ Predicate compare(const FieldRef& f, ReadOp op, std::vector<SqlParam> values = {
 
 ReadOp read_op(CompareOp op) {
     switch (op) {
-        case CompareOp::eq: return ReadOp::eq;
-        case CompareOp::ne: return ReadOp::ne;
-        case CompareOp::gt: return ReadOp::gt;
-        case CompareOp::ge: return ReadOp::ge;
-        case CompareOp::lt: return ReadOp::lt;
-        case CompareOp::le: return ReadOp::le;
-        case CompareOp::starts_with: return ReadOp::starts_with;
-        case CompareOp::ends_with: return ReadOp::ends_with;
-        case CompareOp::contains: return ReadOp::contains;
-        case CompareOp::in: return ReadOp::in;
-        case CompareOp::not_in: return ReadOp::not_in;
-        case CompareOp::is_null: return ReadOp::is_null;
-        case CompareOp::is_not_null: return ReadOp::is_not_null;
+        case CompareOp::eq:
+            return ReadOp::eq;
+        case CompareOp::ne:
+            return ReadOp::ne;
+        case CompareOp::gt:
+            return ReadOp::gt;
+        case CompareOp::ge:
+            return ReadOp::ge;
+        case CompareOp::lt:
+            return ReadOp::lt;
+        case CompareOp::le:
+            return ReadOp::le;
+        case CompareOp::starts_with:
+            return ReadOp::starts_with;
+        case CompareOp::ends_with:
+            return ReadOp::ends_with;
+        case CompareOp::contains:
+            return ReadOp::contains;
+        case CompareOp::in:
+            return ReadOp::in;
+        case CompareOp::not_in:
+            return ReadOp::not_in;
+        case CompareOp::is_null:
+            return ReadOp::is_null;
+        case CompareOp::is_not_null:
+            return ReadOp::is_not_null;
     }
     return ReadOp::eq;
 }
@@ -243,10 +261,12 @@ kmes::Status check_filters(const Query& q, bool restricted, bool with_time, Read
     }
     const ReadField timestamp = ReadField::of(store::EventColumn::timestamp);
     if (with_time && q.since_ns) {
-        plan.where.push_back(Predicate{Predicate::Kind::compare, timestamp, ReadOp::ge, {SqlParam{*q.since_ns}}, false, {}});
+        plan.where.push_back(
+            Predicate{Predicate::Kind::compare, timestamp, ReadOp::ge, {SqlParam{*q.since_ns}}, false, {}});
     }
     if (with_time && q.until_ns) {
-        plan.where.push_back(Predicate{Predicate::Kind::compare, timestamp, ReadOp::le, {SqlParam{*q.until_ns}}, false, {}});
+        plan.where.push_back(
+            Predicate{Predicate::Kind::compare, timestamp, ReadOp::le, {SqlParam{*q.until_ns}}, false, {}});
     }
     for (const Condition& c : q.where) {
         auto checked = check_condition(c);
@@ -338,9 +358,15 @@ kmes::Result<Plan> plan_aggregate(const Query& q, bool restricted) {
         if (!a.fn_field) return type_error("the aggregate function needs a field");
         switch (a.fn) {
             case AggregateFn::sum:
-            case AggregateFn::avg: read.partial = store::Partial::sum; break;
-            case AggregateFn::min: read.partial = store::Partial::min; break;
-            default: read.partial = store::Partial::max; break;
+            case AggregateFn::avg:
+                read.partial = store::Partial::sum;
+                break;
+            case AggregateFn::min:
+                read.partial = store::Partial::min;
+                break;
+            default:
+                read.partial = store::Partial::max;
+                break;
         }
         read.partial_field = read_field(*a.fn_field);
     }

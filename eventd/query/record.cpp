@@ -17,7 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-
 // How deep a payload may nest and still be merged into its record: every payload the shim
 // admits (msgpack::kPayloadMaxDepth, PSD-003 §2.1.6–§2.1.7 and §6.1). A deeper one (only a
 // kernel emitter can store one) travels as bytes, like any payload that is not a map.
@@ -36,7 +35,8 @@ json decode_payload(const uint8_t* data, size_t size) {
     try {
         return json::from_msgpack(bytes.begin(), bytes.end(), /*strict=*/true, /*allow_exceptions=*/false);
     } catch (const std::exception&) {
-        return json(json::value_t::discarded);  // checked bytes should not throw; a query thread must not die if they do
+        return json(
+            json::value_t::discarded);  // checked bytes should not throw; a query thread must not die if they do
     }
 }
 
@@ -44,15 +44,19 @@ json decode_payload(const uint8_t* data, size_t size) {
 
 json value_from_column(const store::RowView& row, int col, bool guid) {
     switch (row.type(col)) {
-        case store::ValueType::integer: return row.integer(col);
-        case store::ValueType::real: return row.real(col);
-        case store::ValueType::text: return std::string(row.text(col));
+        case store::ValueType::integer:
+            return row.integer(col);
+        case store::ValueType::real:
+            return row.real(col);
+        case store::ValueType::text:
+            return std::string(row.text(col));
         case store::ValueType::blob: {
             const auto data = row.blob(col);
             if (guid && data.size() == 16) return kmes::guid_text(std::span<const uint8_t, 16>(data.data(), 16));
             return json::binary(std::vector<uint8_t>(data.begin(), data.end()));
         }
-        case store::ValueType::null: return nullptr;
+        case store::ValueType::null:
+            return nullptr;
     }
     return nullptr;
 }

@@ -61,39 +61,51 @@ bool copyable_value(mp::Reader& in, int depth) {
     auto item = in.next();
     if (!item) return false;
     switch (item->kind) {
-    case mp::Kind::float32: return false;
-    case mp::Kind::array:
-        if (!in.check_depth(depth + 1)) return false;
-        for (uint32_t i = 0; i < item->count; ++i)
-            if (!copyable_value(in, depth + 1)) return false;
-        return true;
-    case mp::Kind::map:
-        if (!in.check_depth(depth + 1)) return false;
-        return copyable_map(in, item->count, depth, [](std::string_view, size_t, size_t) {});
-    default: return true;
+        case mp::Kind::float32:
+            return false;
+        case mp::Kind::array:
+            if (!in.check_depth(depth + 1)) return false;
+            for (uint32_t i = 0; i < item->count; ++i)
+                if (!copyable_value(in, depth + 1)) return false;
+            return true;
+        case mp::Kind::map:
+            if (!in.check_depth(depth + 1)) return false;
+            return copyable_map(in, item->count, depth, [](std::string_view, size_t, size_t) {});
+        default:
+            return true;
     }
 }
 
-std::string_view event_type_of(const store::RowView& row) { return row.text(store::index_of(store::EventColumn::event_type)); }
+std::string_view event_type_of(const store::RowView& row) {
+    return row.text(store::index_of(store::EventColumn::event_type));
+}
 
 // One header column as a record value (value_from_column in record.cpp, without a tree).
 void put_column(std::vector<uint8_t>& out, const store::RowView& row, int col, bool guid) {
     switch (row.type(col)) {
-    case store::ValueType::integer: mp::put_signed(out, row.integer(col)); return;
-    case store::ValueType::real: mp::put_float64(out, row.real(col)); return;
-    case store::ValueType::text: mp::put_string(out, row.text(col)); return;
-    case store::ValueType::blob: {
-        const auto data = row.blob(col);
-        if (guid && data.size() == 16) {
-            char text[kmes::kGuidTextLength];
-            kmes::write_guid_text(std::span<const uint8_t, 16>(data.data(), 16), text);
-            mp::put_string(out, std::string_view(text, sizeof text));
-        } else {
-            mp::put_binary(out, data);
+        case store::ValueType::integer:
+            mp::put_signed(out, row.integer(col));
+            return;
+        case store::ValueType::real:
+            mp::put_float64(out, row.real(col));
+            return;
+        case store::ValueType::text:
+            mp::put_string(out, row.text(col));
+            return;
+        case store::ValueType::blob: {
+            const auto data = row.blob(col);
+            if (guid && data.size() == 16) {
+                char text[kmes::kGuidTextLength];
+                kmes::write_guid_text(std::span<const uint8_t, 16>(data.data(), 16), text);
+                mp::put_string(out, std::string_view(text, sizeof text));
+            } else {
+                mp::put_binary(out, data);
+            }
+            return;
         }
-        return;
-    }
-    case store::ValueType::null: mp::put_nil(out); return;
+        case store::ValueType::null:
+            mp::put_nil(out);
+            return;
     }
 }
 

@@ -32,8 +32,7 @@ namespace eventd::query {
 class RowEncoder {
 public:
     // `select` and `access` must outlive the encoder (access may be reset() in between).
-    RowEncoder(const std::vector<FieldRef>& select, access::CallerAccess& access)
-        : select_(select), access_(access) {}
+    RowEncoder(const std::vector<FieldRef>& select, access::CallerAccess& access) : select_(select), access_(access) {}
 
     // The record of `row` (a rows/live row, store/read_plan.hpp); the bytes stay valid until
     // the next call.

@@ -61,8 +61,8 @@ bool is_duration_shape(std::string_view text) {
 bool is_date_shape(std::string_view text) {
     // YYYY-MM-DD
     if (text.size() < 10) return false;
-    if (!all_digits(text.substr(0, 4)) || text[4] != '-' || !all_digits(text.substr(5, 2)) ||
-        text[7] != '-' || !all_digits(text.substr(8, 2))) {
+    if (!all_digits(text.substr(0, 4)) || text[4] != '-' || !all_digits(text.substr(5, 2)) || text[7] != '-' ||
+        !all_digits(text.substr(8, 2))) {
         return false;
     }
     if (text.size() == 10) return true;
@@ -90,10 +90,17 @@ std::optional<int64_t> duration_ns(std::string_view text) {
     const std::string_view digits = text.substr(0, text.size() - 1);
     int64_t unit_ns = kNsPerSecond;
     switch (lower(text.back())) {
-        case 'm': unit_ns = 60 * kNsPerSecond; break;
-        case 'h': unit_ns = 3600 * kNsPerSecond; break;
-        case 'd': unit_ns = kNsPerDay; break;
-        default: break;
+        case 'm':
+            unit_ns = 60 * kNsPerSecond;
+            break;
+        case 'h':
+            unit_ns = 3600 * kNsPerSecond;
+            break;
+        case 'd':
+            unit_ns = kNsPerDay;
+            break;
+        default:
+            break;
     }
     const int64_t max_count = std::numeric_limits<int64_t>::max() / unit_ns;
     int64_t count = 0;
@@ -112,9 +119,7 @@ std::optional<int64_t> relative_ns(int64_t now_ns, int64_t duration, bool ago) {
     return out;
 }
 
-int64_t midnight_ns(int64_t now_ns, int days_back) {
-    return (floor_div(now_ns, kNsPerDay) - days_back) * kNsPerDay;
-}
+int64_t midnight_ns(int64_t now_ns, int days_back) { return (floor_div(now_ns, kNsPerDay) - days_back) * kNsPerDay; }
 
 std::optional<int64_t> date_ns(std::string_view text) {
     if (!is_date_shape(text)) return std::nullopt;

@@ -20,8 +20,8 @@ void put_length(std::vector<uint8_t>& out, size_t at, uint32_t length) {
 
 // The fixed head of a result frame: map of 2, "status": "ok", "records": <array header>.
 void put_result_head(std::vector<uint8_t>& out, size_t count) {
-    static constexpr uint8_t kHead[] = {0x82, 0xa6, 's', 't', 'a', 't', 'u', 's', 0xa2, 'o', 'k',
-                                        0xa7, 'r',  'e', 'c', 'o', 'r', 'd', 's'};
+    static constexpr uint8_t kHead[] = {0x82, 0xa6, 's', 't', 'a', 't', 'u', 's', 0xa2, 'o',
+                                        'k',  0xa7, 'r', 'e', 'c', 'o', 'r', 'd', 's'};
     out.insert(out.end(), std::begin(kHead), std::end(kHead));
     if (count <= 15) {
         out.push_back(uint8_t(0x90 | count));

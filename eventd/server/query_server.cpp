@@ -29,7 +29,7 @@ using stream_protocol = asio::local::stream_protocol;
 using boost::system::error_code;
 
 constexpr auto kReapInterval = std::chrono::seconds(1);
-constexpr auto kStopGrace = std::chrono::milliseconds(500);  // for queries to end by themselves
+constexpr auto kStopGrace = std::chrono::milliseconds(500);    // for queries to end by themselves
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);  // after EMFILE and the like
 
 // A short reply on a socket the io thread still owns: never waits (a fresh connection's send
@@ -187,13 +187,14 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, std::string 
                                  std::thread([this, fd, done, caller = std::move(p->caller), text = std::move(text),
                                               ticket = std::move(p->ticket)]() mutable {
                                      // Only this query fails; the client is told if it can be.
-                                     run_guarded("query worker", [&] { run_session(shared, fd, caller, text, ticket); },
-                                                 [&](const std::string&) {
-                                                     shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
-                                                     send_now(fd, error_frame("eventd failed to run this query "
-                                                                              "(internal error, see its log)"));
-                                                     ::shutdown(fd, SHUT_RDWR);
-                                                 });
+                                     run_guarded(
+                                         "query worker", [&] { run_session(shared, fd, caller, text, ticket); },
+                                         [&](const std::string&) {
+                                             shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
+                                             send_now(fd, error_frame("eventd failed to run this query "
+                                                                      "(internal error, see its log)"));
+                                             ::shutdown(fd, SHUT_RDWR);
+                                         });
                                      done->store(true);
                                  })});
     } catch (const std::system_error& e) {
@@ -268,7 +269,8 @@ kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions opti
         // the accept, commit or reap handler, that loop) has ended; the log says which thread.
         for (bool done = false; !done;) {
             done = true;
-            run_guarded("query server io thread", [raw] { raw->io.run(); }, [&](const std::string&) { done = false; });
+            run_guarded(
+                "query server io thread", [raw] { raw->io.run(); }, [&](const std::string&) { done = false; });
         }
     });
     return std::unique_ptr<QueryServer>(new QueryServer(std::move(impl)));

@@ -50,7 +50,8 @@ public:
         while (done < frame.size()) {
             const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
             if (left.count() <= 0) return done ? Sent::torn : Sent::timed_out;
-            timeval tv{static_cast<time_t>(left.count() / 1'000'000), static_cast<suseconds_t>(left.count() % 1'000'000)};
+            timeval tv{static_cast<time_t>(left.count() / 1'000'000),
+                       static_cast<suseconds_t>(left.count() % 1'000'000)};
             setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
             const ssize_t n = ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
             if (n >= 0) {
@@ -87,7 +88,8 @@ public:
     bool fits(size_t bytes) const {
         int queued = 0, limit = 0;
         socklen_t len = sizeof limit;
-        if (ioctl(fd_, SIOCOUTQ, &queued) != 0 || getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &limit, &len) != 0) return true;
+        if (ioctl(fd_, SIOCOUTQ, &queued) != 0 || getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &limit, &len) != 0)
+            return true;
         if (queued <= 0) return true;
         return static_cast<size_t>(queued) + bytes + bytes / 4 + kBufferOverhead <= static_cast<size_t>(limit);
     }
@@ -112,7 +114,11 @@ private:
 class Session {
 public:
     Session(ServerShared& shared, int fd, const access::Caller& caller, Admissions::Ticket& ticket)
-        : shared_(shared), channel_(fd), caller_(caller), ticket_(ticket), limits_(shared.limits()),
+        : shared_(shared),
+          channel_(fd),
+          caller_(caller),
+          ticket_(ticket),
+          limits_(shared.limits()),
           deadline_(Clock::now() + std::chrono::milliseconds(limits_.query_timeout_ms)),
           batcher_(limits_.query_response_target_bytes) {}
 
@@ -173,7 +179,8 @@ void Session::send_final(const std::vector<uint8_t>& frame) {
 
 bool Session::send_live(const std::vector<uint8_t>& frame) {
     switch (channel_.send_now(frame)) {
-        case Sent::ok: return true;
+        case Sent::ok:
+            return true;
         case Sent::would_block:
             // §8.7.6: the send buffer is full — end the stream at once, with an error frame if
             // the socket still takes one.
@@ -186,7 +193,8 @@ bool Session::send_live(const std::vector<uint8_t>& frame) {
             spdlog::info("stream of {} dropped: the client is not reading fast enough (frame cut, connection closed)",
                          caller_.user_name());
             return false;
-        default: return false;  // the client left
+        default:
+            return false;  // the client left
     }
 }
 
@@ -267,8 +275,10 @@ void Session::run_events(const query::Query& q) {
         }
         if (client_gone_) return;  // nothing can reach the client any more
         // A cancel (shutdown) is neither a timeout nor a failure: it is not counted.
-        if (start.error().is_timed_out()) shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-        else if (!start.error().is_cancelled()) shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        if (start.error().is_timed_out())
+            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        else if (!start.error().is_cancelled())
+            shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
         return fail(start.error().message);
     }
     batcher_.flush();
@@ -293,8 +303,8 @@ void Session::run_events(const query::Query& q) {
 
 // §8.7: the live phase. Sleeps in poll() on the socket (client gone, or sending again) and the
 // stream's wake fd (commits, reload, shutdown). Not subject to QueryTimeoutMs.
-void Session::follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access,
-                     StreamWake& wake, uint64_t generation) {
+void Session::follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access, StreamWake& wake,
+                     uint64_t generation) {
     query::LiveFeed feed(q, shared_.store_dir, std::move(start));
     bool dropped = false;
     const query::RecordSink sink = [&](std::span<const uint8_t> record) -> kmes::Status {
@@ -324,8 +334,9 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
             char byte;
             const ssize_t n = recv(channel_.fd(), &byte, 1, MSG_DONTWAIT | MSG_PEEK);
             if (n > 0) {  // §8.8: one query per connection
-                channel_.send_now(error_frame("only one query per connection: this connection is following a stream; "
-                                              "open another connection for the next query"));
+                channel_.send_now(
+                    error_frame("only one query per connection: this connection is following a stream; "
+                                "open another connection for the next query"));
                 return;
             }
             if (n == 0) socket_events = 0;  // half-closed: the client may still read; POLLHUP ends it

@@ -90,7 +90,7 @@ struct ServerShared {
     std::filesystem::path store_dir;
     access::PolicyHolder* policy = nullptr;
     std::atomic<uint64_t> policy_generation{0};  // bumped on reload: streams reset their access
-    std::atomic<bool> stopping{false};            // shutdown: the executor's cancel flag
+    std::atomic<bool> stopping{false};           // shutdown: the executor's cancel flag
     std::unique_ptr<CommitSignal> signal;
     QueryCounters counters;
     Admissions admissions;

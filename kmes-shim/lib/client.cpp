@@ -62,7 +62,7 @@ void append(std::vector<uint8_t>& out, const T& value) {
     out.insert(out.end(), p, p + sizeof value);
 }
 
-enum class MergedCopy { Copied, Fault, Unsupported };
+enum class MergedCopy { copied, fault, unsupported };
 
 // process_vm_readv pins the pages of every remote range separately (~1 µs a range on the
 // benchmark machine, docs/PERFORMANCE.md), and a batch's 512 ranges usually come from a few
@@ -77,7 +77,7 @@ MergedCopy copy_merged(uint8_t* dst, const std::vector<iovec>& ranges) {
     for (size_t i = 0; i < ranges.size(); ++i) {
         const auto start = reinterpret_cast<uintptr_t>(ranges[i].iov_base);
         if (ranges[i].iov_len == 0) continue;
-        if (start + ranges[i].iov_len < start) return MergedCopy::Fault;  // wraps the address space
+        if (start + ranges[i].iov_len < start) return MergedCopy::fault;  // wraps the address space
         order.push_back(i);
     }
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a].iov_base < ranges[b].iov_base; });
@@ -98,19 +98,19 @@ MergedCopy copy_merged(uint8_t* dst, const std::vector<iovec>& ranges) {
         spans.back().iov_len = span_end - span_start;
         at[i] = scratch_len + (start - span_start);
     }
-    if (spans.empty()) return MergedCopy::Copied;
+    if (spans.empty()) return MergedCopy::copied;
     scratch_len += span_end - span_start;
     std::vector<uint8_t> scratch(scratch_len);
     iovec local{scratch.data(), scratch_len};
     const ssize_t n = process_vm_readv(getpid(), &local, 1, spans.data(), spans.size(), 0);
-    if (n < 0 && (errno == ENOSYS || errno == EPERM)) return MergedCopy::Unsupported;
-    if (n != static_cast<ssize_t>(scratch_len)) return MergedCopy::Fault;
+    if (n < 0 && (errno == ENOSYS || errno == EPERM)) return MergedCopy::unsupported;
+    if (n != static_cast<ssize_t>(scratch_len)) return MergedCopy::fault;
     for (size_t i = 0; i < ranges.size(); ++i) {
         if (ranges[i].iov_len == 0) continue;
         std::memcpy(dst, scratch.data() + at[i], ranges[i].iov_len);
         dst += ranges[i].iov_len;
     }
-    return MergedCopy::Copied;
+    return MergedCopy::copied;
 }
 
 // Copy the caller's byte ranges back to back into `dst`, detecting an inaccessible range the
@@ -119,8 +119,9 @@ MergedCopy copy_merged(uint8_t* dst, const std::vector<iovec>& ranges) {
 // whole; the copy stops at the first inaccessible one.
 size_t copy_from_caller(uint8_t* dst, const std::vector<iovec>& ranges) {
     switch (copy_merged(dst, ranges)) {
-        case MergedCopy::Copied: return ranges.size();
-        case MergedCopy::Unsupported: {  // sandboxed: fall back to a plain copy
+        case MergedCopy::copied:
+            return ranges.size();
+        case MergedCopy::unsupported: {  // sandboxed: fall back to a plain copy
             size_t whole = 0;
             for (const iovec& r : ranges) {
                 if (r.iov_len > 0 && r.iov_base == nullptr) break;
@@ -130,7 +131,8 @@ size_t copy_from_caller(uint8_t* dst, const std::vector<iovec>& ranges) {
             }
             return whole;
         }
-        case MergedCopy::Fault: break;
+        case MergedCopy::fault:
+            break;
     }
     // Something is inaccessible: read range by range to find exactly which.
     for (size_t i = 0; i < ranges.size(); ++i) {
@@ -153,7 +155,8 @@ std::vector<uint8_t> build_emit(wire::Op op, const kmes_emit_entry* entries, uin
     size_t body_len = 0;
     for (uint32_t i = 0; i < count; ++i) {
         const kmes_emit_entry& e = entries[i];
-        const uint64_t declared = uint64_t{KMES_BASE_HEADER_SIZE} + KMES_IDENTITY_SIZE + e.event_type_len + e.payload_len;
+        const uint64_t declared =
+            uint64_t{KMES_BASE_HEADER_SIZE} + KMES_IDENTITY_SIZE + e.event_type_len + e.payload_len;
         if (declared > kLargestEventSize) break;  // rejected on its lengths (see above)
         ranges.push_back(iovec{const_cast<char*>(e.event_type), e.event_type_len});
         ranges.push_back(iovec{const_cast<void*>(e.payload), e.payload_len});
@@ -168,8 +171,10 @@ std::vector<uint8_t> build_emit(wire::Op op, const kmes_emit_entry* entries, uin
     for (uint32_t i = 0; i < count; ++i) {
         const kmes_emit_entry& e = entries[i];
         wire::WireEntry w{e.event_type_len, 0, e.payload_len};
-        if (i < copied) body_used += size_t{e.event_type_len} + e.payload_len;
-        else w.reserved = kEntryFault;
+        if (i < copied)
+            body_used += size_t{e.event_type_len} + e.payload_len;
+        else
+            w.reserved = kEntryFault;
         std::memcpy(message.data() + table_at + i * sizeof w, &w, sizeof w);
     }
     message.resize(body_at + body_used);
@@ -211,7 +216,7 @@ int attach_ring(uint32_t cpu_id, uint64_t* capacity, uint64_t* live_generation, 
     int fd = connect_seqpacket(shim_socket_path());
     if (fd < 0) return -1;
     std::vector<uint8_t> message;
-    append(message, header_for(wire::Op::Attach, cpu_id, 0, sizeof(wire::RequestHeader)));
+    append(message, header_for(wire::Op::attach, cpu_id, 0, sizeof(wire::RequestHeader)));
     wire::Reply reply{};
     if (exchange(fd, message, reply) != 0 || reply.error != 0) {
         const int code = reply.error != 0 ? reply.error : errno;
@@ -234,7 +239,7 @@ int kmes_attach(uint32_t cpu_id, uint64_t* capacity) {
 
 void* kmes_map(int fd, uint64_t capacity) {
     std::vector<uint8_t> message;
-    append(message, header_for(wire::Op::Map, 0, 0, sizeof(wire::RequestHeader) + sizeof(uint64_t)));
+    append(message, header_for(wire::Op::map, 0, 0, sizeof(wire::RequestHeader) + sizeof(uint64_t)));
     append(message, capacity);
     wire::Reply reply{};
     std::vector<int> fds;
@@ -251,7 +256,7 @@ void* kmes_map(int fd, uint64_t capacity) {
         return nullptr;
     }
     auto base = detail::map_ring_region(fds[wire::kProducerFd], fds[wire::kConsumerFd], fds[wire::kDataFd], capacity,
-                                        detail::MapAccess::Consumer);
+                                        detail::MapAccess::consumer);
     close_all();  // the mapping keeps the pages alive
     if (!base) {
         errno = base.error().errno_value();
@@ -267,7 +272,7 @@ int kmes_unmap(void* base, uint64_t capacity) {
 
 int kmes_emit(const char* type, uint16_t type_len, const void* payload, uint32_t payload_len) {
     kmes_emit_entry entry{type, type_len, payload, payload_len};
-    auto message = build_emit(wire::Op::Emit, &entry, 1, current_cpu());
+    auto message = build_emit(wire::Op::emit, &entry, 1, current_cpu());
     wire::Reply reply{};
     if (emit_exchange(message, reply) != 0) return -1;
     return reply.error != 0 ? set_errno(reply.error) : 0;
@@ -279,13 +284,13 @@ int kmes_emit_batch(const kmes_emit_entry* entries, uint32_t count, uint32_t* em
     const bool table_ok = count >= 1 && count <= KMES_MAX_BATCH && entries != nullptr && emitted_out != nullptr;
     std::vector<uint8_t> message;
     if (table_ok) {
-        message = build_emit(wire::Op::EmitBatch, entries, count, current_cpu());
+        message = build_emit(wire::Op::emit_batch, entries, count, current_cpu());
     } else {
-        append(message, header_for(wire::Op::EmitBatch, current_cpu(), count, sizeof(wire::RequestHeader)));
+        append(message, header_for(wire::Op::emit_batch, current_cpu(), count, sizeof(wire::RequestHeader)));
     }
     wire::Reply reply{};
     if (emit_exchange(message, reply) != 0) return -1;
-    if (reply.error == 0 && !table_ok) reply.error = EFAULT;  // shim passed steps 1–3
+    if (reply.error == 0 && !table_ok) reply.error = EFAULT;                        // shim passed steps 1–3
     if (reply.error == EFAULT && emitted_out == nullptr) return set_errno(EFAULT);  // step 4
     const bool before_step4 = reply.error == EPERM || reply.error == EAGAIN ||
                               (reply.error == EINVAL && (count == 0 || count > KMES_MAX_BATCH));
@@ -298,7 +303,7 @@ int kmes_boot_id(uint8_t out[16]) {
     int fd = detail::connect_seqpacket(detail::shim_socket_path());
     if (fd < 0) return -1;
     std::vector<uint8_t> message;
-    append(message, header_for(wire::Op::BootId, 0, 0, sizeof(wire::RequestHeader)));
+    append(message, header_for(wire::Op::boot_id, 0, 0, sizeof(wire::RequestHeader)));
     wire::Reply reply{};
     const int rc = exchange(fd, message, reply);
     const int saved = errno;

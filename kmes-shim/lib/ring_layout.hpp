@@ -27,9 +27,7 @@ struct RingView {
     std::atomic_ref<uint64_t> tail_pos() const { return field<uint64_t>(producer, KMES_OFF_TAIL_POS); }
     std::atomic_ref<uint64_t> generation() const { return field<uint64_t>(producer, KMES_OFF_GENERATION); }
     std::atomic_ref<uint32_t> futex_counter() const { return field<uint32_t>(producer, KMES_OFF_FUTEX_COUNTER); }
-    std::atomic_ref<uint8_t> need_wake() const {
-        return field<uint8_t>(consumer, KMES_OFF_NEED_WAKE - KMES_PAGE_SIZE);
-    }
+    std::atomic_ref<uint8_t> need_wake() const { return field<uint8_t>(consumer, KMES_OFF_NEED_WAKE - KMES_PAGE_SIZE); }
     uint32_t* futex_word() const { return reinterpret_cast<uint32_t*>(producer + KMES_OFF_FUTEX_COUNTER); }
 
     uint64_t mask() const { return capacity - 1; }
@@ -49,7 +47,9 @@ struct RingView {
         return v;
     }
     template <class T>
-    static void store_le(uint8_t* p, T v) { std::memcpy(p, &v, sizeof v); }
+    static void store_le(uint8_t* p, T v) {
+        std::memcpy(p, &v, sizeof v);
+    }
 };
 
 }  // namespace kmes::detail

@@ -36,9 +36,12 @@ RingMapping::RingMapping(int fd, uint8_t* base, uint64_t capacity, bool owns_map
     : fd_(fd), base_(base), capacity_(capacity), owns_(owns_mapping), live_generation_(live_generation) {}
 
 RingMapping::RingMapping(RingMapping&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), base_(std::exchange(other.base_, nullptr)),
-      capacity_(other.capacity_), owns_(std::exchange(other.owns_, false)),
-      live_generation_(other.live_generation_), boot_id_(other.boot_id_) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      base_(std::exchange(other.base_, nullptr)),
+      capacity_(other.capacity_),
+      owns_(std::exchange(other.owns_, false)),
+      live_generation_(other.live_generation_),
+      boot_id_(other.boot_id_) {}
 
 RingMapping& RingMapping::operator=(RingMapping&& other) noexcept {
     if (this != &other) {

@@ -41,13 +41,12 @@ RingReader::RingReader(uint32_t cpu, RingMapping mapping, ReaderOptions options)
     generation_ = live_generation_of(mapping_);
     // §5.1.9: a first attach SHOULD start at tail_pos.
     read_pos_ = view(mapping_).tail_pos().load(std::memory_order_acquire);
-    if (options_.start == StartAt::End) {
+    if (options_.start == StartAt::end) {
         // Walk to the current end with the normal protocol, so last_sequence() is known and
         // a resize can later resume by sequence (§5.1.9.3).
         const uint64_t end = view(mapping_).write_pos().load(std::memory_order_acquire);
         ReaderStats saved = stats_;
-        while (read_pos_ < end && read_one()) {
-        }
+        while (read_pos_ < end && read_one()) {}
         stats_ = saved;
     }
 }
@@ -142,12 +141,12 @@ Status RingReader::switch_generation() {
     const Guid unknown{};
     if (fresh->boot_id() != unknown && mapping_.boot_id() != unknown && fresh->boot_id() != mapping_.boot_id())
         return Error{ESTALE, "kmes-shimd restarted (new KMES boot id): sequences restart at 1; open a new reader"};
-    mapping_ = std::move(*fresh);           // step 6: old fd closed, old ring unmapped
+    mapping_ = std::move(*fresh);  // step 6: old fd closed, old ring unmapped
     // Step 4. If another swap retired the fresh ring already, its generation differs from
     // this value and the next check re-attaches again.
     generation_ = live_generation_of(mapping_);
     ++stats_.generation_changes;
-    seek_after_sequence(noted);             // step 5
+    seek_after_sequence(noted);  // step 5
     return {};
 }
 
@@ -172,7 +171,7 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
         return v.write_pos().load(std::memory_order_acquire) != read_pos_ ||
                v.generation().load(std::memory_order_acquire) != generation_;
     };
-    if (data_ready()) return WaitResult::DataReady;
+    if (data_ready()) return WaitResult::data_ready;
     // Step 4's optional short spin, done before need_wake is raised: a producer publishing
     // during the spin then sees need_wake == 0 and makes no FUTEX_WAKE call. Spinning with
     // need_wake raised cost the producer a wake call for almost every event while nobody
@@ -180,11 +179,11 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
     // below runs unchanged, so this is only a longer poll of the drain loop.
     for (uint32_t i = 0; i < options_.spin_iterations; ++i) {
         _mm_pause();
-        if (data_ready()) return WaitResult::DataReady;
+        if (data_ready()) return WaitResult::data_ready;
     }
 
     uint32_t counter = 0;
-    if (options_.wait_order == WaitOrder::Safe) {
+    if (options_.wait_order == WaitOrder::safe) {
         v.need_wake().store(1, std::memory_order_relaxed);
         // Full fence: the need_wake store is ordered before the loads below (StoreLoad).
         // Pairs with the producer's seq_cst fence between its write_pos store and its
@@ -196,7 +195,7 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
         KMES_SYNC_POINT("RingReader::wait:after_counter_read");
         if (data_ready()) {
             v.need_wake().store(0, std::memory_order_relaxed);  // relaxed: a stale 1 only costs a spurious wake
-            return WaitResult::DataReady;
+            return WaitResult::data_ready;
         }
     } else {
         // PSD-003 §5.1.9.2 read literally: re-check, then read the counter. An event
@@ -204,7 +203,7 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
         v.need_wake().store(1, std::memory_order_release);
         if (data_ready()) {
             v.need_wake().store(0, std::memory_order_relaxed);
-            return WaitResult::DataReady;
+            return WaitResult::data_ready;
         }
         KMES_SYNC_POINT("RingReader::wait:after_recheck");
         counter = v.futex_counter().load(std::memory_order_acquire);
@@ -212,11 +211,13 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
     KMES_SYNC_POINT("RingReader::wait:before_futex_wait");
     ++stats_.sleeps;
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-    struct timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((timeout - secs).count())};
+    struct timespec ts {
+        static_cast<time_t>(secs.count()), static_cast<long>((timeout - secs).count())
+    };
     const int rc = detail::futex_wait(v.futex_word(), counter, &ts);
     const bool timed_out = rc != 0 && errno == ETIMEDOUT;
     v.need_wake().store(0, std::memory_order_relaxed);
-    return timed_out ? WaitResult::TimedOut : WaitResult::Woken;
+    return timed_out ? WaitResult::timed_out : WaitResult::woken;
 }
 
 }  // namespace kmes

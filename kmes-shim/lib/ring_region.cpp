@@ -5,8 +5,7 @@
 
 namespace kmes::detail {
 
-Result<uint8_t*> map_ring_region(int producer_fd, int consumer_fd, int data_fd, uint64_t capacity,
-                                 MapAccess access) {
+Result<uint8_t*> map_ring_region(int producer_fd, int consumer_fd, int data_fd, uint64_t capacity, MapAccess access) {
     const size_t total = KMES_MAP_SIZE(capacity);
     // Reserve the whole range first so the pieces land contiguously (MAP_FIXED inside our own
     // reservation can never clobber someone else's mapping). The data region is placed on a
@@ -25,7 +24,7 @@ Result<uint8_t*> map_ring_region(int producer_fd, int consumer_fd, int data_fd, 
 
     // The OS enforces the trust boundary (§5.1.5): consumers get PROT_READ mappings of
     // read-only file descriptions, which mprotect() cannot upgrade.
-    const int ro_or_rw = access == MapAccess::Producer ? PROT_READ | PROT_WRITE : PROT_READ;
+    const int ro_or_rw = access == MapAccess::producer ? PROT_READ | PROT_WRITE : PROT_READ;
     struct Piece {
         int fd;
         size_t offset;

@@ -87,8 +87,10 @@ int recv_reply(int fd, wire::Reply& reply, std::vector<int>* fds, size_t max_fds
         size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         const int* received = reinterpret_cast<const int*>(CMSG_DATA(c));
         for (size_t i = 0; i < count; ++i) {
-            if (fds && fds->size() < max_fds) fds->push_back(received[i]);
-            else close(received[i]);
+            if (fds && fds->size() < max_fds)
+                fds->push_back(received[i]);
+            else
+                close(received[i]);
         }
     }
     if (n == 0) {

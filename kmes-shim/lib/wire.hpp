@@ -27,11 +27,11 @@ inline constexpr uint32_t kMagic = 0x4b4d4553;  // "KMES"
 inline constexpr uint32_t kMaxPacket = 65536;
 
 enum class Op : uint32_t {
-    Attach = 1,     // the connection becomes the attachment of ring `cpu`
-    Map = 2,        // on an attachment: reply carries 3 fds (producer RO, consumer RW, data RO)
-    Emit = 3,       // one event, kmes_emit semantics
-    EmitBatch = 4,  // 1..256 events, kmes_emit_batch semantics
-    BootId = 5,     // reply carries the KMES boot id
+    attach = 1,      // the connection becomes the attachment of ring `cpu`
+    map = 2,         // on an attachment: reply carries 3 fds (producer RO, consumer RW, data RO)
+    emit = 3,        // one event, kmes_emit semantics
+    emit_batch = 4,  // 1..256 events, kmes_emit_batch semantics
+    boot_id = 5,     // reply carries the KMES boot id
 };
 
 struct RequestHeader {
@@ -65,6 +65,9 @@ struct Reply {
 static_assert(sizeof(Reply) == 40);
 
 // Order of the fds that travel with a MAP reply.
-enum MapFd { kProducerFd = 0, kConsumerFd = 1, kDataFd = 2, kMapFdCount = 3 };
+inline constexpr int kProducerFd = 0;
+inline constexpr int kConsumerFd = 1;
+inline constexpr int kDataFd = 2;
+inline constexpr int kMapFdCount = 3;
 
 }  // namespace kmes::wire

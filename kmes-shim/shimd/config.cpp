@@ -29,15 +29,19 @@ public:
         const json& v = doc_[key];
         const bool ok = is_count(v) && v.get<uint64_t>() >= min && v.get<uint64_t>() <= max &&
                         (!power_of_two || is_power_of_two(v.get<uint64_t>()));
-        if (ok) target = static_cast<T>(v.get<uint64_t>());
-        else reject(key, v, json(target));
+        if (ok)
+            target = static_cast<T>(v.get<uint64_t>());
+        else
+            reject(key, v, json(target));
     }
 
     void boolean(const char* key, bool& target) {
         if (!doc_.contains(key)) return;
         const json& v = doc_[key];
-        if (v.is_boolean()) target = v.get<bool>();
-        else reject(key, v, json(target));
+        if (v.is_boolean())
+            target = v.get<bool>();
+        else
+            reject(key, v, json(target));
     }
 
     void socket_path(const char* key, std::string& target) {
@@ -45,7 +49,8 @@ public:
         const json& v = doc_[key];
         if (v.is_string() && !v.get<std::string>().empty() && v.get<std::string>().size() < 108)
             target = v.get<std::string>();
-        else reject(key, v, json(target));
+        else
+            reject(key, v, json(target));
     }
 
     void group(const char* key, std::optional<gid_t>& target) {
@@ -58,8 +63,10 @@ public:
             target = static_cast<gid_t>(v.get<uint64_t>());
         } else if (v.is_string()) {
             const struct group* g = getgrnam(v.get<std::string>().c_str());
-            if (g) target = g->gr_gid;
-            else reject(key, v, retained);
+            if (g)
+                target = g->gr_gid;
+            else
+                reject(key, v, retained);
         } else {
             reject(key, v, retained);
         }
@@ -76,8 +83,10 @@ public:
             if (!ok) break;
             auto number = [&](const char* k, auto& field, uint64_t max) {
                 if (!g.contains(k)) return;
-                if (is_count(g[k]) && g[k].get<uint64_t>() <= max) field = g[k].get<uint64_t>();
-                else ok = false;
+                if (is_count(g[k]) && g[k].get<uint64_t>() <= max)
+                    field = g[k].get<uint64_t>();
+                else
+                    ok = false;
             };
             number("Rate", spec.rate, 100'000'000);
             number("PayloadSize", spec.payload_size, 1u << 20);
@@ -88,16 +97,18 @@ public:
                 ok = ok && types.is_object() && !types.empty();
                 if (ok) {
                     for (auto it = types.begin(); it != types.end(); ++it) {
-                        ok = ok && !it.key().empty() && is_count(it.value()) &&
-                             it.value().get<uint64_t>() > 0 && it.value().get<uint64_t>() <= 1'000'000;
+                        ok = ok && !it.key().empty() && is_count(it.value()) && it.value().get<uint64_t>() > 0 &&
+                             it.value().get<uint64_t>() <= 1'000'000;
                         if (ok) spec.types[it.key()] = it.value().get<uint32_t>();
                     }
                 }
             }
             if (ok) parsed.push_back(spec);
         }
-        if (ok) target = std::move(parsed);
-        else reject(key, v, json(target.size()));
+        if (ok)
+            target = std::move(parsed);
+        else
+            reject(key, v, json(target.size()));
     }
 
 private:
@@ -155,14 +166,18 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
         try {
             // Same ranges as the Generators JSON form (Applier::generators).
             auto bounded = [&](uint64_t max) {
-                if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) throw std::invalid_argument(value);
+                if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)
+                    throw std::invalid_argument(value);
                 const uint64_t v = std::stoull(value);
                 if (v > max) throw std::out_of_range(value);
                 return v;
             };
-            if (key == "rate") spec.rate = bounded(100'000'000);
-            else if (key == "payload") spec.payload_size = static_cast<uint32_t>(bounded(1u << 20));
-            else if (key == "origin") spec.origin_class = static_cast<uint8_t>(bounded(255));
+            if (key == "rate")
+                spec.rate = bounded(100'000'000);
+            else if (key == "payload")
+                spec.payload_size = static_cast<uint32_t>(bounded(1u << 20));
+            else if (key == "origin")
+                spec.origin_class = static_cast<uint8_t>(bounded(255));
             else if (key == "types") {
                 spec.types.clear();
                 std::istringstream list(value);

@@ -24,8 +24,8 @@ namespace kmes::shim {
 // A built-in kernel emitter (DESIGN.md §2 "built-in kernel emitters"): one thread per CPU
 // writing through the ring write path with no socket.
 struct GeneratorSpec {
-    uint64_t rate = 1000;          // events per second per CPU; 0 = as fast as possible
-    uint32_t payload_size = 64;    // bytes of msgpack payload (a bin value)
+    uint64_t rate = 1000;        // events per second per CPU; 0 = as fast as possible
+    uint32_t payload_size = 64;  // bytes of msgpack payload (a bin value)
     uint8_t origin_class = KMES_ORIGIN_KACS;
     std::map<std::string, uint32_t> types{{"demo.event", 1}};  // type → weight
     bool operator==(const GeneratorSpec&) const = default;
@@ -55,8 +55,8 @@ struct Rejection {
 };
 
 struct ConfigLoad {
-    ShimConfig config;                  // `current` with every valid value applied
-    std::vector<Rejection> rejections;  // one per invalid value
+    ShimConfig config;                      // `current` with every valid value applied
+    std::vector<Rejection> rejections;      // one per invalid value
     std::optional<std::string> file_error;  // unreadable or malformed: nothing applied
 };
 

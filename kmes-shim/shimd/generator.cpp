@@ -38,9 +38,12 @@ private:
         if (total == 0) return {};
         if (total == 1) return {0xa0};  // ""
         std::vector<uint8_t> out;
-        if (total - 1 <= 31) out = {static_cast<uint8_t>(0xa0 | (total - 1))};
-        else if (total - 2 <= 0xff) out = {0xd9, static_cast<uint8_t>(total - 2)};
-        else if (total - 3 <= 0xffff) out = {0xda, static_cast<uint8_t>((total - 3) >> 8), static_cast<uint8_t>(total - 3)};
+        if (total - 1 <= 31)
+            out = {static_cast<uint8_t>(0xa0 | (total - 1))};
+        else if (total - 2 <= 0xff)
+            out = {0xd9, static_cast<uint8_t>(total - 2)};
+        else if (total - 3 <= 0xffff)
+            out = {0xda, static_cast<uint8_t>((total - 3) >> 8), static_cast<uint8_t>(total - 3)};
         else {
             const uint32_t len = total - 5;
             out = {0xdb, uint8_t(len >> 24), uint8_t(len >> 16), uint8_t(len >> 8), uint8_t(len)};
@@ -79,9 +82,12 @@ void Generator::run(uint32_t cpu) {
     const PayloadMaker maker(spec_.payload_size);
 
     // Rate: events are written in small batches on a fixed tick; unlimited writes 256-batches.
-    const uint32_t batch = spec_.rate == 0 ? 256 : static_cast<uint32_t>(std::clamp<uint64_t>(spec_.rate / 100, 1, 256));
-    const auto tick = spec_.rate == 0 ? Clock::duration::zero()
-                                      : std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(double(batch) / spec_.rate));
+    const uint32_t batch =
+        spec_.rate == 0 ? 256 : static_cast<uint32_t>(std::clamp<uint64_t>(spec_.rate / 100, 1, 256));
+    const auto tick =
+        spec_.rate == 0
+            ? Clock::duration::zero()
+            : std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(double(batch) / spec_.rate));
     std::vector<EventInput> events(batch);
     std::vector<std::vector<uint8_t>> payloads(batch);
     uint64_t counter = 0;

@@ -30,9 +30,7 @@ Guid derive(std::string_view domain, const uint8_t* data, size_t len) {
 
 }  // namespace
 
-Guid token_guid(uint32_t uid) {
-    return derive("kmes.token", reinterpret_cast<const uint8_t*>(&uid), sizeof uid);
-}
+Guid token_guid(uint32_t uid) { return derive("kmes.token", reinterpret_cast<const uint8_t*>(&uid), sizeof uid); }
 
 Identity identity_of(const PeerCredentials& peer, const std::array<uint8_t, 16>& boot_id) {
     uint8_t process_key[16 + 4 + 8];
@@ -40,7 +38,8 @@ Identity identity_of(const PeerCredentials& peer, const std::array<uint8_t, 16>&
     std::memcpy(process_key, boot_id.data(), 16);
     std::memcpy(process_key + 16, &pid, 4);
     std::memcpy(process_key + 20, &peer.start_time, 8);
-    return Identity{token_guid(peer.euid), token_guid(peer.ruid), derive("kmes.process", process_key, sizeof process_key)};
+    return Identity{token_guid(peer.euid), token_guid(peer.ruid),
+                    derive("kmes.process", process_key, sizeof process_key)};
 }
 
 }  // namespace kmes::shim

@@ -19,11 +19,11 @@
 
 using namespace kmes::shim;
 
-
 int main(int argc, char** argv) {
-    CLI::App app{"kmes-shimd — the KMES per-CPU event rings (the kernel's part of eventd's pipeline).\n"
-                 "Creates one shared-memory ring per CPU, accepts kmes_emit/kmes_attach over a Unix socket,\n"
-                 "and reloads its configuration on SIGHUP or when the file changes."};
+    CLI::App app{
+        "kmes-shimd — the KMES per-CPU event rings (the kernel's part of eventd's pipeline).\n"
+        "Creates one shared-memory ring per CPU, accepts kmes_emit/kmes_attach over a Unix socket,\n"
+        "and reloads its configuration on SIGHUP or when the file changes."};
     std::string config_path = "/etc/kmes/kmes.json";
     std::vector<std::string> generate;
     std::string socket_override;

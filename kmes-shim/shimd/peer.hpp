@@ -16,8 +16,8 @@ struct PeerCredentials {
     uid_t euid = 0;  // effective (SO_PEERCRED)
     uid_t ruid = 0;  // real, from /proc/<pid>/status
     gid_t egid = 0;
-    std::vector<gid_t> groups;   // supplementary groups of the peer process (SO_PEERGROUPS)
-    uint64_t start_time = 0;     // /proc/<pid>/stat field 22: tells a reused pid apart
+    std::vector<gid_t> groups;  // supplementary groups of the peer process (SO_PEERGROUPS)
+    uint64_t start_time = 0;    // /proc/<pid>/stat field 22: tells a reused pid apart
 
     bool is_root() const { return euid == 0; }
     bool in_group(gid_t gid) const;

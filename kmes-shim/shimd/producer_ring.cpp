@@ -65,7 +65,7 @@ Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint
     ring->ro_data_fd_ = *ro_data;
 
     auto base = detail::map_ring_region(ring->producer_fd_, ring->consumer_fd_, ring->data_fd_, capacity,
-                                        detail::MapAccess::Producer);
+                                        detail::MapAccess::producer);
     if (!base && options.hugepages) {  // hugetlb memfd without reserved pages: retry on normal pages
         RingOptions plain = options;
         plain.hugepages = false;

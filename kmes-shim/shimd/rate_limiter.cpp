@@ -41,9 +41,7 @@ void RateLimiter::set_rate(uint32_t rate_per_second) {
 
 void RateLimiter::forget_exited() {
     std::lock_guard lock(mutex_);
-    std::erase_if(buckets_, [](const auto& entry) {
-        return kill(entry.first.first, 0) != 0 && errno == ESRCH;
-    });
+    std::erase_if(buckets_, [](const auto& entry) { return kill(entry.first.first, 0) != 0 && errno == ESRCH; });
 }
 
 }  // namespace kmes::shim

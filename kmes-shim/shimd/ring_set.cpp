@@ -45,7 +45,7 @@ uint32_t RingSet::write(uint32_t cpu, uint8_t origin_class, std::span<const Even
     const uint64_t timestamp = realtime_ns();  // §3.1.8 step 2: one clock read per batch
     uint32_t written = 0;
     for (const EventInput& event : events) {
-        const uint64_t sequence = ++slot.sequence;  // consumed even if the event is dropped
+        const uint64_t sequence = ++slot.sequence;                 // consumed even if the event is dropped
         if (event.type.empty() || event_size_of(event) > limit) {  // §3.1.6 structural checks
             ++slot.dropped;
             continue;
@@ -74,10 +74,10 @@ Status RingSet::resize(uint64_t capacity) {
         Slot& slot = *slots_[cpu];
         std::lock_guard lock(slot.writer);  // §5.1.9.4 step 1: nothing emitted on this CPU meanwhile
         std::shared_ptr<ProducerRing> old = slot.ring;
-        fresh[cpu]->adopt_survivors(*old);          // step 2 (step 3: generation set at create)
-        slot.ring = fresh[cpu];                     // step 4: writers now use the new ring
+        fresh[cpu]->adopt_survivors(*old);  // step 2 (step 3: generation set at create)
+        slot.ring = fresh[cpu];             // step 4: writers now use the new ring
         KMES_SYNC_POINT("RingSet::resize:after_switch");
-        old->retire();                              // steps 5–6
+        old->retire();  // steps 5–6
     }
     capacity_.store(capacity, std::memory_order_release);
     return {};

@@ -60,7 +60,8 @@ void Shim::apply_registry(const ConfigLoad& loaded) {
         return;
     }
     for (const Rejection& r : loaded.rejections) {
-        spdlog::warn("configuration key {}: value {} rejected, keeping {}", r.key, r.rejected.dump(), r.retained.dump());
+        spdlog::warn("configuration key {}: value {} rejected, keeping {}", r.key, r.rejected.dump(),
+                     r.retained.dump());
         // PSD-003 §6.1.2: KMES emits an event through itself naming key, rejected and retained value.
         write_self_event("kmes.config_rejected",
                          {{"key", r.key}, {"rejected_value", r.rejected}, {"retained_value", r.retained}});

@@ -51,7 +51,7 @@ private:
 
 wire::Reply Shim::emit(int fd, const PeerCredentials& peer, const Identity& identity, const wire::RequestHeader& header,
                        std::vector<uint8_t>& message) {
-    const bool single = static_cast<wire::Op>(header.op) == wire::Op::Emit;
+    const bool single = static_cast<wire::Op>(header.op) == wire::Op::emit;
     MessageBody body(fd, message, header.total_len);
     wire::Reply reply{};
     auto fail = [&](int code) {
@@ -95,21 +95,39 @@ wire::Reply Shim::emit(int fd, const PeerCredentials& peer, const Identity& iden
     uint64_t offset = table_end;
     for (const wire::WireEntry& entry : table) {
         // §4.1.2 step 3 (single emit: type length is checked before the sizes).
-        if (single && entry.type_len == 0) { failure = EINVAL; break; }
+        if (single && entry.type_len == 0) {
+            failure = EINVAL;
+            break;
+        }
         // Step 4 / §4.1.3 step 6: declared size from the lengths only. Ours includes the
         // 48 bytes of identity stamps: it is the size the event occupies in the ring.
         const uint64_t size = uint64_t{KMES_BASE_HEADER_SIZE} + KMES_IDENTITY_SIZE + entry.type_len + entry.payload_len;
-        if (size > UINT32_MAX) { failure = EINVAL; break; }
+        if (size > UINT32_MAX) {
+            failure = EINVAL;
+            break;
+        }
         // Steps 5–6 / §4.1.3 step 7: MaxEventSize, then 50 % of the ring capacity.
-        if (size > max_event || size > structural) { failure = ENOSPC; break; }
+        if (size > max_event || size > structural) {
+            failure = ENOSPC;
+            break;
+        }
         // Step 7 / §4.1.3 step 8: the caller's memory was inaccessible.
-        if (entry.reserved & wire::kEntryFault) { failure = EFAULT; break; }
+        if (entry.reserved & wire::kEntryFault) {
+            failure = EFAULT;
+            break;
+        }
         const uint64_t end = offset + entry.type_len + entry.payload_len;
-        if (!body.ensure(end)) { failure = EFAULT; break; }
+        if (!body.ensure(end)) {
+            failure = EFAULT;
+            break;
+        }
         // Steps 7–8 / §4.1.3 step 9 on the shim's own copy (anti-TOCTOU by construction).
         const std::string_view type(reinterpret_cast<const char*>(message.data() + offset), entry.type_len);
         const std::span<const uint8_t> payload(message.data() + offset + entry.type_len, entry.payload_len);
-        if (entry.type_len == 0 || !valid_utf8(type) || !valid_msgpack(payload, depth)) { failure = EINVAL; break; }
+        if (entry.type_len == 0 || !valid_utf8(type) || !valid_msgpack(payload, depth)) {
+            failure = EINVAL;
+            break;
+        }
         accepted.push_back(Accepted{offset, entry.type_len, entry.payload_len});
         offset = end;
     }
@@ -119,9 +137,9 @@ wire::Reply Shim::emit(int fd, const PeerCredentials& peer, const Identity& iden
     std::vector<EventInput> events;
     events.reserve(accepted.size());
     for (const Accepted& a : accepted) {
-        events.push_back(EventInput{
-            std::string_view(reinterpret_cast<const char*>(message.data() + a.offset), a.type_len),
-            std::span<const uint8_t>(message.data() + a.offset + a.type_len, a.payload_len)});
+        events.push_back(
+            EventInput{std::string_view(reinterpret_cast<const char*>(message.data() + a.offset), a.type_len),
+                       std::span<const uint8_t>(message.data() + a.offset + a.type_len, a.payload_len)});
     }
     // Write phase: origin class 0, the ring of the CPU the caller ran on (DESIGN.md §2).
     if (!events.empty()) rings_->write(header.cpu, KMES_ORIGIN_USERSPACE, events, identity);

@@ -28,7 +28,8 @@ wire::Reply error_reply(int code) {
 }  // namespace
 
 Status Shim::listen_on(const std::string& path) {
-    auto fd = kmes::listen_unix_socket(path, {.type = SOCK_SEQPACKET, .backlog = 128, .setting = "SocketPath", .daemon = "kmes-shimd"});
+    auto fd = kmes::listen_unix_socket(
+        path, {.type = SOCK_SEQPACKET, .backlog = 128, .setting = "SocketPath", .daemon = "kmes-shimd"});
     if (!fd) return fd.error();
     listen_fd_ = *fd;
     return {};
@@ -111,21 +112,29 @@ void Shim::serve(int fd) {
         const bool multi_packet = header.total_len != message.size();
         const auto op = static_cast<wire::Op>(header.op);
         if (header.magic != wire::kMagic || header.total_len < message.size() ||
-            (multi_packet && op != wire::Op::Emit && op != wire::Op::EmitBatch)) {
+            (multi_packet && op != wire::Op::emit && op != wire::Op::emit_batch)) {
             spdlog::warn("pid {}: malformed request (op {}), closing the connection", peer->pid, header.op);
             (void)detail::send_reply(fd, error_reply(EPROTO));
             return;
         }
         wire::Reply reply{};
         switch (op) {
-            case wire::Op::Attach: reply = attach(*peer, header.cpu, attached); break;
-            case wire::Op::Map:
+            case wire::Op::attach:
+                reply = attach(*peer, header.cpu, attached);
+                break;
+            case wire::Op::map:
                 map(fd, std::span(message).subspan(sizeof header), attached);
                 continue;  // map() replies itself (with descriptors)
-            case wire::Op::Emit:
-            case wire::Op::EmitBatch: reply = emit(fd, *peer, identity, header, message); break;
-            case wire::Op::BootId: std::memcpy(reply.boot_id, boot_id_.data(), 16); break;
-            default: reply = error_reply(EOPNOTSUPP); break;
+            case wire::Op::emit:
+            case wire::Op::emit_batch:
+                reply = emit(fd, *peer, identity, header, message);
+                break;
+            case wire::Op::boot_id:
+                std::memcpy(reply.boot_id, boot_id_.data(), 16);
+                break;
+            default:
+                reply = error_reply(EOPNOTSUPP);
+                break;
         }
         if (detail::send_reply(fd, reply) != 0) return;
     }

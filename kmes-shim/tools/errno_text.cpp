@@ -28,20 +28,20 @@ std::string shim_advice(int code, const std::string& action) {
                                   ? shim_socket_path() + " (from $KMES_SOCKET)"
                                   : shim_socket_path() + " (the default; set $KMES_SOCKET to use another)";
     switch (code) {
-    case ENOENT:
-    case ECONNREFUSED:
-        return "no KMES shim is listening on " + where +
-               ". Start kmes-shimd (./scripts/run does), or point $KMES_SOCKET at the socket it listens on.";
-    case EACCES:
-        return "cannot open the socket " + where + ": its file permissions do not let this user connect.";
-    case EPERM:
-        return action == "attach"
-                   ? "the shim at " + where + " refused to attach: run as root or as a member of its AttachGroup."
-                   : "the shim at " + where + " refused the emit: run as root or as a member of its EmitGroup.";
-    case ENAMETOOLONG:
-        return "the socket path " + where + " is too long for a Unix socket address.";
-    default:
-        return "";
+        case ENOENT:
+        case ECONNREFUSED:
+            return "no KMES shim is listening on " + where +
+                   ". Start kmes-shimd (./scripts/run does), or point $KMES_SOCKET at the socket it listens on.";
+        case EACCES:
+            return "cannot open the socket " + where + ": its file permissions do not let this user connect.";
+        case EPERM:
+            return action == "attach"
+                       ? "the shim at " + where + " refused to attach: run as root or as a member of its AttachGroup."
+                       : "the shim at " + where + " refused the emit: run as root or as a member of its EmitGroup.";
+        case ENAMETOOLONG:
+            return "the socket path " + where + " is too long for a Unix socket address.";
+        default:
+            return "";
     }
 }
 

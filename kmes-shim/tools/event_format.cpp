@@ -10,7 +10,7 @@ namespace kmes::tools {
 
 std::string iso_timestamp(uint64_t ns) {
     const time_t secs = static_cast<time_t>(ns / 1'000'000'000u);
-    struct tm utc{};
+    struct tm utc {};
     gmtime_r(&secs, &utc);
     return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
                        utc.tm_hour, utc.tm_min, utc.tm_sec, ns % 1'000'000'000u);

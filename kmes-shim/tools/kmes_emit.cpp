@@ -80,18 +80,19 @@ std::vector<uint8_t> load_payload(const Options& o) {
 // Why the shim said no, in the words of the §4 validation order.
 std::string emit_advice(int code) {
     switch (code) {
-    case EAGAIN:
-        return "the per-process rate limit (MaxEmitRatePerProcess) is used up; lower --rate, or pass --retry-eagain "
-               "to wait and retry.";
-    case EINVAL:
-        return "the shim rejected the event: empty or non-UTF-8 type, invalid msgpack payload, or nesting deeper "
-               "than MaxNestingDepth.";
-    case ENOSPC:
-        return "the event is larger than MaxEventSize or than half the ring capacity.";
-    case EFAULT:
-        return "the payload memory could not be read.";
-    default:
-        return kmes::tools::shim_advice(code, "emit");
+        case EAGAIN:
+            return "the per-process rate limit (MaxEmitRatePerProcess) is used up; lower --rate, or pass "
+                   "--retry-eagain "
+                   "to wait and retry.";
+        case EINVAL:
+            return "the shim rejected the event: empty or non-UTF-8 type, invalid msgpack payload, or nesting deeper "
+                   "than MaxNestingDepth.";
+        case ENOSPC:
+            return "the event is larger than MaxEventSize or than half the ring capacity.";
+        case EFAULT:
+            return "the payload memory could not be read.";
+        default:
+            return kmes::tools::shim_advice(code, "emit");
     }
 }
 
@@ -172,8 +173,7 @@ int run(const Options& o, const std::vector<uint8_t>& payload) {
                      static_cast<unsigned long long>(o.count));
         std::string advice = emit_advice(code);
         if (code == EAGAIN && o.retry_eagain) {
-            advice = "gave up after " + std::to_string(kGiveUpWithoutProgress.count()) +
-                     " s without progress" +
+            advice = "gave up after " + std::to_string(kGiveUpWithoutProgress.count()) + " s without progress" +
                      (o.batch > 1 ? ": a --batch larger than MaxEmitRatePerProcess never fits the per-process "
                                     "bucket; use a smaller --batch."
                                   : ".");
@@ -198,14 +198,15 @@ int run(const Options& o, const std::vector<uint8_t>& payload) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"kmes-emit — emit events onto a KMES ring (through kmes-shimd), like a program calling\n"
-                 "kmes_emit()/kmes_emit_batch(). Every event of one run goes to the ring of the CPU the\n"
-                 "process starts on (it pins itself there); choose the ring with `taskset -c N kmes-emit ...`.\n"
-                 "The payload is msgpack: --json is encoded with nlohmann::json::to_msgpack, --msgpack sends a\n"
-                 "file's bytes unchanged (the shim validates them), and without either the payload is {}.\n"
-                 "Silent on success unless --verbose. On failure prints the errno name (EPERM, EAGAIN, EINVAL,\n"
-                 "ENOSPC, ENOENT, ECONNREFUSED, ...) and what it means to stderr.",
-                 "kmes-emit"};
+    CLI::App app{
+        "kmes-emit — emit events onto a KMES ring (through kmes-shimd), like a program calling\n"
+        "kmes_emit()/kmes_emit_batch(). Every event of one run goes to the ring of the CPU the\n"
+        "process starts on (it pins itself there); choose the ring with `taskset -c N kmes-emit ...`.\n"
+        "The payload is msgpack: --json is encoded with nlohmann::json::to_msgpack, --msgpack sends a\n"
+        "file's bytes unchanged (the shim validates them), and without either the payload is {}.\n"
+        "Silent on success unless --verbose. On failure prints the errno name (EPERM, EAGAIN, EINVAL,\n"
+        "ENOSPC, ENOENT, ECONNREFUSED, ...) and what it means to stderr.",
+        "kmes-emit"};
     Options o;
     std::string json_text, msgpack_path;
     app.add_option("-t,--type", o.type, "event type, e.g. demo.click (UTF-8, 1..65535 bytes)")->required();
@@ -214,9 +215,7 @@ int main(int argc, char** argv) {
                             ->type_name("FILE");
     json_opt->excludes(msgpack_opt);
     msgpack_opt->excludes(json_opt);
-    app.add_option("-n,--count", o.count, "number of events to emit")
-        ->type_name("N")
-        ->capture_default_str();
+    app.add_option("-n,--count", o.count, "number of events to emit")->type_name("N")->capture_default_str();
     app.add_option("-b,--batch", o.batch,
                    "emit with kmes_emit_batch, B events per call (one timestamp\n"
                    "per batch); without it every event is one kmes_emit call")
@@ -231,30 +230,34 @@ int main(int argc, char** argv) {
                  "retry instead of failing; gives up with exit 1 after 10 s\n"
                  "without progress. Without it EAGAIN fails at once (exit 1)");
     app.add_flag("-v,--verbose", o.verbose, "print a summary (count, cpu, duration, rate, retries) to stderr");
-    app.footer("Exit status: 0 all events emitted, 1 an emit failed (errno name printed; events before it were\n"
-               "emitted), 2 usage error (bad option, invalid --json, unreadable --msgpack file).\n"
-               "\n"
-               "Environment:\n"
-               "  KMES_SOCKET  socket of kmes-shimd (default " KMES_DEFAULT_SOCKET ")\n"
-               "\n"
-               "Examples:\n"
-               "  kmes-emit --type demo.hello                          # one event, payload {}\n"
-               "  kmes-emit -t demo.click --json '{\"x\":3,\"y\":4}'\n"
-               "  taskset -c 1 kmes-emit -t demo.x -n 100              # 100 events on ring 1\n"
-               "  kmes-emit -t bench.x -n 100000 --batch 256 -v        # batched, with a summary\n"
-               "  kmes-emit -t demo.tick -n 600 --rate 10              # 10 events/s for a minute\n"
-               "  kmes-emit -t demo.raw --msgpack payload.bin\n"
-               "  kmes-emit -t demo.x -n 5000 --retry-eagain          # non-root: wait out the rate limit\n"
-               "Watch the events with: kmes-tail --follow");
+    app.footer(
+        "Exit status: 0 all events emitted, 1 an emit failed (errno name printed; events before it were\n"
+        "emitted), 2 usage error (bad option, invalid --json, unreadable --msgpack file).\n"
+        "\n"
+        "Environment:\n"
+        "  KMES_SOCKET  socket of kmes-shimd (default " KMES_DEFAULT_SOCKET
+        ")\n"
+        "\n"
+        "Examples:\n"
+        "  kmes-emit --type demo.hello                          # one event, payload {}\n"
+        "  kmes-emit -t demo.click --json '{\"x\":3,\"y\":4}'\n"
+        "  taskset -c 1 kmes-emit -t demo.x -n 100              # 100 events on ring 1\n"
+        "  kmes-emit -t bench.x -n 100000 --batch 256 -v        # batched, with a summary\n"
+        "  kmes-emit -t demo.tick -n 600 --rate 10              # 10 events/s for a minute\n"
+        "  kmes-emit -t demo.raw --msgpack payload.bin\n"
+        "  kmes-emit -t demo.x -n 5000 --retry-eagain          # non-root: wait out the rate limit\n"
+        "Watch the events with: kmes-tail --follow");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help
-        std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options and examples.\n", "kmes-emit", e.what(), "kmes-emit");
+        std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options and examples.\n", "kmes-emit", e.what(),
+                     "kmes-emit");
         return kExitUsage;
     }
     if (o.count == 0 || !(o.rate >= 0)) {
-        std::fprintf(stderr, "kmes-emit: %s\n", o.count == 0 ? "--count must be at least 1" : "--rate must be positive");
+        std::fprintf(stderr, "kmes-emit: %s\n",
+                     o.count == 0 ? "--count must be at least 1" : "--rate must be positive");
         return kExitUsage;
     }
     if (o.type.size() > UINT16_MAX) {

@@ -42,7 +42,7 @@ std::atomic<bool> g_stop_requested{false};
 void request_stop(int) { g_stop_requested.store(true, std::memory_order_relaxed); }
 
 void install_stop_handlers() {
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = request_stop;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;  // no SA_RESTART: a futex_wait in progress returns at once
@@ -84,7 +84,8 @@ void print_attach_error(uint32_t cpu, const kmes::Error& e, bool explicit_cpu) {
                  kmes::tools::errno_name(e.errno_value()).c_str(), e.message.c_str());
     std::string advice = kmes::tools::shim_advice(e.errno_value(), "attach");
     if (e.code == kmes::ErrorCode::invalid && explicit_cpu)
-        advice = "the shim has no ring for cpu " + std::to_string(cpu) + "; use --cpu all, or --info to list the rings.";
+        advice =
+            "the shim has no ring for cpu " + std::to_string(cpu) + "; use --cpu all, or --info to list the rings.";
     if (!advice.empty()) std::fprintf(stderr, "kmes-tail: %s\n", advice.c_str());
 }
 
@@ -142,8 +143,7 @@ kmes::Status drain(CpuTail& t, TailOutput& out, std::optional<uint64_t> until) {
         if (!*next) return {};
         const kmes::EventView& event = **next;
         const uint64_t seq = event.sequence();
-        if (t.last_sequence && seq > *t.last_sequence + 1)
-            out.gap(Gap{t.reader.cpu(), *t.last_sequence + 1, seq - 1});
+        if (t.last_sequence && seq > *t.last_sequence + 1) out.gap(Gap{t.reader.cpu(), *t.last_sequence + 1, seq - 1});
         t.last_sequence = seq;
         out.event(event);
     }
@@ -218,16 +218,18 @@ int print_info(std::vector<RingReader>& readers, TailOutput& out, bool json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"kmes-tail — print the events in the KMES per-CPU rings, reading them directly from shared\n"
-                 "memory like any consumer (kmes_attach + kmes_map, the PSD-003 §5.1.9 read protocol). Events\n"
-                 "are only read, never removed: other consumers are unaffected.\n"
-                 "By default it shows only events written after it starts; --from-start shows everything still\n"
-                 "in the ring (from tail_pos). Without --follow it prints what is there and exits.\n"
-                 "Lost events (the producer lapped this reader, or dropped an oversized event) show as gap lines:\n"
-                 "  # cpu=1 gap: sequences 10..19 lost (10 events)",
-                 "kmes-tail"};
+    CLI::App app{
+        "kmes-tail — print the events in the KMES per-CPU rings, reading them directly from shared\n"
+        "memory like any consumer (kmes_attach + kmes_map, the PSD-003 §5.1.9 read protocol). Events\n"
+        "are only read, never removed: other consumers are unaffected.\n"
+        "By default it shows only events written after it starts; --from-start shows everything still\n"
+        "in the ring (from tail_pos). Without --follow it prints what is there and exits.\n"
+        "Lost events (the producer lapped this reader, or dropped an oversized event) show as gap lines:\n"
+        "  # cpu=1 gap: sequences 10..19 lost (10 events)",
+        "kmes-tail"};
     Options o;
-    app.add_option("-c,--cpu", o.cpu, "ring(s) to read: a CPU number, a comma-separated list, or all\n"
+    app.add_option("-c,--cpu", o.cpu,
+                   "ring(s) to read: a CPU number, a comma-separated list, or all\n"
                    "(all = every ring of the shim)")
         ->type_name("N|all")
         ->capture_default_str()
@@ -251,34 +253,37 @@ int main(int argc, char** argv) {
                  "--json: one object per ring, keys cpu_id, capacity, generation,\n"
                  "write_pos, tail_pos, fill_percent)");
     app.add_option("-n,--count", o.count, "stop after N events (gap lines do not count)")->type_name("N");
-    app.footer("Human format, one line per event (timestamp in UTC, payload as JSON):\n"
-               "  2026-11-22T17:55:22.678123456Z cpu=1 seq=42 origin=0 type=demo.x {\"a\":1}\n"
-               "\n"
-               "Exit status: 0 done (also after Ctrl-C/SIGTERM), 1 cannot attach or read (no shim running,\n"
-               "permission denied), 2 usage error.\n"
-               "\n"
-               "Environment:\n"
-               "  KMES_SOCKET  socket of kmes-shimd (default " KMES_DEFAULT_SOCKET ")\n"
-               "\n"
-               "Examples:\n"
-               "  kmes-tail --follow                       # new events on every CPU until Ctrl-C\n"
-               "  kmes-tail --from-start                   # everything still in the rings, then exit\n"
-               "  kmes-tail --cpu 1 --from-start --json    # ring 1 as JSON lines\n"
-               "  kmes-tail -f -n 10 --json | jq .payload  # the next 10 events' payloads\n"
-               "  kmes-tail --info                         # ring sizes, positions and fill\n"
-               "  kmes-tail --cpu 0,1 -f                   # rings 0 and 1 only");
+    app.footer(
+        "Human format, one line per event (timestamp in UTC, payload as JSON):\n"
+        "  2026-11-22T17:55:22.678123456Z cpu=1 seq=42 origin=0 type=demo.x {\"a\":1}\n"
+        "\n"
+        "Exit status: 0 done (also after Ctrl-C/SIGTERM), 1 cannot attach or read (no shim running,\n"
+        "permission denied), 2 usage error.\n"
+        "\n"
+        "Environment:\n"
+        "  KMES_SOCKET  socket of kmes-shimd (default " KMES_DEFAULT_SOCKET
+        ")\n"
+        "\n"
+        "Examples:\n"
+        "  kmes-tail --follow                       # new events on every CPU until Ctrl-C\n"
+        "  kmes-tail --from-start                   # everything still in the rings, then exit\n"
+        "  kmes-tail --cpu 1 --from-start --json    # ring 1 as JSON lines\n"
+        "  kmes-tail -f -n 10 --json | jq .payload  # the next 10 events' payloads\n"
+        "  kmes-tail --info                         # ring sizes, positions and fill\n"
+        "  kmes-tail --cpu 0,1 -f                   # rings 0 and 1 only");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help
-        std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options and examples.\n", "kmes-tail", e.what(), "kmes-tail");
+        std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options and examples.\n", "kmes-tail", e.what(),
+                     "kmes-tail");
         return kExitUsage;
     }
     const std::vector<uint32_t> selected = *parse_cpu_list(o.cpu);
     install_stop_handlers();
 
     // --info needs no read position; starting at tail_pos skips the walk to the end.
-    const auto start = o.from_start || o.info ? kmes::StartAt::Tail : kmes::StartAt::End;
+    const auto start = o.from_start || o.info ? kmes::StartAt::tail : kmes::StartAt::end;
     auto readers = open_readers(selected, start);
     if (!readers) return kExitError;
 

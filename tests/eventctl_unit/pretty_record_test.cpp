@@ -47,7 +47,8 @@ TEST_CASE("pretty writes the documented forms", "[pretty]") {
                             {"user", str("alice\nbob")},
                             {"ok", Bytes{0xc3}}})) ==
           R"(timestamp=1763830522678123456 cpu_id=1 event_type="kacs.access_check" user="alice\nbob" ok=true)");
-    CHECK(pretty_of(map_of({{"b", bin_as(0xc4, "\x01\xab")}, {"e", ext_as(0xd4, -3, "\xff")}})) == "b=bin:01ab e=ext(-3):ff");
+    CHECK(pretty_of(map_of({{"b", bin_as(0xc4, "\x01\xab")}, {"e", ext_as(0xd4, -3, "\xff")}})) ==
+          "b=bin:01ab e=ext(-3):ff");
     CHECK(pretty_of(map_of({{"n", f64(std::nan(""))}, {"i", f32(-std::numeric_limits<float>::infinity())}})) ==
           "n=nan i=-inf");
     CHECK(pretty_of(map_of({{"m", map_of({{"k", Bytes{0x01}}, {"l", array_of({Bytes{0x01}, str("x")})}})}})) ==
@@ -62,7 +63,8 @@ TEST_CASE("pretty strings escape controls, quotes and bytes that are not UTF-8",
     CHECK(pretty_string(std::string("\x01\x00\x7f", 3)) == R"("\u0001\u0000\u007f")");
     CHECK(pretty_string("caf\xc3\xa9") == "\"caf\xc3\xa9\"");
     CHECK(pretty_string("\xc2\x85") == R"("\u0085")");
-    CHECK(pretty_string("a\xff" "b\xe2\x82") == R"("a\xffb\xe2\x82")");
+    CHECK(pretty_string("a\xff"
+                        "b\xe2\x82") == R"("a\xffb\xe2\x82")");
 }
 
 TEST_CASE("pretty keys are bare unless they need quotes", "[pretty]") {

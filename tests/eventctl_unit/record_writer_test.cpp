@@ -33,27 +33,25 @@ const std::vector<Bytes> kTwo = {map_of({{"a", Bytes{0x01}}}), map_of({{"b", str
 }  // namespace
 
 TEST_CASE("jsonl writes one object per line", "[writer]") {
-    CHECK(run(Format::kJsonl, kTwo) == "{\"a\":1}\n{\"b\":\"x y\"}\n");
+    CHECK(run(Format::jsonl, kTwo) == "{\"a\":1}\n{\"b\":\"x y\"}\n");
 }
 
 TEST_CASE("json writes one array, empty or not", "[writer]") {
-    CHECK(run(Format::kJson, kTwo) == "[\n{\"a\":1},\n{\"b\":\"x y\"}\n]\n");
-    CHECK(run(Format::kJson, {}) == "[]\n");
+    CHECK(run(Format::json, kTwo) == "[\n{\"a\":1},\n{\"b\":\"x y\"}\n]\n");
+    CHECK(run(Format::json, {}) == "[]\n");
 }
 
-TEST_CASE("pretty writes one line per record", "[writer]") {
-    CHECK(run(Format::kPretty, kTwo) == "a=1\nb=\"x y\"\n");
-}
+TEST_CASE("pretty writes one line per record", "[writer]") { CHECK(run(Format::pretty, kTwo) == "a=1\nb=\"x y\"\n"); }
 
 TEST_CASE("msgpack writes each record's bytes behind its length", "[writer]") {
-    CHECK(run(Format::kMsgpack, {Bytes{0x80}}) == std::string("\x01\x00\x00\x00\x80", 5));
+    CHECK(run(Format::msgpack, {Bytes{0x80}}) == std::string("\x01\x00\x00\x00\x80", 5));
 }
 
 TEST_CASE("a record that cannot be decoded is an error naming it", "[writer]") {
     const int fd = memfd_create("eventctl-out", 0);
     REQUIRE(fd >= 0);
     Output out(fd);
-    for (const Format f : {Format::kPretty, Format::kJsonl, Format::kJson}) {
+    for (const Format f : {Format::pretty, Format::jsonl, Format::json}) {
         auto writer = make_record_writer(f, false, out);
         const auto st = writer->write(Bytes{0x81, 0xa1, 'k'});
         REQUIRE_FALSE(st.ok());

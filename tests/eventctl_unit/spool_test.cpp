@@ -69,7 +69,12 @@ TEST_CASE("a small result stays in memory: no temporary file is needed", "[spool
 TEST_CASE("an empty spool drains nothing", "[spool]") {
     Spool spool;
     int calls = 0;
-    REQUIRE(spool.drain([&](std::span<const uint8_t>) -> kmes::Status { ++calls; return {}; }).ok());
+    REQUIRE(spool
+                .drain([&](std::span<const uint8_t>) -> kmes::Status {
+                    ++calls;
+                    return {};
+                })
+                .ok());
     CHECK(calls == 0);
 }
 

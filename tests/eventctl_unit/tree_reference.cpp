@@ -26,29 +26,29 @@ int ext_type(const Json::binary_t& bin) { return static_cast<int8_t>(static_cast
 
 Json tagged(const Json& value) {
     switch (value.type()) {
-    case Json::value_t::binary: {
-        const auto& bin = value.get_binary();
-        if (bin.has_subtype()) return Json{{"$extension", Json{{"type", ext_type(bin)}, {"data", hex(bin)}}}};
-        return Json{{"$binary", hex(bin)}};
-    }
-    case Json::value_t::number_float: {
-        const double d = value.get<double>();
-        if (std::isnan(d)) return Json{{"$float", "nan"}};
-        if (std::isinf(d)) return Json{{"$float", d > 0 ? "+inf" : "-inf"}};
-        return value;
-    }
-    case Json::value_t::object: {
-        Json out = Json::object();
-        for (const auto& [k, v] : value.items()) out[k] = tagged(v);
-        return out;
-    }
-    case Json::value_t::array: {
-        Json out = Json::array();
-        for (const auto& v : value) out.push_back(tagged(v));
-        return out;
-    }
-    default:
-        return value;
+        case Json::value_t::binary: {
+            const auto& bin = value.get_binary();
+            if (bin.has_subtype()) return Json{{"$extension", Json{{"type", ext_type(bin)}, {"data", hex(bin)}}}};
+            return Json{{"$binary", hex(bin)}};
+        }
+        case Json::value_t::number_float: {
+            const double d = value.get<double>();
+            if (std::isnan(d)) return Json{{"$float", "nan"}};
+            if (std::isinf(d)) return Json{{"$float", d > 0 ? "+inf" : "-inf"}};
+            return value;
+        }
+        case Json::value_t::object: {
+            Json out = Json::object();
+            for (const auto& [k, v] : value.items()) out[k] = tagged(v);
+            return out;
+        }
+        case Json::value_t::array: {
+            Json out = Json::array();
+            for (const auto& v : value) out.push_back(tagged(v));
+            return out;
+        }
+        default:
+            return value;
     }
 }
 
@@ -56,42 +56,45 @@ Json tagged(const Json& value) {
 // cases are in pretty_record_test.cpp); the structure and every other value as the tree code did.
 std::string pretty_value(const Json& value) {
     switch (value.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return value.get<bool>() ? "true" : "false";
-    case Json::value_t::string: return pretty_string(value.get_ref<const std::string&>());
-    case Json::value_t::number_float: {
-        const double d = value.get<double>();
-        if (std::isnan(d)) return "nan";
-        if (std::isinf(d)) return d > 0 ? "+inf" : "-inf";
-        return value.dump();
-    }
-    case Json::value_t::binary: {
-        const auto& bin = value.get_binary();
-        if (bin.has_subtype()) return "ext(" + std::to_string(ext_type(bin)) + "):" + hex(bin);
-        return "bin:" + hex(bin);
-    }
-    case Json::value_t::object: {
-        std::string out = "{";
-        bool first = true;
-        for (const auto& [k, v] : value.items()) {
-            if (!first) out += ',';
-            first = false;
-            out += pretty_string(k) + ":" + pretty_value(v);
+        case Json::value_t::null:
+            return "null";
+        case Json::value_t::boolean:
+            return value.get<bool>() ? "true" : "false";
+        case Json::value_t::string:
+            return pretty_string(value.get_ref<const std::string&>());
+        case Json::value_t::number_float: {
+            const double d = value.get<double>();
+            if (std::isnan(d)) return "nan";
+            if (std::isinf(d)) return d > 0 ? "+inf" : "-inf";
+            return value.dump();
         }
-        return out + "}";
-    }
-    case Json::value_t::array: {
-        std::string out = "[";
-        bool first = true;
-        for (const auto& v : value) {
-            if (!first) out += ',';
-            first = false;
-            out += pretty_value(v);
+        case Json::value_t::binary: {
+            const auto& bin = value.get_binary();
+            if (bin.has_subtype()) return "ext(" + std::to_string(ext_type(bin)) + "):" + hex(bin);
+            return "bin:" + hex(bin);
         }
-        return out + "]";
-    }
-    default:
-        return value.dump();  // integers
+        case Json::value_t::object: {
+            std::string out = "{";
+            bool first = true;
+            for (const auto& [k, v] : value.items()) {
+                if (!first) out += ',';
+                first = false;
+                out += pretty_string(k) + ":" + pretty_value(v);
+            }
+            return out + "}";
+        }
+        case Json::value_t::array: {
+            std::string out = "[";
+            bool first = true;
+            for (const auto& v : value) {
+                if (!first) out += ',';
+                first = false;
+                out += pretty_value(v);
+            }
+            return out + "]";
+        }
+        default:
+            return value.dump();  // integers
     }
 }
 

@@ -74,10 +74,13 @@ std::vector<ValueCase> build() {
         {"newline tab cr", str("a\nb\tc\rd")},
         {"backspace formfeed", str("a\bb\fc")},
         {"control chars", str(std::string("\x01\x02\x1f\x00z", 5))},
-        {"DEL", str("a\x7f" "b")},
+        {"DEL", str("a\x7f"
+                    "b")},
         {"utf-8 2,3,4 bytes", str("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80")},
-        {"C1 control U+0085", str("a\xc2\x85" "b")},
-        {"invalid: lone 0xff", str("a\xff" "b")},
+        {"C1 control U+0085", str("a\xc2\x85"
+                                  "b")},
+        {"invalid: lone 0xff", str("a\xff"
+                                   "b")},
         {"invalid: lone continuation", str("\x80")},
         {"invalid: overlong", str("\xc0\xaf")},
         {"invalid: surrogate", str("\xed\xa0\x80")},
@@ -127,8 +130,8 @@ const std::vector<ValueCase>& value_cases() {
 
 const std::vector<std::string>& key_cases() {
     static const std::vector<std::string> kKeys = {
-        "timestamp", "event_type", "caf\xc3\xa9", "a b", "a=b", "", "q\"", "back\\slash",
-        "tab\t", std::string("nul\0", 4), "del\x7f", "bad\xff", "\xc2\x85", "-x_1.y",
+        "timestamp",   "event_type", "caf\xc3\xa9",           "a b",     "a=b",     "",         "q\"",
+        "back\\slash", "tab\t",      std::string("nul\0", 4), "del\x7f", "bad\xff", "\xc2\x85", "-x_1.y",
     };
     return kKeys;
 }

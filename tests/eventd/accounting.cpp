@@ -43,8 +43,8 @@ std::string where(const StoredRow& r) { return r.file + " id " + std::to_string(
 
 // A synthetic.gap payload: exactly the six keys of issue 3, consistent with its row.
 std::optional<GapRecord> parse_gap(const StoredRow& r, Errors& errors) {
-    static const std::set<std::string> keys{"cpu_id",     "first_sequence",      "last_sequence",
-                                            "count",      "last_seen_timestamp", "revealing_timestamp"};
+    static const std::set<std::string> keys{"cpu_id", "first_sequence",      "last_sequence",
+                                            "count",  "last_seen_timestamp", "revealing_timestamp"};
     const nlohmann::json& p = r.payload;
     if (!p.is_object()) {
         errors.add("gap ", where(r), ": payload is not a msgpack map");
@@ -67,14 +67,16 @@ std::optional<GapRecord> parse_gap(const StoredRow& r, Errors& errors) {
     g.recorded_at = r.timestamp;
     g.file = r.file;
     if (p.contains("last_seen_timestamp")) {
-        if (p["last_seen_timestamp"].is_number_unsigned()) g.last_seen_timestamp = p["last_seen_timestamp"].get<uint64_t>();
+        if (p["last_seen_timestamp"].is_number_unsigned())
+            g.last_seen_timestamp = p["last_seen_timestamp"].get<uint64_t>();
         else if (!p["last_seen_timestamp"].is_null())
             errors.add("gap ", where(r), ": last_seen_timestamp neither nil nor a timestamp: ", p.dump());
     }
     if (!r.cpu_id || *r.cpu_id != p["cpu_id"].get<uint64_t>())
         errors.add("gap ", where(r), ": cpu_id column ", r.cpu_id ? std::to_string(*r.cpu_id) : "NULL",
                    " differs from the payload's ", p["cpu_id"].dump());
-    if (g.first == 0 || g.first > g.last) errors.add("gap ", where(r), ": bad range ", g.first, "..", g.last);
+    if (g.first == 0 || g.first > g.last)
+        errors.add("gap ", where(r), ": bad range ", g.first, "..", g.last);
     else if (g.count != g.last - g.first + 1)
         errors.add("gap ", where(r), ": count ", g.count, " for range ", g.first, "..", g.last);
     return g;
@@ -145,7 +147,8 @@ AccountingReport account(const StoreContents& store, const Guid& boot, const Hig
         }
         if (r.boot_id != boot) {
             if (!other_boots.emplace(r.boot_id, *r.cpu_id, *r.sequence).second)
-                errors.add("duplicate row of another boot: cpu ", *r.cpu_id, " sequence ", *r.sequence, " at ", where(r));
+                errors.add("duplicate row of another boot: cpu ", *r.cpu_id, " sequence ", *r.sequence, " at ",
+                           where(r));
             continue;
         }
         auto it = seen.find(*r.cpu_id);
@@ -173,8 +176,10 @@ AccountingReport account(const StoreContents& store, const Guid& boot, const Hig
                 continue;
             }
             for (uint64_t s = g.first; s <= g.last && g.first != 0; ++s) {
-                if (marks[s] == 1) errors.add("cpu ", cpu, ": gap ", g.first, "..", g.last, " holds stored sequence ", s);
-                else if (marks[s] == 2) errors.add("cpu ", cpu, ": gap ", g.first, "..", g.last, " overlaps another gap at ", s);
+                if (marks[s] == 1)
+                    errors.add("cpu ", cpu, ": gap ", g.first, "..", g.last, " holds stored sequence ", s);
+                else if (marks[s] == 2)
+                    errors.add("cpu ", cpu, ": gap ", g.first, "..", g.last, " overlaps another gap at ", s);
                 marks[s] = 2;
             }
         }
@@ -184,7 +189,8 @@ AccountingReport account(const StoreContents& store, const Guid& boot, const Hig
         uint64_t first_missing = 0, missing = 0;
         for (uint64_t s = 1; s < marks.size(); ++s)
             if (!marks[s] && missing++ == 0) first_missing = s;
-        if (missing) errors.add("cpu ", cpu, ": ", missing, " sequence(s) neither stored nor in a gap, first ", first_missing);
+        if (missing)
+            errors.add("cpu ", cpu, ": ", missing, " sequence(s) neither stored nor in a gap, first ", first_missing);
     }
     return report;
 }
@@ -216,8 +222,10 @@ void check_sequence_state(const std::string& store_dir, const Guid& boot, const 
         bool overlap = false;
         for (auto [first, last] : ranges) {
             if (!merged.empty() && first <= merged.back().second) overlap = true;
-            if (!merged.empty() && first <= merged.back().second + 1) merged.back().second = std::max(merged.back().second, last);
-            else merged.emplace_back(first, last);
+            if (!merged.empty() && first <= merged.back().second + 1)
+                merged.back().second = std::max(merged.back().second, last);
+            else
+                merged.emplace_back(first, last);
         }
         CHECK_FALSE(overlap);
         const uint64_t low = cpu == 0 ? 0 : 1;

@@ -36,8 +36,10 @@ nlohmann::json eventd_config(const std::string& dir, const std::string& kmes_soc
         {"KmesSocketPath", kmes_socket},
     };
     for (auto it = overrides.begin(); it != overrides.end(); ++it) {
-        if (it.value().is_null()) config.erase(it.key());
-        else config[it.key()] = it.value();
+        if (it.value().is_null())
+            config.erase(it.key());
+        else
+            config[it.key()] = it.value();
     }
     return config;
 }

@@ -18,11 +18,11 @@
 namespace eventd::it {
 
 struct PipelineOptions {
-    uint32_t cpus = 2;                                       // shim --cpus (rings; may exceed cores)
+    uint32_t cpus = 2;                                      // shim --cpus (rings; may exceed cores)
     std::string generate = "rate=2000,payload=64";          // shim --generate; empty: no generator
     nlohmann::json kmes_config = nlohmann::json::object();  // kmes.json
     nlohmann::json eventd = nlohmann::json::object();       // eventd.json overrides
-    std::string store_dir;                                   // default <dir>/events
+    std::string store_dir;                                  // default <dir>/events
 };
 
 class Pipeline {

@@ -78,7 +78,8 @@ bool read_file(const std::string& path, const std::string& name, const StoreRead
         r.id = sqlite3_column_int64(s.get(), 0);
         r.boot_id = guid_column(s.get(), 1);
         r.timestamp = static_cast<uint64_t>(sqlite3_column_int64(s.get(), 2));
-        if (sqlite3_column_type(s.get(), 3) != SQLITE_NULL) r.cpu_id = static_cast<uint16_t>(sqlite3_column_int(s.get(), 3));
+        if (sqlite3_column_type(s.get(), 3) != SQLITE_NULL)
+            r.cpu_id = static_cast<uint16_t>(sqlite3_column_int(s.get(), 3));
         if (sqlite3_column_type(s.get(), 4) != SQLITE_NULL)
             r.sequence = static_cast<uint64_t>(sqlite3_column_int64(s.get(), 4));
         if (sqlite3_column_type(s.get(), 5) != SQLITE_NULL) r.origin_class = sqlite3_column_int(s.get(), 5);
@@ -127,8 +128,10 @@ StoreContents read_store(const std::string& dir, StoreReadOptions options) {
     StoreContents store;
     for (const std::string& name : shard_files(dir)) {
         std::string error;
-        if (read_file(dir + "/" + name, name, options, store.rows, &error)) store.files.push_back(name);
-        else store.unreadable.push_back(name + ": " + error);
+        if (read_file(dir + "/" + name, name, options, store.rows, &error))
+            store.files.push_back(name);
+        else
+            store.unreadable.push_back(name + ": " + error);
     }
     return store;
 }
@@ -142,7 +145,8 @@ SequenceStateRows read_sequence_state(const std::string& dir) {
         Stmt s = prepare(db.get(), "SELECT boot_id, cpu_id, first_sequence, last_sequence FROM sequence_state", &error);
         if (!s) continue;
         while (sqlite3_step(s.get()) == SQLITE_ROW) {
-            const auto key = std::make_pair(guid_column(s.get(), 0), static_cast<uint16_t>(sqlite3_column_int(s.get(), 1)));
+            const auto key =
+                std::make_pair(guid_column(s.get(), 0), static_cast<uint16_t>(sqlite3_column_int(s.get(), 1)));
             state[key].emplace_back(static_cast<uint64_t>(sqlite3_column_int64(s.get(), 2)),
                                     static_cast<uint64_t>(sqlite3_column_int64(s.get(), 3)));
         }
@@ -155,7 +159,8 @@ std::optional<std::string> query_text(const std::string& file, const std::string
     Db db = open_read_only(file, &error);
     if (!db) return std::nullopt;
     Stmt s = prepare(db.get(), sql, &error);
-    if (!s || sqlite3_step(s.get()) != SQLITE_ROW || sqlite3_column_type(s.get(), 0) == SQLITE_NULL) return std::nullopt;
+    if (!s || sqlite3_step(s.get()) != SQLITE_ROW || sqlite3_column_type(s.get(), 0) == SQLITE_NULL)
+        return std::nullopt;
     return std::string(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0)));
 }
 

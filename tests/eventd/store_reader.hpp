@@ -61,5 +61,4 @@ SequenceStateRows read_sequence_state(const std::string& dir);
 // nullopt when the file cannot be read or there is no row.
 std::optional<std::string> query_text(const std::string& file, const std::string& sql);
 
-
 }  // namespace eventd::it

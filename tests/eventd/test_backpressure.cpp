@@ -47,7 +47,8 @@ private:
 TEST_CASE("backpressure: a slow writer pauses the drain; only ring overwrite loses events, never eventd",
           "[backpressure]") {
     const nlohmann::json slow = {{"StorageShards", 1}, {"MaxBatchSize", 100}, {"MaxBatchLatencyMs", 10}};
-    Pipeline p({.cpus = 1, .generate = "rate=4000,payload=64", .kmes_config = {{"BufferCapacity", 65536}}, .eventd = slow});
+    Pipeline p(
+        {.cpus = 1, .generate = "rate=4000,payload=64", .kmes_config = {{"BufferCapacity", 65536}}, .eventd = slow});
     CommitDelay delay(p.dir() + "/commit-delay-ms", 200);
     const auto started = std::chrono::steady_clock::now();
     p.start_eventd();
@@ -58,8 +59,10 @@ TEST_CASE("backpressure: a slow writer pauses the drain; only ring overwrite los
     // the ring.
     const uint64_t emitted_during_delay = p.watch().highest().at(0);
     const uint64_t stored_during_delay = stored_kmes_rows(p.store(), p.boot());
-    const auto delayed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-    INFO("emitted " << emitted_during_delay << ", stored " << stored_during_delay << " in " << delayed_ms << " ms with the delay");
+    const auto delayed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    INFO("emitted " << emitted_during_delay << ", stored " << stored_during_delay << " in " << delayed_ms
+                    << " ms with the delay");
     CHECK(stored_during_delay <= uint64_t(100 * (delayed_ms / 200 + 1)));
     CHECK(stored_during_delay * 3 < emitted_during_delay);
     const uint64_t lost_during_delay = account(read_store(p.store()), p.boot(), p.watch().highest()).lost();
@@ -90,7 +93,9 @@ TEST_CASE("backpressure: a slow writer pauses the drain; only ring overwrite los
     }
     INFO(log);
     CHECK(log.find("commit of") == std::string::npos);  // no failed commit, no lost batch
-    CHECK(std::regex_search(log, std::regex("shard 0: rows [0-9]+, batches [0-9]+, failed batches 0 \\(0 events lost\\)")));
-    CHECK(std::regex_search(log, std::regex("cpu 0: events [0-9]+, skipped 0, gaps [1-9][0-9]* \\([1-9][0-9]* lost\\)")));
+    CHECK(std::regex_search(log,
+                            std::regex("shard 0: rows [0-9]+, batches [0-9]+, failed batches 0 \\(0 events lost\\)")));
+    CHECK(
+        std::regex_search(log, std::regex("cpu 0: events [0-9]+, skipped 0, gaps [1-9][0-9]* \\([1-9][0-9]* lost\\)")));
 }
 #endif

@@ -69,7 +69,8 @@ TEST_CASE("crash loop: 20 SIGKILLs under load leave no duplicate, no gap, and re
     check_sequence_state(p.store(), p.boot(), highest);
 
     auto startups = store.of_type("synthetic.startup");
-    std::sort(startups.begin(), startups.end(), [](const StoredRow& a, const StoredRow& b) { return a.timestamp < b.timestamp; });
+    std::sort(startups.begin(), startups.end(),
+              [](const StoredRow& a, const StoredRow& b) { return a.timestamp < b.timestamp; });
     INFO(startups.size() << " startup records; " << long_runs << " runs lived >= 300 ms");
     CHECK(startups.size() >= static_cast<size_t>(long_runs + 1));  // + the final, graceful run
     CHECK(startups.size() <= static_cast<size_t>(kKills + 1));
@@ -87,8 +88,10 @@ TEST_CASE("crash loop: 20 SIGKILLs under load leave no duplicate, no gap, and re
     CHECK(store.of_type("synthetic.shutdown").size() == 1);  // only the graceful stop writes one
 }
 
-TEST_CASE("crash loop: SIGKILLs while one CPU feeds two shards store nothing twice and skip nothing (ranges, not a high-water mark)",
-          "[crash-loop]") {
+TEST_CASE(
+    "crash loop: SIGKILLs while one CPU feeds two shards store nothing twice and skip nothing (ranges, not a "
+    "high-water mark)",
+    "[crash-loop]") {
     // One ring into 2 shards: the drain sends runs of 8192 events to shard 0, then shard 1, …
     // and the two commit independently, so a kill leaves holes in either shard's ranges that
     // only the union of both shards' sequence_state describes. 20k events/s per ring makes

@@ -70,8 +70,10 @@ std::vector<LostRange> coalesce(std::vector<LostRange> ranges) {
     std::sort(ranges.begin(), ranges.end());
     std::vector<LostRange> out;
     for (const LostRange& r : ranges) {
-        if (!out.empty() && out.back().cpu == r.cpu && r.first <= out.back().last + 1) out.back().last = std::max(out.back().last, r.last);
-        else out.push_back(r);
+        if (!out.empty() && out.back().cpu == r.cpu && r.first <= out.back().last + 1)
+            out.back().last = std::max(out.back().last, r.last);
+        else
+            out.push_back(r);
     }
     return out;
 }
@@ -89,8 +91,8 @@ std::map<uint32_t, std::vector<LostRange>> logged_losses(const std::string& log)
         const uint32_t shard = std::stoul(m[1]);
         const std::string ranges = m[2];
         for (std::sregex_iterator it(ranges.begin(), ranges.end(), range_re), end; it != end; ++it)
-            out[shard].push_back(LostRange{static_cast<uint16_t>(std::stoul((*it)[1])), std::stoull((*it)[2]),
-                                           std::stoull((*it)[3])});
+            out[shard].push_back(
+                LostRange{static_cast<uint16_t>(std::stoul((*it)[1])), std::stoull((*it)[2]), std::stoull((*it)[3])});
         out[shard];  // a failed batch of daemon-wide records only ("no KMES events")
     }
     return out;
@@ -137,7 +139,8 @@ TEST_CASE("disk full: eventd survives, and once space returns the gap records de
         std::vector<LostRange> recorded;
         for (const auto& [cpu, a] : report.cpus)
             for (const GapRecord& g : a.gaps)
-                if (g.file == name && !g.last_seen_timestamp && g.first != 1) recorded.push_back({cpu, g.first, g.last});
+                if (g.file == name && !g.last_seen_timestamp && g.first != 1)
+                    recorded.push_back({cpu, g.first, g.last});
         INFO("shard " << shard);
         CHECK(coalesce(recorded) == coalesce(ranges));
     }
@@ -152,7 +155,8 @@ TEST_CASE("disk full: eventd survives, and once space returns the gap records de
     REQUIRE(!errors.empty());
     for (const auto& [shard, ranges] : losses) {
         INFO("failed shard " << shard);
-        CHECK(std::any_of(errors.begin(), errors.end(), [&](const StoredRow& e) { return e.payload["shard_index"] == shard; }));
+        CHECK(std::any_of(errors.begin(), errors.end(),
+                          [&](const StoredRow& e) { return e.payload["shard_index"] == shard; }));
     }
     for (const StoredRow& e : errors) {
         INFO(e.file << ": " << e.payload.dump());

@@ -61,8 +61,9 @@ TEST_CASE("resize: BufferCapacity up and down while eventd ingests loses nothing
     for (uint32_t cpu = 0; cpu < p.cpus(); ++cpu) {
         auto ring = kmes::RingMapping::attach(cpu);
         REQUIRE(ring.ok());
-        const uint64_t generation = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(ring->base() + KMES_OFF_GENERATION))
-                                        .load(std::memory_order_acquire);
+        const uint64_t generation =
+            std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(ring->base() + KMES_OFF_GENERATION))
+                .load(std::memory_order_acquire);
         CHECK(generation >= 8);
     }
     // Let the watch's readers follow the swaps now: once the shim is frozen, a reader that

@@ -20,8 +20,9 @@ uint64_t live_bytes(const std::string& store) {
     uint64_t total = 0;
     for (const std::string& file : shard_files(store)) {
         const std::string path = store + "/" + file;
-        auto pages = query_text(path, "SELECT (SELECT page_count FROM pragma_page_count()) - "
-                                      "(SELECT freelist_count FROM pragma_freelist_count())");
+        auto pages = query_text(path,
+                                "SELECT (SELECT page_count FROM pragma_page_count()) - "
+                                "(SELECT freelist_count FROM pragma_freelist_count())");
         auto size = query_text(path, "SELECT page_size FROM pragma_page_size()");
         if (pages && size) total += std::stoull(*pages) * std::stoull(*size);
     }
@@ -29,8 +30,7 @@ uint64_t live_bytes(const std::string& store) {
 }
 }  // namespace
 
-TEST_CASE("retention: a tightened EventRetentionMaxBytes deletes the oldest rows until the store fits",
-          "[retention]") {
+TEST_CASE("retention: a tightened EventRetentionMaxBytes deletes the oldest rows until the store fits", "[retention]") {
     Pipeline p({.cpus = 2, .generate = "rate=20000,payload=200"});
     p.start_eventd();
     // Let the store grow well past the limit used below.

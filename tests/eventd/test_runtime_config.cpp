@@ -34,7 +34,8 @@ std::vector<StoredRow> reload_and_wait(Pipeline& p, const nlohmann::json& overri
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     changes = config_changes(p);
-    std::sort(changes.begin(), changes.end(), [](const StoredRow& a, const StoredRow& b) { return a.timestamp < b.timestamp; });
+    std::sort(changes.begin(), changes.end(),
+              [](const StoredRow& a, const StoredRow& b) { return a.timestamp < b.timestamp; });
     return changes;
 }
 
@@ -66,8 +67,9 @@ TEST_CASE("runtime config: SIGHUP with a changed MaxBatchLatencyMs records one c
     check_accounting(read_store(p.store()), p.boot(), highest);
 }
 
-TEST_CASE("runtime config: a key added to the file is recorded with an absent old value, removed with an absent new one",
-          "[runtime-config]") {
+TEST_CASE(
+    "runtime config: a key added to the file is recorded with an absent old value, removed with an absent new one",
+    "[runtime-config]") {
     Pipeline p({.cpus = 1, .generate = ""});
     p.start_eventd();
     auto changes = reload_and_wait(p, {{"EventRetentionDays", 7}}, 1);
@@ -96,8 +98,7 @@ TEST_CASE("runtime config: an invalid value or a restart-only key changes nothin
     p.start_eventd();
     // MaxBatchLatencyMs 1 is below its range (10–5000); StorageShards applies at restart only.
     // A valid change in the same reload shows the reload happened.
-    const auto changes = reload_and_wait(
-        p, {{"MaxBatchLatencyMs", 1}, {"StorageShards", 3}, {"MaxBatchSize", 500}}, 1);
+    const auto changes = reload_and_wait(p, {{"MaxBatchLatencyMs", 1}, {"StorageShards", 3}, {"MaxBatchSize", 500}}, 1);
     INFO("eventd log:\n" << p.eventd().log());
     REQUIRE(changes.size() == 1);
     CHECK(changes[0].payload["key"] == "MaxBatchSize");

@@ -108,8 +108,9 @@ TEST_CASE("shard files: a shard with schema_version 2 is set aside untouched and
     CHECK(store.in_file(aside[0]).size() == 1);        // the old row, still there for queries
 }
 
-TEST_CASE("shard files: a shard overwritten with garbage while eventd is stopped is set aside; the ring refills the store",
-          "[shard-files]") {
+TEST_CASE(
+    "shard files: a shard overwritten with garbage while eventd is stopped is set aside; the ring refills the store",
+    "[shard-files]") {
     Pipeline p({.cpus = 2, .generate = "rate=1000,payload=64", .eventd = {{"StorageShards", 2}}});
     p.start_eventd();
     run_for(p, std::chrono::milliseconds(800));
@@ -179,7 +180,8 @@ TEST_CASE("shard files: StorageShards 2 → 1 → 3 across restarts keeps every 
     CHECK(report.lost() == 0);  // the 4 MiB rings covered each restart
 
     auto startups = store.of_type("synthetic.startup");
-    std::sort(startups.begin(), startups.end(), [](const StoredRow& a, const StoredRow& b) { return a.timestamp < b.timestamp; });
+    std::sort(startups.begin(), startups.end(),
+              [](const StoredRow& a, const StoredRow& b) { return a.timestamp < b.timestamp; });
     REQUIRE(startups.size() == 3);
     CHECK(startups[0].payload["shard_count"] == 2);
     CHECK(startups[1].payload["shard_count"] == 1);

@@ -37,7 +37,7 @@ TEST_CASE("startup: READY=1 arrives on the test's NOTIFY_SOCKET once the store a
     EventdProcess& eventd = p.start_eventd();
     CHECK(eventd.notified("READY=1"));
     CHECK(eventd.notified("STATUS="));
-    struct stat st{};
+    struct stat st {};
     REQUIRE(stat((p.dir() + "/query.sock").c_str(), &st) == 0);
     CHECK(S_ISSOCK(st.st_mode));
     CHECK(shard_files(p.store()) == std::vector<std::string>{"shard-0000.db", "shard-0001.db"});  // 0 = CPU count
@@ -77,7 +77,8 @@ TEST_CASE("startup: a file that is not a socket at QuerySocketPath is refused an
     Pipeline p({.cpus = 1, .generate = ""});
     const std::string path = p.dir() + "/not-a-socket";
     std::ofstream(path) << "keep me";
-    expect_startup_failure(p, {{"QuerySocketPath", path}}, path + " exists and is not a socket; remove it or set QuerySocketPath");
+    expect_startup_failure(p, {{"QuerySocketPath", path}},
+                           path + " exists and is not a socket; remove it or set QuerySocketPath");
     std::ifstream in(path);
     std::string content;
     std::getline(in, content);
@@ -104,6 +105,6 @@ TEST_CASE("startup: a second eventd on a query socket a running eventd answers o
     CHECK_FALSE(second.notified("READY=1"));
     CHECK(second.log().find("another eventd is already listening on " + p.dir() + "/query.sock") != std::string::npos);
     // The first one still owns its socket.
-    struct stat st{};
+    struct stat st {};
     CHECK(stat((p.dir() + "/query.sock").c_str(), &st) == 0);
 }

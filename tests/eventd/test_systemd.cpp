@@ -52,7 +52,8 @@ std::string copy_unit(const std::string& unit, const std::string& dir, const std
     const std::regex exec("^ExecStart=\\S+", std::regex::multiline);
     REQUIRE(std::regex_search(text, exec));
     text = std::regex_replace(text, exec, "ExecStart=" + binary);
-    if (!extra_service_line.empty()) text = std::regex_replace(text, std::regex("\\[Service\\]\n"), "[Service]\n" + extra_service_line + "\n");
+    if (!extra_service_line.empty())
+        text = std::regex_replace(text, std::regex("\\[Service\\]\n"), "[Service]\n" + extra_service_line + "\n");
     const std::string path = dir + "/" + unit;
     std::ofstream(path) << text;
     return path;

@@ -56,8 +56,9 @@ std::string parse_error(const json& security) {
 q::FieldRef field(const std::string& name) {
     q::FieldRef f;
     f.name = name;
-    static const char* headers[] = {"timestamp", "cpu_id", "sequence", "origin_class", "event_type",
-                                    "effective_token_guid", "true_token_guid", "process_guid", "boot_id"};
+    static const char* headers[] = {"timestamp",       "cpu_id",       "sequence",
+                                    "origin_class",    "event_type",   "effective_token_guid",
+                                    "true_token_guid", "process_guid", "boot_id"};
     for (int i = 0; i < 9; ++i) {
         if (name == headers[i]) f.header = static_cast<q::HeaderField>(i);
     }
@@ -460,7 +461,8 @@ TEST_CASE("check_query: SINCE and UNTIL need timestamp", "[access]") {
     since.since_ns = 1;
     auto status = alice.check_query(since);
     REQUIRE_FALSE(status.ok());
-    CHECK(status.error().message == "access denied: field 'timestamp' cannot be used in SINCE for events of pattern '*'");
+    CHECK(status.error().message ==
+          "access denied: field 'timestamp' cannot be used in SINCE for events of pattern '*'");
     q::Query until = events();
     until.until_ns = 1;
     CHECK_THAT(alice.check_query(until).error().message, Catch::Contains("in UNTIL"));
@@ -489,8 +491,8 @@ TEST_CASE("check_query considers exactly the patterns the type pattern can reach
     }
     CHECK_FALSE(bob.check_query(where_host(std::nullopt)).ok());
     // Cannot reach "app" (only "*", "app.audit" or the hidden "secret"): accepted.
-    for (const char* pattern : {"kacs.x", "kacs.*", "app.audit", "app.audit.*", "app_extended", "appx*",
-                                "secret.*", "kacs.*.x", "b*"}) {
+    for (const char* pattern :
+         {"kacs.x", "kacs.*", "app.audit", "app.audit.*", "app_extended", "appx*", "secret.*", "kacs.*.x", "b*"}) {
         INFO(pattern);
         auto status = bob.check_query(where_host(std::string(pattern)));
         CHECK(status.ok());

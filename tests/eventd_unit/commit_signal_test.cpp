@@ -80,7 +80,8 @@ void run_writers_and_worker(uint64_t n) {
     std::atomic<bool> all_seen{false};
     uint64_t wake_ups = 0;
     std::thread worker([&] {
-        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);  // well inside the suite's timeout
+        const auto give_up =
+            std::chrono::steady_clock::now() + std::chrono::seconds(10);  // well inside the suite's timeout
         while (std::chrono::steady_clock::now() < give_up) {
             if (!wait_readable(wake->fd(), 50)) continue;
             ++wake_ups;
@@ -120,7 +121,8 @@ void run_writers_and_worker(uint64_t n) {
 
 }  // namespace
 
-TEST_CASE("commit signal: every shard's last commit wakes the stream worker (no lost wake-up)", "[commit_signal][stress]") {
+TEST_CASE("commit signal: every shard's last commit wakes the stream worker (no lost wake-up)",
+          "[commit_signal][stress]") {
     const uint64_t n = rounds();
     for (int repetition = 0; repetition < 10; ++repetition) {
         INFO("repetition " << repetition);

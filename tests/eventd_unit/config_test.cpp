@@ -38,10 +38,10 @@ TEST_CASE("an invalid optional value keeps the value in force and is reported", 
     eventd::EventdConfig in_force;
     in_force.max_batch_size = 500;
     json doc = minimal();
-    doc["MaxBatchSize"] = 99;            // below the range 100..100000
-    doc["StorageShards"] = "four";       // wrong type
-    doc["MaxBatchLatencyMs"] = 250;      // valid
-    doc["SomethingElse"] = true;         // unknown: ignored
+    doc["MaxBatchSize"] = 99;        // below the range 100..100000
+    doc["StorageShards"] = "four";   // wrong type
+    doc["MaxBatchLatencyMs"] = 250;  // valid
+    doc["SomethingElse"] = true;     // unknown: ignored
     auto r = parse_eventd_config(doc, in_force);
     REQUIRE(r.ok());
     CHECK(r->config.max_batch_size == 500);
@@ -57,8 +57,8 @@ TEST_CASE("a reload records changed, added and removed tuning keys", "[config]")
     before["MaxBatchLatencyMs"] = 100;
     before["EventRetentionDays"] = 7;
     json after = minimal();
-    after["MaxBatchLatencyMs"] = 50;      // changed
-    after["MaxBatchSize"] = 2000;         // added
+    after["MaxBatchLatencyMs"] = 50;  // changed
+    after["MaxBatchSize"] = 2000;     // added
     // EventRetentionDays removed: back to the default 30
     auto from = parse_eventd_config(before);
     auto to = parse_eventd_config(after, from->config);

@@ -11,9 +11,9 @@
 
 namespace {
 
-using nlohmann::json;
 using eventd::server::decode_request;
 using eventd::server::kRequestMaxDepth;
+using nlohmann::json;
 using Bytes = std::vector<uint8_t>;
 
 Bytes packed(const json& j) { return json::to_msgpack(j); }

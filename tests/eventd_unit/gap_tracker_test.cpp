@@ -69,8 +69,7 @@ TEST_CASE("a restart whose ring was overwritten meanwhile reports the restart ga
     CHECK(d.gaps[0].last == 119);
 }
 
-TEST_CASE("holes between committed ranges are stored when still in the ring and reported when not",
-          "[gap_tracker]") {
+TEST_CASE("holes between committed ranges are stored when still in the ring and reported when not", "[gap_tracker]") {
     // Two shards of one CPU committed 1..100 and 201..300; 101..200 died with a crash.
     GapTracker t(ranges({{1, 100}, {201, 300}}));
     auto d = t.observe(150, 150);  // 101..149 were overwritten meanwhile

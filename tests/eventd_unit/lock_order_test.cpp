@@ -73,8 +73,8 @@ TEST_CASE("lock order: a lower rank taken while holding a higher one aborts, nam
         std::lock_guard b(retention);  // the cycle the old on_storage_error could close
     });
     CHECK(d.aborted);
-    CHECK_THAT(d.stderr_text, Catch::Contains("lock order violation") && Catch::Contains("retention") &&
-                                  Catch::Contains("db_mutex_"));
+    CHECK_THAT(d.stderr_text,
+               Catch::Contains("lock order violation") && Catch::Contains("retention") && Catch::Contains("db_mutex_"));
 }
 
 TEST_CASE("lock order: two locks of one rank (two shards) are never held together", "[lock_order]") {

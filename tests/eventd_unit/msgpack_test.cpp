@@ -47,8 +47,8 @@ mp::Item read_one(const mp::Bytes& bytes) {
 }  // namespace
 
 TEST_CASE("integers read back with nlohmann's signedness at every width", "[msgpack]") {
-    const std::vector<uint64_t> unsigned_values = {0, 1, 127, 128, 255, 256, 65535, 65536, 0xffffffffull,
-                                                   0x100000000ull, std::numeric_limits<uint64_t>::max()};
+    const std::vector<uint64_t> unsigned_values = {
+        0, 1, 127, 128, 255, 256, 65535, 65536, 0xffffffffull, 0x100000000ull, std::numeric_limits<uint64_t>::max()};
     for (uint64_t v : unsigned_values) {
         INFO(v);
         mp::Bytes out;
@@ -58,8 +58,16 @@ TEST_CASE("integers read back with nlohmann's signedness at every width", "[msgp
         CHECK(item.kind == mp::Kind::int_unsigned);
         CHECK(item.unsigned_value == v);
     }
-    const std::vector<int64_t> negative_values = {-1, -32, -33, -128, -129, -32768, -32769, INT32_MIN,
-                                                  int64_t{INT32_MIN} - 1, std::numeric_limits<int64_t>::min()};
+    const std::vector<int64_t> negative_values = {-1,
+                                                  -32,
+                                                  -33,
+                                                  -128,
+                                                  -129,
+                                                  -32768,
+                                                  -32769,
+                                                  INT32_MIN,
+                                                  int64_t{INT32_MIN} - 1,
+                                                  std::numeric_limits<int64_t>::min()};
     for (int64_t v : negative_values) {
         INFO(v);
         mp::Bytes out;
@@ -151,11 +159,11 @@ TEST_CASE("strings, binary, ext and containers at every length form", "[msgpack]
 
 TEST_CASE("malformed input is an error", "[msgpack]") {
     const std::vector<mp::Bytes> bad = {
-        {},                          // nothing
-        {0xc1},                      // never used
-        {0xa5, 'a', 'b'},            // string shorter than announced
-        {0xcb, 0, 0},                // truncated float64
-        {0xdb, 0xff, 0xff, 0xff},    // truncated length
+        {},                              // nothing
+        {0xc1},                          // never used
+        {0xa5, 'a', 'b'},                // string shorter than announced
+        {0xcb, 0, 0},                    // truncated float64
+        {0xdb, 0xff, 0xff, 0xff},        // truncated length
         {0xc6, 0x7f, 0xff, 0xff, 0xff},  // bin announcing 2 GiB
     };
     for (const mp::Bytes& b : bad) {

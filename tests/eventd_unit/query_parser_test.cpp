@@ -73,11 +73,20 @@ std::string render(const Query& q) {
     if (q.take) out += " take=" + std::to_string(*q.take);
     const Aggregation& a = q.aggregation;
     switch (a.kind) {
-        case Aggregation::Kind::none: break;
-        case Aggregation::Kind::count: out += " count"; break;
-        case Aggregation::Kind::count_by: out += " count_by=" + render_fields(a.fields); break;
-        case Aggregation::Kind::top_by: out += " top=" + std::to_string(a.top_n) + " by=" + render_fields(a.fields); break;
-        case Aggregation::Kind::distinct: out += " distinct=" + render_fields(a.fields); break;
+        case Aggregation::Kind::none:
+            break;
+        case Aggregation::Kind::count:
+            out += " count";
+            break;
+        case Aggregation::Kind::count_by:
+            out += " count_by=" + render_fields(a.fields);
+            break;
+        case Aggregation::Kind::top_by:
+            out += " top=" + std::to_string(a.top_n) + " by=" + render_fields(a.fields);
+            break;
+        case Aggregation::Kind::distinct:
+            out += " distinct=" + render_fields(a.fields);
+            break;
         case Aggregation::Kind::group: {
             static const char* kFn[] = {"count", "sum", "avg", "min", "max"};
             out += " group=" + render_fields(a.fields) + " " + kFn[static_cast<int>(a.fn)];
@@ -120,50 +129,58 @@ void check_table(const std::vector<Case>& cases, std::string (*run)(const std::s
 }  // namespace
 
 TEST_CASE("the mode comes from the first word", "[parser]") {
-    check_table({
-        {"EVENTS", "EVENTS"},
-        {"events", "EVENTS"},
-        {"  \n EVENTS \t", "EVENTS"},
-        {"STATUS", "STATUS"},
-        {"status", "STATUS"},
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS", "EVENTS"},
+            {"events", "EVENTS"},
+            {"  \n EVENTS \t", "EVENTS"},
+            {"STATUS", "STATUS"},
+            {"status", "STATUS"},
+        },
+        rendered);
 }
 
 TEST_CASE("a type pattern may follow EVENTS", "[parser]") {
-    check_table({
-        {"EVENTS kacs.access_denied", "EVENTS pattern=kacs.access_denied"},
-        {"EVENTS kacs.*", "EVENTS pattern=kacs.*"},
-        {"EVENTS *.denied", "EVENTS pattern=*.denied"},
-        {"EVENTS kacs.*.denied", "EVENTS pattern=kacs.*.denied"},
-        {"EVENTS *", "EVENTS pattern=*"},
-        {"EVENTS synthetic.gap TAKE 1", "EVENTS pattern=synthetic.gap take=1"},
-        {"EVENTS \"odd-type.x\"", "EVENTS pattern=odd-type.x"},
-        {"EVENTS 'single.quoted'", "EVENTS pattern=single.quoted"},
-        {"EVENTS STREAM kacs.*", "EVENTS pattern=kacs.* stream"},
-        {"EVENTS Kacs.Access_Denied", "EVENTS pattern=Kacs.Access_Denied"},  // matching ignores case
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS kacs.access_denied", "EVENTS pattern=kacs.access_denied"},
+            {"EVENTS kacs.*", "EVENTS pattern=kacs.*"},
+            {"EVENTS *.denied", "EVENTS pattern=*.denied"},
+            {"EVENTS kacs.*.denied", "EVENTS pattern=kacs.*.denied"},
+            {"EVENTS *", "EVENTS pattern=*"},
+            {"EVENTS synthetic.gap TAKE 1", "EVENTS pattern=synthetic.gap take=1"},
+            {"EVENTS \"odd-type.x\"", "EVENTS pattern=odd-type.x"},
+            {"EVENTS 'single.quoted'", "EVENTS pattern=single.quoted"},
+            {"EVENTS STREAM kacs.*", "EVENTS pattern=kacs.* stream"},
+            {"EVENTS Kacs.Access_Denied", "EVENTS pattern=Kacs.Access_Denied"},  // matching ignores case
+        },
+        rendered);
 }
 
 TEST_CASE("SINCE and UNTIL take every time literal", "[parser]") {
     const std::string now = std::to_string(kNow);
-    check_table({
-        {"EVENTS SINCE 10s ago", ("EVENTS since=" + std::to_string(kNow - 10 * kSecond)).c_str()},
-        {"EVENTS SINCE 30m ago", ("EVENTS since=" + std::to_string(kNow - 1800 * kSecond)).c_str()},
-        {"EVENTS SINCE 1h ago", ("EVENTS since=" + std::to_string(kNow - 3600 * kSecond)).c_str()},
-        {"EVENTS SINCE 2d ago", ("EVENTS since=" + std::to_string(kNow - 2 * 86400 * kSecond)).c_str()},
-        {"EVENTS UNTIL 0s ago", ("EVENTS until=" + now).c_str()},
-        {"EVENTS UNTIL 5m hence", ("EVENTS until=" + std::to_string(kNow + 300 * kSecond)).c_str()},
-        {"EVENTS UNTIL 1d HENCE", ("EVENTS until=" + std::to_string(kNow + 86400 * kSecond)).c_str()},
-        {"EVENTS SINCE today", ("EVENTS since=" + std::to_string(kToday)).c_str()},
-        {"EVENTS SINCE yesterday UNTIL today",
-         ("EVENTS since=" + std::to_string(kYesterday) + " until=" + std::to_string(kToday)).c_str()},
-        {"EVENTS SINCE 2026-11-01", ("EVENTS since=" + std::to_string(kNov1)).c_str()},
-        {"EVENTS SINCE 2026-11-01T12:00:00", ("EVENTS since=" + std::to_string(kNov1 + 12 * 3600 * kSecond)).c_str()},
-        {"EVENTS SINCE 2026-11-01T12:00:00Z", ("EVENTS since=" + std::to_string(kNov1 + 12 * 3600 * kSecond)).c_str()},
-        {"EVENTS SINCE 2026-11-01T00:00:01.25",
-         ("EVENTS since=" + std::to_string(kNov1 + kSecond + 250'000'000)).c_str()},
-        {"EVENTS SINCE 1793491200000000000", ("EVENTS since=" + std::to_string(kNov1)).c_str()},  // plain ns
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS SINCE 10s ago", ("EVENTS since=" + std::to_string(kNow - 10 * kSecond)).c_str()},
+            {"EVENTS SINCE 30m ago", ("EVENTS since=" + std::to_string(kNow - 1800 * kSecond)).c_str()},
+            {"EVENTS SINCE 1h ago", ("EVENTS since=" + std::to_string(kNow - 3600 * kSecond)).c_str()},
+            {"EVENTS SINCE 2d ago", ("EVENTS since=" + std::to_string(kNow - 2 * 86400 * kSecond)).c_str()},
+            {"EVENTS UNTIL 0s ago", ("EVENTS until=" + now).c_str()},
+            {"EVENTS UNTIL 5m hence", ("EVENTS until=" + std::to_string(kNow + 300 * kSecond)).c_str()},
+            {"EVENTS UNTIL 1d HENCE", ("EVENTS until=" + std::to_string(kNow + 86400 * kSecond)).c_str()},
+            {"EVENTS SINCE today", ("EVENTS since=" + std::to_string(kToday)).c_str()},
+            {"EVENTS SINCE yesterday UNTIL today",
+             ("EVENTS since=" + std::to_string(kYesterday) + " until=" + std::to_string(kToday)).c_str()},
+            {"EVENTS SINCE 2026-11-01", ("EVENTS since=" + std::to_string(kNov1)).c_str()},
+            {"EVENTS SINCE 2026-11-01T12:00:00",
+             ("EVENTS since=" + std::to_string(kNov1 + 12 * 3600 * kSecond)).c_str()},
+            {"EVENTS SINCE 2026-11-01T12:00:00Z",
+             ("EVENTS since=" + std::to_string(kNov1 + 12 * 3600 * kSecond)).c_str()},
+            {"EVENTS SINCE 2026-11-01T00:00:01.25",
+             ("EVENTS since=" + std::to_string(kNov1 + kSecond + 250'000'000)).c_str()},
+            {"EVENTS SINCE 1793491200000000000", ("EVENTS since=" + std::to_string(kNov1)).c_str()},  // plain ns
+        },
+        rendered);
 }
 
 TEST_CASE("time literals: calendar validation and arithmetic", "[parser]") {
@@ -193,68 +210,72 @@ TEST_CASE("time literals: calendar validation and arithmetic", "[parser]") {
 }
 
 TEST_CASE("every comparison operator", "[parser]") {
-    check_table({
-        {"EVENTS WHERE cpu_id == 3", "EVENTS where=cpu_id == 3"},
-        {"EVENTS WHERE cpu_id != 3", "EVENTS where=cpu_id != 3"},
-        {"EVENTS WHERE cpu_id > 3", "EVENTS where=cpu_id > 3"},
-        {"EVENTS WHERE cpu_id >= 3", "EVENTS where=cpu_id >= 3"},
-        {"EVENTS WHERE cpu_id < 3", "EVENTS where=cpu_id < 3"},
-        {"EVENTS WHERE cpu_id <= 3", "EVENTS where=cpu_id <= 3"},
-        {"EVENTS WHERE cpu_id<=3", "EVENTS where=cpu_id <= 3"},  // no spaces needed
-        {"EVENTS WHERE user STARTS_WITH \"al\"", "EVENTS where=user STARTS_WITH \"al\""},
-        {"EVENTS WHERE user ENDS_WITH \"ce\"", "EVENTS where=user ENDS_WITH \"ce\""},
-        {"EVENTS WHERE user CONTAINS \"lic\"", "EVENTS where=user CONTAINS \"lic\""},
-        {"EVENTS WHERE user starts_with 'al'", "EVENTS where=user STARTS_WITH \"al\""},
-        {"EVENTS WHERE cpu_id IN (1, 2, 3)", "EVENTS where=cpu_id IN (1, 2, 3)"},
-        {"EVENTS WHERE cpu_id IN (7)", "EVENTS where=cpu_id IN (7)"},
-        {"EVENTS WHERE user NOT_IN (\"a\",\"b\")", "EVENTS where=user NOT_IN (\"a\", \"b\")"},
-        {"EVENTS WHERE user IS NULL", "EVENTS where=user IS NULL"},
-        {"EVENTS WHERE user IS NOT NULL", "EVENTS where=user IS NOT NULL"},
-        {"EVENTS WHERE user is not null", "EVENTS where=user IS NOT NULL"},
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS WHERE cpu_id == 3", "EVENTS where=cpu_id == 3"},
+            {"EVENTS WHERE cpu_id != 3", "EVENTS where=cpu_id != 3"},
+            {"EVENTS WHERE cpu_id > 3", "EVENTS where=cpu_id > 3"},
+            {"EVENTS WHERE cpu_id >= 3", "EVENTS where=cpu_id >= 3"},
+            {"EVENTS WHERE cpu_id < 3", "EVENTS where=cpu_id < 3"},
+            {"EVENTS WHERE cpu_id <= 3", "EVENTS where=cpu_id <= 3"},
+            {"EVENTS WHERE cpu_id<=3", "EVENTS where=cpu_id <= 3"},  // no spaces needed
+            {"EVENTS WHERE user STARTS_WITH \"al\"", "EVENTS where=user STARTS_WITH \"al\""},
+            {"EVENTS WHERE user ENDS_WITH \"ce\"", "EVENTS where=user ENDS_WITH \"ce\""},
+            {"EVENTS WHERE user CONTAINS \"lic\"", "EVENTS where=user CONTAINS \"lic\""},
+            {"EVENTS WHERE user starts_with 'al'", "EVENTS where=user STARTS_WITH \"al\""},
+            {"EVENTS WHERE cpu_id IN (1, 2, 3)", "EVENTS where=cpu_id IN (1, 2, 3)"},
+            {"EVENTS WHERE cpu_id IN (7)", "EVENTS where=cpu_id IN (7)"},
+            {"EVENTS WHERE user NOT_IN (\"a\",\"b\")", "EVENTS where=user NOT_IN (\"a\", \"b\")"},
+            {"EVENTS WHERE user IS NULL", "EVENTS where=user IS NULL"},
+            {"EVENTS WHERE user IS NOT NULL", "EVENTS where=user IS NOT NULL"},
+            {"EVENTS WHERE user is not null", "EVENTS where=user IS NOT NULL"},
+        },
+        rendered);
 }
 
 TEST_CASE("every literal kind", "[parser]") {
-    check_table({
-        {"EVENTS WHERE x == \"text\"", "EVENTS where=x == \"text\""},
-        {"EVENTS WHERE x == 'text'", "EVENTS where=x == \"text\""},
-        {"EVENTS WHERE x == \"\"", "EVENTS where=x == \"\""},
-        {"EVENTS WHERE x == \"a\\\"b\\\\c\"", "EVENTS where=x == \"a\"b\\c\""},
-        {"EVENTS WHERE x == 'it\\'s'", "EVENTS where=x == \"it's\""},
-        {"EVENTS WHERE x == \"say \\\"hi\\\"\"", "EVENTS where=x == \"say \"hi\"\""},
-        {"EVENTS WHERE x == \"a\\tb\"", "EVENTS where=x == \"a\tb\""},
-        {"EVENTS WHERE x == \"a\\nb\"", "EVENTS where=x == \"a\nb\""},
-        {"EVENTS WHERE x == \"ünïcödé\"", "EVENTS where=x == \"ünïcödé\""},
-        {"EVENTS WHERE x == 42", "EVENTS where=x == 42"},
-        {"EVENTS WHERE x == -42", "EVENTS where=x == -42"},
-        {"EVENTS WHERE x == 0x1F01FF", "EVENTS where=x == 2032127"},
-        {"EVENTS WHERE x == 0Xff", "EVENTS where=x == 255"},
-        {"EVENTS WHERE x == -0x10", "EVENTS where=x == -16"},
-        {"EVENTS WHERE x == 9223372036854775807", "EVENTS where=x == 9223372036854775807"},
-        {"EVENTS WHERE x == -9223372036854775808", "EVENTS where=x == -9223372036854775808"},
-        {"EVENTS WHERE x == 1.5", "EVENTS where=x == float:1.5"},
-        {"EVENTS WHERE x == -0.25", "EVENTS where=x == float:-0.25"},
-        {"EVENTS WHERE x == 2e3", "EVENTS where=x == float:2000"},
-        {"EVENTS WHERE x == 1.5e-3", "EVENTS where=x == float:0.0015"},
-        {"EVENTS WHERE x == true", "EVENTS where=x == true"},
-        {"EVENTS WHERE x == FALSE", "EVENTS where=x == false"},
-        {"EVENTS WHERE process_guid == {550E8400-e29b-41d4-a716-446655440000}",
-         "EVENTS where=process_guid == \"550E8400-e29b-41d4-a716-446655440000\""},
-        {"EVENTS WHERE process_guid == \"{550e8400-e29b-41d4-a716-446655440000}\"",
-         "EVENTS where=process_guid == \"{550e8400-e29b-41d4-a716-446655440000}\""},
-        {"EVENTS WHERE timestamp > 1h ago", "EVENTS where=timestamp > time:1795357845000000000"},
-        {"EVENTS WHERE timestamp < 30m hence", "EVENTS where=timestamp < time:1795363245000000000"},
-        {"EVENTS WHERE timestamp >= today", "EVENTS where=timestamp >= time:1795305600000000000"},
-        {"EVENTS WHERE timestamp >= yesterday", "EVENTS where=timestamp >= time:1795219200000000000"},
-        {"EVENTS WHERE timestamp >= 2026-11-01", "EVENTS where=timestamp >= time:1793491200000000000"},
-        {"EVENTS WHERE timestamp < 2026-11-01T12:00:00", "EVENTS where=timestamp < time:1793534400000000000"},
-        {"EVENTS WHERE origin_class == userspace", "EVENTS where=origin_class == 0"},
-        {"EVENTS WHERE origin_class == KMES", "EVENTS where=origin_class == 1"},
-        {"EVENTS WHERE origin_class == kacs", "EVENTS where=origin_class == 2"},
-        {"EVENTS WHERE origin_class IN (Lcs, kacs)", "EVENTS where=origin_class IN (3, 2)"},
-        {"EVENTS WHERE x IN (\"a\", 1, 2.5, true, today)",
-         "EVENTS where=x IN (\"a\", 1, float:2.5, true, time:1795305600000000000)"},
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS WHERE x == \"text\"", "EVENTS where=x == \"text\""},
+            {"EVENTS WHERE x == 'text'", "EVENTS where=x == \"text\""},
+            {"EVENTS WHERE x == \"\"", "EVENTS where=x == \"\""},
+            {"EVENTS WHERE x == \"a\\\"b\\\\c\"", "EVENTS where=x == \"a\"b\\c\""},
+            {"EVENTS WHERE x == 'it\\'s'", "EVENTS where=x == \"it's\""},
+            {"EVENTS WHERE x == \"say \\\"hi\\\"\"", "EVENTS where=x == \"say \"hi\"\""},
+            {"EVENTS WHERE x == \"a\\tb\"", "EVENTS where=x == \"a\tb\""},
+            {"EVENTS WHERE x == \"a\\nb\"", "EVENTS where=x == \"a\nb\""},
+            {"EVENTS WHERE x == \"ünïcödé\"", "EVENTS where=x == \"ünïcödé\""},
+            {"EVENTS WHERE x == 42", "EVENTS where=x == 42"},
+            {"EVENTS WHERE x == -42", "EVENTS where=x == -42"},
+            {"EVENTS WHERE x == 0x1F01FF", "EVENTS where=x == 2032127"},
+            {"EVENTS WHERE x == 0Xff", "EVENTS where=x == 255"},
+            {"EVENTS WHERE x == -0x10", "EVENTS where=x == -16"},
+            {"EVENTS WHERE x == 9223372036854775807", "EVENTS where=x == 9223372036854775807"},
+            {"EVENTS WHERE x == -9223372036854775808", "EVENTS where=x == -9223372036854775808"},
+            {"EVENTS WHERE x == 1.5", "EVENTS where=x == float:1.5"},
+            {"EVENTS WHERE x == -0.25", "EVENTS where=x == float:-0.25"},
+            {"EVENTS WHERE x == 2e3", "EVENTS where=x == float:2000"},
+            {"EVENTS WHERE x == 1.5e-3", "EVENTS where=x == float:0.0015"},
+            {"EVENTS WHERE x == true", "EVENTS where=x == true"},
+            {"EVENTS WHERE x == FALSE", "EVENTS where=x == false"},
+            {"EVENTS WHERE process_guid == {550E8400-e29b-41d4-a716-446655440000}",
+             "EVENTS where=process_guid == \"550E8400-e29b-41d4-a716-446655440000\""},
+            {"EVENTS WHERE process_guid == \"{550e8400-e29b-41d4-a716-446655440000}\"",
+             "EVENTS where=process_guid == \"{550e8400-e29b-41d4-a716-446655440000}\""},
+            {"EVENTS WHERE timestamp > 1h ago", "EVENTS where=timestamp > time:1795357845000000000"},
+            {"EVENTS WHERE timestamp < 30m hence", "EVENTS where=timestamp < time:1795363245000000000"},
+            {"EVENTS WHERE timestamp >= today", "EVENTS where=timestamp >= time:1795305600000000000"},
+            {"EVENTS WHERE timestamp >= yesterday", "EVENTS where=timestamp >= time:1795219200000000000"},
+            {"EVENTS WHERE timestamp >= 2026-11-01", "EVENTS where=timestamp >= time:1793491200000000000"},
+            {"EVENTS WHERE timestamp < 2026-11-01T12:00:00", "EVENTS where=timestamp < time:1793534400000000000"},
+            {"EVENTS WHERE origin_class == userspace", "EVENTS where=origin_class == 0"},
+            {"EVENTS WHERE origin_class == KMES", "EVENTS where=origin_class == 1"},
+            {"EVENTS WHERE origin_class == kacs", "EVENTS where=origin_class == 2"},
+            {"EVENTS WHERE origin_class IN (Lcs, kacs)", "EVENTS where=origin_class IN (3, 2)"},
+            {"EVENTS WHERE x IN (\"a\", 1, 2.5, true, today)",
+             "EVENTS where=x IN (\"a\", 1, float:2.5, true, time:1795305600000000000)"},
+        },
+        rendered);
 }
 
 TEST_CASE("fields: header columns, payload paths, positions", "[parser]") {
@@ -293,69 +314,79 @@ TEST_CASE("header field names and GUID columns", "[parser]") {
 }
 
 TEST_CASE("AND binds tighter than OR; parentheses group", "[parser]") {
-    check_table({
-        {"EVENTS WHERE a == 1 OR b == 2 AND c == 3", "EVENTS where=(or a == 1 (and b == 2 c == 3))"},
-        {"EVENTS WHERE a == 1 AND b == 2 OR c == 3", "EVENTS where=(or (and a == 1 b == 2) c == 3)"},
-        {"EVENTS WHERE (a == 1 OR b == 2) AND c == 3", "EVENTS where=(and (or a == 1 b == 2) c == 3)"},
-        {"EVENTS WHERE a == 1 AND b == 2 AND c == 3", "EVENTS where=(and a == 1 b == 2 c == 3)"},
-        {"EVENTS WHERE a == 1 or b == 2 and c == 3 or d == 4",
-         "EVENTS where=(or a == 1 (and b == 2 c == 3) d == 4)"},
-        {"EVENTS WHERE ((a == 1))", "EVENTS where=a == 1"},
-        {"EVENTS WHERE a == 1 AND (b == 2 OR (c == 3 AND d == 4))",
-         "EVENTS where=(and a == 1 (or b == 2 (and c == 3 d == 4)))"},
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS WHERE a == 1 OR b == 2 AND c == 3", "EVENTS where=(or a == 1 (and b == 2 c == 3))"},
+            {"EVENTS WHERE a == 1 AND b == 2 OR c == 3", "EVENTS where=(or (and a == 1 b == 2) c == 3)"},
+            {"EVENTS WHERE (a == 1 OR b == 2) AND c == 3", "EVENTS where=(and (or a == 1 b == 2) c == 3)"},
+            {"EVENTS WHERE a == 1 AND b == 2 AND c == 3", "EVENTS where=(and a == 1 b == 2 c == 3)"},
+            {"EVENTS WHERE a == 1 or b == 2 and c == 3 or d == 4",
+             "EVENTS where=(or a == 1 (and b == 2 c == 3) d == 4)"},
+            {"EVENTS WHERE ((a == 1))", "EVENTS where=a == 1"},
+            {"EVENTS WHERE a == 1 AND (b == 2 OR (c == 3 AND d == 4))",
+             "EVENTS where=(and a == 1 (or b == 2 (and c == 3 d == 4)))"},
+        },
+        rendered);
 }
 
 TEST_CASE("several WHERE clauses are kept apart (each ANDed as a group)", "[parser]") {
-    check_table({
-        {"EVENTS WHERE a == 1 OR b == 2 WHERE c == 3", "EVENTS where=(or a == 1 b == 2) where=c == 3"},
-        {"EVENTS WHERE a == 1 TAKE 5 WHERE b == 2", "EVENTS where=a == 1 where=b == 2 take=5"},
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS WHERE a == 1 OR b == 2 WHERE c == 3", "EVENTS where=(or a == 1 b == 2) where=c == 3"},
+            {"EVENTS WHERE a == 1 TAKE 5 WHERE b == 2", "EVENTS where=a == 1 where=b == 2 take=5"},
+        },
+        rendered);
 }
 
 TEST_CASE("SELECT accumulates, SORT takes directions, SKIP and TAKE take counts", "[parser]") {
-    check_table({
-        {"EVENTS SELECT a", "EVENTS select=a"},
-        {"EVENTS SELECT a, b.c SELECT d", "EVENTS select=a,b.c,d"},
-        {"EVENTS SELECT a, b SELECT a", "EVENTS select=a,b"},  // a name once
-        {"EVENTS SORT cpu_id", "EVENTS sort=cpu_id"},
-        {"EVENTS SORT cpu_id DESC", "EVENTS sort=cpu_id desc"},
-        {"EVENTS SORT cpu_id ASC, sequence desc, user", "EVENTS sort=cpu_id,sequence desc,user"},
-        {"EVENTS SKIP 0", "EVENTS skip=0"},
-        {"EVENTS SKIP 10 TAKE 5", "EVENTS skip=10 take=5"},
-        {"EVENTS TAKE 0", "EVENTS take=0"},
-        {"EVENTS TAKE 0x10", "EVENTS take=16"},
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS SELECT a", "EVENTS select=a"},
+            {"EVENTS SELECT a, b.c SELECT d", "EVENTS select=a,b.c,d"},
+            {"EVENTS SELECT a, b SELECT a", "EVENTS select=a,b"},  // a name once
+            {"EVENTS SORT cpu_id", "EVENTS sort=cpu_id"},
+            {"EVENTS SORT cpu_id DESC", "EVENTS sort=cpu_id desc"},
+            {"EVENTS SORT cpu_id ASC, sequence desc, user", "EVENTS sort=cpu_id,sequence desc,user"},
+            {"EVENTS SKIP 0", "EVENTS skip=0"},
+            {"EVENTS SKIP 10 TAKE 5", "EVENTS skip=10 take=5"},
+            {"EVENTS TAKE 0", "EVENTS take=0"},
+            {"EVENTS TAKE 0x10", "EVENTS take=16"},
+        },
+        rendered);
 }
 
 TEST_CASE("aggregations", "[parser]") {
-    check_table({
-        {"EVENTS COUNT", "EVENTS count"},
-        {"EVENTS kacs.* COUNT SINCE 1h ago", "EVENTS pattern=kacs.* since=1795357845000000000 count"},
-        {"EVENTS COUNT BY event_type", "EVENTS count_by=event_type"},
-        {"EVENTS count by user.name", "EVENTS count_by=user.name"},
-        {"EVENTS TOP 5 BY user", "EVENTS top=5 by=user"},
-        {"EVENTS DISTINCT event_type", "EVENTS distinct=event_type"},
-        {"EVENTS GROUP user COUNT", "EVENTS group=user count"},
-        {"EVENTS GROUP user, cpu_id COUNT", "EVENTS group=user,cpu_id count"},
-        {"EVENTS GROUP user SUM bytes", "EVENTS group=user sum(bytes)"},
-        {"EVENTS GROUP user AVG bytes", "EVENTS group=user avg(bytes)"},
-        {"EVENTS GROUP user MIN bytes", "EVENTS group=user min(bytes)"},
-        {"EVENTS GROUP user MAX bytes", "EVENTS group=user max(bytes)"},
-        {"EVENTS GROUP event_type count SORT count DESC TAKE 3",
-         "EVENTS sort=count desc take=3 group=event_type count"},
-        {"EVENTS WHERE count > 5", "EVENTS where=count > 5"},  // a payload field may share a keyword's name
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS COUNT", "EVENTS count"},
+            {"EVENTS kacs.* COUNT SINCE 1h ago", "EVENTS pattern=kacs.* since=1795357845000000000 count"},
+            {"EVENTS COUNT BY event_type", "EVENTS count_by=event_type"},
+            {"EVENTS count by user.name", "EVENTS count_by=user.name"},
+            {"EVENTS TOP 5 BY user", "EVENTS top=5 by=user"},
+            {"EVENTS DISTINCT event_type", "EVENTS distinct=event_type"},
+            {"EVENTS GROUP user COUNT", "EVENTS group=user count"},
+            {"EVENTS GROUP user, cpu_id COUNT", "EVENTS group=user,cpu_id count"},
+            {"EVENTS GROUP user SUM bytes", "EVENTS group=user sum(bytes)"},
+            {"EVENTS GROUP user AVG bytes", "EVENTS group=user avg(bytes)"},
+            {"EVENTS GROUP user MIN bytes", "EVENTS group=user min(bytes)"},
+            {"EVENTS GROUP user MAX bytes", "EVENTS group=user max(bytes)"},
+            {"EVENTS GROUP event_type count SORT count DESC TAKE 3",
+             "EVENTS sort=count desc take=3 group=event_type count"},
+            {"EVENTS WHERE count > 5", "EVENTS where=count > 5"},  // a payload field may share a keyword's name
+        },
+        rendered);
 }
 
 TEST_CASE("STREAM anywhere", "[parser]") {
-    check_table({
-        {"EVENTS STREAM", "EVENTS stream"},
-        {"EVENTS STREAM WHERE a == 1", "EVENTS where=a == 1 stream"},
-        {"EVENTS WHERE a == 1 STREAM", "EVENTS where=a == 1 stream"},
-        {"EVENTS kacs.* TAKE 10 STREAM SELECT a", "EVENTS pattern=kacs.* select=a take=10 stream"},
-        {"events stream kacs.* take 1", "EVENTS pattern=kacs.* take=1 stream"},
-    }, rendered);
+    check_table(
+        {
+            {"EVENTS STREAM", "EVENTS stream"},
+            {"EVENTS STREAM WHERE a == 1", "EVENTS where=a == 1 stream"},
+            {"EVENTS WHERE a == 1 STREAM", "EVENTS where=a == 1 stream"},
+            {"EVENTS kacs.* TAKE 10 STREAM SELECT a", "EVENTS pattern=kacs.* select=a take=10 stream"},
+            {"events stream kacs.* take 1", "EVENTS pattern=kacs.* take=1 stream"},
+        },
+        rendered);
 }
 
 TEST_CASE("clause order does not matter", "[parser]") {
@@ -372,8 +403,8 @@ TEST_CASE("clause order does not matter", "[parser]") {
 }
 
 TEST_CASE("keywords ignore case", "[parser]") {
-    const std::string expected = rendered(
-        "EVENTS kacs.* SINCE 1H AGO WHERE a == 1 AND b IS NOT NULL OR c IN (KACS) SORT a DESC TAKE 1 STREAM");
+    const std::string expected =
+        rendered("EVENTS kacs.* SINCE 1H AGO WHERE a == 1 AND b IS NOT NULL OR c IN (KACS) SORT a DESC TAKE 1 STREAM");
     for (const char* q : {
              "events kacs.* since 1h ago where a == 1 and b is not null or c in (kacs) sort a desc take 1 stream",
              "Events kacs.* Since 1h Ago Where a == 1 And b Is Not Null Or c In (Kacs) Sort a Desc Take 1 Stream",
@@ -384,17 +415,19 @@ TEST_CASE("keywords ignore case", "[parser]") {
 }
 
 TEST_CASE("unsupported parts of the language say so", "[parser]") {
-    check_table({
-        {"LOGS SINCE 1h ago", "LOGS queries are not supported"},
-        {"logs", "LOGS queries are not supported"},
-        {"METRIC cpu.load", "METRIC queries are not supported"},
-        {"EVENTS WHERE METRIC cpu.load > 5", "cross-type filters are not supported"},
-        {"EVENTS WHERE EVENT kacs.* EXISTS", "cross-type filters are not supported"},
-        {"EVENTS WHERE LOG ERROR ONLY", "cross-type filters are not supported"},
-        {"EVENTS WHERE a == 1 AND (log CONTAINING \"x\")", "cross-type filters are not supported"},
-        {"EVENTS INDEX user", "INDEX is not supported"},
-        {"EVENTS TAKE 1 index user", "INDEX is not supported"},
-    }, error_of);
+    check_table(
+        {
+            {"LOGS SINCE 1h ago", "LOGS queries are not supported"},
+            {"logs", "LOGS queries are not supported"},
+            {"METRIC cpu.load", "METRIC queries are not supported"},
+            {"EVENTS WHERE METRIC cpu.load > 5", "cross-type filters are not supported"},
+            {"EVENTS WHERE EVENT kacs.* EXISTS", "cross-type filters are not supported"},
+            {"EVENTS WHERE LOG ERROR ONLY", "cross-type filters are not supported"},
+            {"EVENTS WHERE a == 1 AND (log CONTAINING \"x\")", "cross-type filters are not supported"},
+            {"EVENTS INDEX user", "INDEX is not supported"},
+            {"EVENTS TAKE 1 index user", "INDEX is not supported"},
+        },
+        error_of);
     // A payload field named like a mode is still a field when an operator follows.
     CHECK(rendered("EVENTS WHERE event == 1 OR log IS NULL") == "EVENTS where=(or event == 1 log IS NULL)");
 }
@@ -498,8 +531,8 @@ TEST_CASE("malformed queries: position, what was expected, what was found", "[pa
         {"EVENTS WHERE a == \"\xc3\"", p + "20: expected UTF-8 text, found the byte 0xc3"},
         {"EVENTS WHERE a == 1 \x01", p + "21: expected AND, OR, " + clauses + " or end of query, found '\\x01'"},
         // a long token is cut in the message
-        {"EVENTS kacs.* " + std::string(60, 'x'), p + "15: expected " + clauses + " or end of query, found '" +
-                                                       std::string(40, 'x') + "…'"},
+        {"EVENTS kacs.* " + std::string(60, 'x'),
+         p + "15: expected " + clauses + " or end of query, found '" + std::string(40, 'x') + "…'"},
     };
     for (const auto& [query, message] : cases) {
         INFO("query: " << query);

@@ -29,9 +29,9 @@ using eventd::access::Caller;
 using eventd::access::CallerAccess;
 using eventd::access::Policy;
 using eventd::store::EventRow;
-using kmes::Guid;
 using eventd::store::ShardDb;
 using eventd::store::SqlParam;
+using kmes::Guid;
 
 namespace {
 
@@ -101,17 +101,20 @@ void write_shard(const fs::path& dir, uint32_t index, const std::vector<EventRow
 struct Store {
     TempDir dir;
     Store() {
-        write_shard(dir.path(), 0,
-                    {row(100, 0, 1, "app.login", json{{"k", 1}, {"user", "alice"}, {"n", 5}, {"src", {{"name", "ssh"}}}}, kProcA),
-                     row(200, 0, 2, "app.logout", json{{"k", 2}, {"user", "Bob"}, {"n", 7.5}, {"note", "50%_off"}}, kProcA),
-                     row(300, 1, 1, "kacs.access_denied", json{{"k", 3}, {"user", "alice"}, {"n", "12"}}, kProcA),
-                     row(300, 0, 3, "app.login", json{{"k", 4}, {"user", "carol"}, {"n", -3}}, kProcA)});
-        write_shard(dir.path(), 1,
-                    {row(150, 2, 1, "app.login", json{{"k", 5}, {"user", "ALICE"}, {"n", 10}}, kProcB),
-                     row(300, 2, 2, "App.Login", json{{"k", 6}, {"user", "dave"}}, kProcB),
-                     row(400, 3, std::nullopt, "synthetic.gap", std::nullopt),
-                     row(250, 2, 3, "app.login", json{{"k", 8}, {"user", "o'brien'; DROP TABLE events; --"}, {"n", 1}}, kProcB),
-                     row(100, 0, 1, "dup.copy", json{{"k", 9}, {"user", "zed"}, {"n", 2}}, kProcB)});
+        write_shard(
+            dir.path(), 0,
+            {row(100, 0, 1, "app.login", json{{"k", 1}, {"user", "alice"}, {"n", 5}, {"src", {{"name", "ssh"}}}},
+                 kProcA),
+             row(200, 0, 2, "app.logout", json{{"k", 2}, {"user", "Bob"}, {"n", 7.5}, {"note", "50%_off"}}, kProcA),
+             row(300, 1, 1, "kacs.access_denied", json{{"k", 3}, {"user", "alice"}, {"n", "12"}}, kProcA),
+             row(300, 0, 3, "app.login", json{{"k", 4}, {"user", "carol"}, {"n", -3}}, kProcA)});
+        write_shard(
+            dir.path(), 1,
+            {row(150, 2, 1, "app.login", json{{"k", 5}, {"user", "ALICE"}, {"n", 10}}, kProcB),
+             row(300, 2, 2, "App.Login", json{{"k", 6}, {"user", "dave"}}, kProcB),
+             row(400, 3, std::nullopt, "synthetic.gap", std::nullopt),
+             row(250, 2, 3, "app.login", json{{"k", 8}, {"user", "o'brien'; DROP TABLE events; --"}, {"n", 1}}, kProcB),
+             row(100, 0, 1, "dup.copy", json{{"k", 9}, {"user", "zed"}, {"n", 2}}, kProcB)});
         std::ofstream(dir.path() / "shard-0000.quarantined-1700000000.db") << "not a database at all";
         std::ofstream(dir.path() / "shard-0007.db") << "garbage under an active name";
         std::ofstream(dir.path() / "eventd-meta.db") << "ignored";
@@ -274,7 +277,8 @@ TEST_CASE("records carry header fields and payload keys; SELECT narrows", "[plan
 TEST_CASE("string equality ignores case, payload fields included", "[planner]") {
     Store s;
     CHECK(labels(run(where(cmp("user", CompareOp::eq, {std::string("ALICE")})), s.path())) == V{3, 5, 1});
-    CHECK(labels(run(where(cmp("event_type", CompareOp::eq, {std::string("APP.LOGIN")})), s.path())) == V{4, 6, 8, 5, 1});
+    CHECK(labels(run(where(cmp("event_type", CompareOp::eq, {std::string("APP.LOGIN")})), s.path())) ==
+          V{4, 6, 8, 5, 1});
 }
 
 TEST_CASE("ordering on a payload field only matches numbers", "[planner]") {
@@ -303,7 +307,8 @@ TEST_CASE("STARTS_WITH, ENDS_WITH and CONTAINS treat % _ \\ and * literally", "[
     CHECK(labels(run(where(cmp("note", CompareOp::starts_with, {std::string("5*")})), s.path())).empty());
     CHECK(labels(run(where(cmp("user", CompareOp::starts_with, {std::string("AL")})), s.path())) == V{3, 5, 1});
     CHECK(labels(run(where(cmp("user", CompareOp::ends_with, {std::string("-- ")})), s.path())).empty());
-    CHECK(labels(run(where(cmp("event_type", CompareOp::ends_with, {std::string(".LOGIN")})), s.path())) == V{4, 6, 8, 5, 1});
+    CHECK(labels(run(where(cmp("event_type", CompareOp::ends_with, {std::string(".LOGIN")})), s.path())) ==
+          V{4, 6, 8, 5, 1});
     // Only text values match a string operator: n = 10 does not START_WITH "1", "12" does.
     CHECK(labels(run(where(cmp("n", CompareOp::starts_with, {std::string("1")})), s.path())) == V{3});
 }
@@ -321,7 +326,8 @@ TEST_CASE("IN, NOT_IN, != and IS NULL follow SQL NULL semantics", "[planner]") {
 
 TEST_CASE("AND, OR and several WHERE clauses", "[planner]") {
     Store s;
-    Query q = where(any_of({cmp("cpu_id", CompareOp::eq, {int64_t{1}}), cmp("user", CompareOp::eq, {std::string("zed")})}));
+    Query q =
+        where(any_of({cmp("cpu_id", CompareOp::eq, {int64_t{1}}), cmp("user", CompareOp::eq, {std::string("zed")})}));
     CHECK(labels(run(q, s.path())) == V{3, 9});
     q.where.push_back(cmp("timestamp", CompareOp::lt, {int64_t{200}}));
     CHECK(labels(run(q, s.path())) == V{9});
@@ -332,7 +338,8 @@ TEST_CASE("GUID columns compare as 16 bytes; the literal may have braces and any
     CHECK(labels(run(where(cmp("process_guid", CompareOp::eq, {std::string(kProcAText)})), s.path())) == V{4, 3, 2, 1});
     CHECK(labels(run(where(cmp("process_guid", CompareOp::ne, {std::string("aabbccdd-0011-2233-4455-66778899aabb")})),
                      s.path())) == V{6, 8, 5, 9});
-    CHECK(labels(run(where(cmp("boot_id", CompareOp::eq, {std::string("b0b0b0b0-b0b0-b0b0-b0b0-b0b0b0b0b0b0")})), s.path()))
+    CHECK(labels(run(where(cmp("boot_id", CompareOp::eq, {std::string("b0b0b0b0-b0b0-b0b0-b0b0-b0b0b0b0b0b0")})),
+                     s.path()))
               .size() == 9);
     CHECK(error_of(run(where(cmp("process_guid", CompareOp::eq, {std::string("xyz")})), s.path())) ==
           "'xyz' is not a GUID (field process_guid)");
@@ -441,8 +448,8 @@ TEST_CASE("COUNT BY groups exactly, count descending then value ascending; TOP N
     Store s;
     Query q = aggregate(Aggregation::Kind::count_by, {"event_type"});
     const std::vector<Record> expected = {
-        {{"event_type", "app.login"}, {"count", 4}},      {{"event_type", "App.Login"}, {"count", 1}},
-        {{"event_type", "app.logout"}, {"count", 1}},     {{"event_type", "dup.copy"}, {"count", 1}},
+        {{"event_type", "app.login"}, {"count", 4}},          {{"event_type", "App.Login"}, {"count", 1}},
+        {{"event_type", "app.logout"}, {"count", 1}},         {{"event_type", "dup.copy"}, {"count", 1}},
         {{"event_type", "kacs.access_denied"}, {"count", 1}}, {{"event_type", "synthetic.gap"}, {"count", 1}}};
     CHECK(run(q, s.path()).records == expected);
     Query top = aggregate(Aggregation::Kind::top_by, {"event_type"});
@@ -455,9 +462,14 @@ TEST_CASE("COUNT BY groups exactly, count descending then value ascending; TOP N
 TEST_CASE("DISTINCT is the union of the shards' values, ascending, NULL first", "[planner]") {
     Store s;
     Query q = aggregate(Aggregation::Kind::distinct, {"user"});
-    const std::vector<Record> expected = {{{"user", nullptr}}, {{"user", "ALICE"}}, {{"user", "alice"}},
-                                          {{"user", "Bob"}},   {{"user", "carol"}}, {{"user", "dave"}},
-                                          {{"user", "o'brien'; DROP TABLE events; --"}}, {{"user", "zed"}}};
+    const std::vector<Record> expected = {{{"user", nullptr}},
+                                          {{"user", "ALICE"}},
+                                          {{"user", "alice"}},
+                                          {{"user", "Bob"}},
+                                          {{"user", "carol"}},
+                                          {{"user", "dave"}},
+                                          {{"user", "o'brien'; DROP TABLE events; --"}},
+                                          {{"user", "zed"}}};
     CHECK(run(q, s.path()).records == expected);
     Query guids = aggregate(Aggregation::Kind::distinct, {"process_guid"});
     const std::vector<Record> g = {{{"process_guid", nullptr}},
@@ -534,8 +546,8 @@ TEST_CASE("a passed deadline and the cancel flag stop the query with their texts
     Query count = aggregate(Aggregation::Kind::count);
     CHECK(error_of(run(count, s.path(), root, past)) == "query timed out after 5 ms (QueryTimeoutMs)");
     std::atomic<bool> cancelled{true};
-    CHECK(error_of(run(Query{}, s.path(), root, std::chrono::steady_clock::now() + std::chrono::seconds(30), &cancelled)) ==
-          "eventd is shutting down");
+    CHECK(error_of(run(Query{}, s.path(), root, std::chrono::steady_clock::now() + std::chrono::seconds(30),
+                       &cancelled)) == "eventd is shutting down");
 }
 
 TEST_CASE("a deadline is a timeout and the cancel flag a cancel, never another failure", "[planner]") {
@@ -546,7 +558,8 @@ TEST_CASE("a deadline is a timeout and the cancel flag a cancel, never another f
     CHECK(late.result.error().is_timed_out());
     CHECK_FALSE(late.result.error().is_cancelled());
     std::atomic<bool> cancelled{true};
-    const Run stopped = run(Query{}, s.path(), root, std::chrono::steady_clock::now() + std::chrono::seconds(30), &cancelled);
+    const Run stopped =
+        run(Query{}, s.path(), root, std::chrono::steady_clock::now() + std::chrono::seconds(30), &cancelled);
     REQUIRE_FALSE(stopped.result.ok());
     CHECK(stopped.result.error().is_cancelled());
     CHECK(stopped.result.error().code == kmes::ErrorCode::cancelled);
@@ -556,7 +569,8 @@ TEST_CASE("a deadline is a timeout and the cancel flag a cancel, never another f
 TEST_CASE("the progress handler interrupts a long statement at the deadline", "[planner]") {
     TempDir dir;
     std::vector<EventRow> rows;
-    for (int i = 0; i < 20000; ++i) rows.push_back(row(static_cast<uint64_t>(i), 0, static_cast<uint64_t>(i), "t", json{{"v", i}}));
+    for (int i = 0; i < 20000; ++i)
+        rows.push_back(row(static_cast<uint64_t>(i), 0, static_cast<uint64_t>(i), "t", json{{"v", i}}));
     write_shard(dir.path(), 0, rows);
     CallerAccess root = root_access();
     // A payload sort of every row takes far longer than 1 ms.
@@ -589,7 +603,8 @@ TEST_CASE("visibility filters rows in SQL (TAKE and COUNT see only visible rows)
     json security = {{"Events",
                       {{"*", json::array({{{"allow", json::array({"uid:4321"})}}})},
                        {"kacs", json::array({{{"deny", json::array({"uid:4321"})}}})},
-                       {"app.logout", json::array({{{"allow", json::array({"uid:4321"})}, {"fields", json::array({"timestamp", "user"})}}})}}}};
+                       {"app.logout", json::array({{{"allow", json::array({"uid:4321"})},
+                                                    {"fields", json::array({"timestamp", "user"})}}})}}}};
     auto policy = Policy::parse(security);
     REQUIRE(policy.ok());
     Caller caller;
@@ -635,9 +650,10 @@ TEST_CASE("a stream's live feed delivers rows committed after the snapshot, filt
     REQUIRE(feed.read_new(0, root, sink).ok());
     CHECK(got.empty());
 
-    write_shard(s.path(), 0, {row(50, 0, 10, "app.login", json{{"k", 10}, {"user", "Alice"}}),
-                              row(60, 0, 11, "app.login", json{{"k", 11}, {"user", "bob"}}),
-                              row(10, 0, 12, "app.login", json{{"k", 12}, {"user", "ALICE"}})});
+    write_shard(s.path(), 0,
+                {row(50, 0, 10, "app.login", json{{"k", 10}, {"user", "Alice"}}),
+                 row(60, 0, 11, "app.login", json{{"k", 11}, {"user", "bob"}}),
+                 row(10, 0, 12, "app.login", json{{"k", 12}, {"user", "ALICE"}})});
     REQUIRE(feed.read_new(0, root, sink).ok());
     // Commit order (not timestamp order); TAKE 1 only shaped the initial result; SELECT applies.
     CHECK(got == std::vector<Record>{json{{"k", 10}}, json{{"k", 12}}});
@@ -647,7 +663,9 @@ TEST_CASE("a stream's live feed delivers rows committed after the snapshot, filt
 
     // More than one batch of rows in one commit.
     std::vector<EventRow> many;
-    for (int i = 0; i < 2500; ++i) many.push_back(row(1000 + static_cast<uint64_t>(i), 1, 100 + static_cast<uint64_t>(i), "x", json{{"k", 100 + i}, {"user", "alice"}}));
+    for (int i = 0; i < 2500; ++i)
+        many.push_back(row(1000 + static_cast<uint64_t>(i), 1, 100 + static_cast<uint64_t>(i), "x",
+                           json{{"k", 100 + i}, {"user", "alice"}}));
     write_shard(s.path(), 1, many);
     REQUIRE(feed.read_new(1, root, sink).ok());
     REQUIRE(got.size() == 2500);
@@ -665,9 +683,22 @@ TEST_CASE("merging shards orders exactly like one SQLite ORDER BY over all rows"
     // Mixed payload types (integers, reals equal to integers, text differing in case, blobs,
     // missing values) spread over three shards, versus the same rows in one shard.
     std::mt19937 rng(42);
-    std::vector<json> values = {json(1), json(2), json(1.0), json(1.5), json(-7), json("abc"), json("ABC"), json("abd"),
-                                json("Ab"), json(""), json::binary({1, 2}), json::binary({1}), json(true), json(nullptr),
-                                json(int64_t{1} << 60), json(1e300)};
+    std::vector<json> values = {json(1),
+                                json(2),
+                                json(1.0),
+                                json(1.5),
+                                json(-7),
+                                json("abc"),
+                                json("ABC"),
+                                json("abd"),
+                                json("Ab"),
+                                json(""),
+                                json::binary({1, 2}),
+                                json::binary({1}),
+                                json(true),
+                                json(nullptr),
+                                json(int64_t{1} << 60),
+                                json(1e300)};
     TempDir split, whole;
     std::vector<std::vector<EventRow>> parts(3);
     std::vector<EventRow> all;
@@ -676,7 +707,8 @@ TEST_CASE("merging shards orders exactly like one SQLite ORDER BY over all rows"
         const json& v = values[rng() % values.size()];
         if (!(rng() % 5 == 0)) payload["v"] = v;
         const char* types[] = {"a.b", "A.B", "a.c", "b"};
-        EventRow r = row(rng() % 20, static_cast<uint16_t>(rng() % 3), static_cast<uint64_t>(i), types[rng() % 4], payload);
+        EventRow r =
+            row(rng() % 20, static_cast<uint16_t>(rng() % 3), static_cast<uint64_t>(i), types[rng() % 4], payload);
         parts[rng() % 3].push_back(r);
         all.push_back(r);
     }

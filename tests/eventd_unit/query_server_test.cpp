@@ -44,8 +44,10 @@ int unix_socket(const fs::path& path, bool listen) {
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
     const auto* a = reinterpret_cast<sockaddr*>(&addr);
-    if (listen) REQUIRE((bind(fd, a, sizeof addr) == 0 && ::listen(fd, 16) == 0));
-    else REQUIRE(connect(fd, a, sizeof addr) == 0);
+    if (listen)
+        REQUIRE((bind(fd, a, sizeof addr) == 0 && ::listen(fd, 16) == 0));
+    else
+        REQUIRE(connect(fd, a, sizeof addr) == 0);
     return fd;
 }
 

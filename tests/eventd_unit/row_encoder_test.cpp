@@ -20,12 +20,12 @@
 
 namespace {
 
-using nlohmann::json;
 using eventd::access::Caller;
 using eventd::access::CallerAccess;
 using eventd::access::Policy;
 using eventd::query::FieldRef;
 using eventd::query::RowEncoder;
+using nlohmann::json;
 using Bytes = std::vector<uint8_t>;
 
 // One row: the nine header columns (fixed values, one NULL GUID) and `payload` (nullopt: NULL).
@@ -33,10 +33,12 @@ class Row {
 public:
     explicit Row(std::optional<Bytes> payload, std::string event_type = "app.login") {
         REQUIRE(sqlite3_open(":memory:", &db_) == SQLITE_OK);
-        REQUIRE(sqlite3_prepare_v2(db_, "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11", -1, &stmt_, nullptr) == SQLITE_OK);
+        REQUIRE(sqlite3_prepare_v2(db_, "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11", -1, &stmt_, nullptr) ==
+                SQLITE_OK);
         sqlite3_bind_int64(stmt_, 1, 42);  // id
         static const uint8_t boot[16] = {0xb0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff};
-        static const uint8_t token[16] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 1};
+        static const uint8_t token[16] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+                                          0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 1};
         sqlite3_bind_blob(stmt_, 2, boot, 16, SQLITE_STATIC);
         sqlite3_bind_int64(stmt_, 3, 1'700'000'000'123'456'789);
         sqlite3_bind_int64(stmt_, 4, 1);
@@ -106,9 +108,12 @@ TEST_CASE("ordinary payloads take the direct way and mean what the tree means", 
     // Floats: 0.1 is packed as float64 by nlohmann (7.5 would be float32, which falls back).
     const std::vector<json> payloads = {
         json{{"user", "alice"}, {"n", 5}},
-        json{{"n", -3}, {"big", 18446744073709551615ull}, {"neg", INT64_MIN}, {"f", 0.1}, {"t", true}, {"nil", nullptr}},
+        json{
+            {"n", -3}, {"big", 18446744073709551615ull}, {"neg", INT64_MIN}, {"f", 0.1}, {"t", true}, {"nil", nullptr}},
         json{{"src", {{"name", "ssh"}, {"port", 22}}}, {"list", {1, "two", {{"three", 3}}}}},
-        json{{"bin", json::binary({1, 2, 3})}, {"ext", json::binary({9, 8, 7, 6}, 42)}, {"ext2", json::binary({1, 2, 3}, -5)}},
+        json{{"bin", json::binary({1, 2, 3})},
+             {"ext", json::binary({9, 8, 7, 6}, 42)},
+             {"ext2", json::binary({1, 2, 3}, -5)}},
         json{{"long", std::string(300, 'x')}, {"utf8", "héllo\n\"q\""}},
         json::object(),
         // A header name in the payload: the header wins and the key is dropped.
@@ -209,7 +214,8 @@ TEST_CASE("payloads nested as deep as the default MaxNestingDepth are direct; on
 TEST_CASE("SELECT and field lists take the tree way; a grant without a field list stays direct", "[row_encoder]") {
     json security = {{"Events",
                       {{"*", json::array({{{"allow", json::array({"uid:4321"})}}})},
-                       {"app.logout", json::array({{{"allow", json::array({"uid:4321"})}, {"fields", json::array({"timestamp", "user"})}}})}}}};
+                       {"app.logout", json::array({{{"allow", json::array({"uid:4321"})},
+                                                    {"fields", json::array({"timestamp", "user"})}}})}}}};
     auto policy = Policy::parse(security);
     REQUIRE(policy.ok());
     Caller caller;

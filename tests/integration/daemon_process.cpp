@@ -113,8 +113,8 @@ bool DaemonProcess::wait_notification(const std::string& text, std::chrono::mill
         if (wait_exit(std::chrono::milliseconds(0))) {
             if (notified(text)) return true;  // it may have notified just before exiting
             if (why)
-                *why = command_.name + " exited (" + describe_status(*exit_status_) + ") before \"" + text + "\"; log:\n" +
-                       log();
+                *why = command_.name + " exited (" + describe_status(*exit_status_) + ") before \"" + text +
+                       "\"; log:\n" + log();
             return false;
         }
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -178,14 +178,16 @@ bool DaemonProcess::wait_log(const std::string& text, std::chrono::milliseconds 
     const auto deadline = Clock::now() + timeout;
     for (;;) {
         if (log().find(text) != std::string::npos) return true;
-        if (wait_exit(std::chrono::milliseconds(0)) || Clock::now() >= deadline) return log().find(text) != std::string::npos;
+        if (wait_exit(std::chrono::milliseconds(0)) || Clock::now() >= deadline)
+            return log().find(text) != std::string::npos;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 }
 
 std::string path_from_env(const char* variable) {
     const char* path = std::getenv(variable);
-    if (!path || !*path) throw std::runtime_error(std::string(variable) + " is not set: run the tests through `meson test`");
+    if (!path || !*path)
+        throw std::runtime_error(std::string(variable) + " is not set: run the tests through `meson test`");
     return path;
 }
 
@@ -217,7 +219,8 @@ void stop_process(pid_t pid) {
 void continue_process(pid_t pid) {
     ::kill(pid, SIGCONT);
     const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (process_state(pid) == 'T' && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (process_state(pid) == 'T' && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 }  // namespace kmes::it

@@ -79,7 +79,9 @@ int run_step(const std::string& step, Attachment& a) {
     const auto second = arg.find(':');
     const std::string arg1 = arg.substr(0, second);
     const std::string arg2 = second == std::string::npos ? "" : arg.substr(second + 1);
-    const auto number = [](const std::string& s) { return static_cast<uint32_t>(std::strtoul(s.c_str(), nullptr, 10)); };
+    const auto number = [](const std::string& s) {
+        return static_cast<uint32_t>(std::strtoul(s.c_str(), nullptr, 10));
+    };
 
     if (name == "attach") {
         uint64_t capacity = 0;
@@ -127,11 +129,15 @@ int run_step(const std::string& step, Attachment& a) {
         uint32_t einval = 0;
         int other = 0;
         for (uint32_t i = 0; i < n; ++i) {
-            if (kmes_emit("", 0, payload.data(), uint32_t(payload.size())) == 0) other = other ? other : -1;
-            else if (errno == EINVAL) ++einval;
-            else other = other ? other : errno;
+            if (kmes_emit("", 0, payload.data(), uint32_t(payload.size())) == 0)
+                other = other ? other : -1;
+            else if (errno == EINVAL)
+                ++einval;
+            else
+                other = other ? other : errno;
         }
-        say("emit-invalid einval=" + std::to_string(einval) + " other=" + (other == -1 ? "success" : errno_name(other)));
+        say("emit-invalid einval=" + std::to_string(einval) +
+            " other=" + (other == -1 ? "success" : errno_name(other)));
     } else if (name == "batch" || name == "batch-count") {
         const uint32_t n = number(arg1);
         const bool has_bad = name == "batch" && !arg2.empty();
@@ -167,7 +173,8 @@ int run_step(const std::string& step, Attachment& a) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: kmes-probe STEP... (attach:CPU map write-producer emit:N[:TYPE] batch:N[:BAD] …)\n");
+        std::fprintf(stderr,
+                     "usage: kmes-probe STEP... (attach:CPU map write-producer emit:N[:TYPE] batch:N[:BAD] …)\n");
         return 2;
     }
     // A write-* step is expected to fault: no core file for it.

@@ -54,8 +54,7 @@ ProbeRun collect(pid_t pid, int out_fd) {
     }
     close(out_fd);
     ProbeRun run;
-    while (waitpid(pid, &run.status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &run.status, 0) < 0 && errno == EINTR) {}
     std::istringstream lines(text);
     for (std::string line; std::getline(lines, line);) run.lines.push_back(line);
     return run;
@@ -64,7 +63,8 @@ ProbeRun collect(pid_t pid, int out_fd) {
 }  // namespace
 
 std::vector<std::string> as_nobody(const std::vector<gid_t>& groups) {
-    std::vector<std::string> prefix{"setpriv", "--reuid=" + std::to_string(kNobody), "--regid=" + std::to_string(kNobody)};
+    std::vector<std::string> prefix{"setpriv", "--reuid=" + std::to_string(kNobody),
+                                    "--regid=" + std::to_string(kNobody)};
     if (groups.empty()) {
         prefix.push_back("--clear-groups");
     } else {

@@ -18,7 +18,7 @@ inline constexpr uid_t kNobody = 65534;
 
 // Command prefixes placed before the probe.
 std::vector<std::string> as_nobody(const std::vector<gid_t>& groups = {});  // setpriv, real+effective ids
-std::vector<std::string> on_cpu(unsigned cpu);                                // taskset -c CPU
+std::vector<std::string> on_cpu(unsigned cpu);                              // taskset -c CPU
 
 struct ProbeRun {
     int status = -1;                 // raw wait status

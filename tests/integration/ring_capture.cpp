@@ -106,9 +106,12 @@ std::vector<uint8_t> msgpack(const nlohmann::json& value) { return nlohmann::jso
 std::vector<uint8_t> msgpack_of_size(size_t size) {
     REQUIRE(size >= 2);
     std::vector<uint8_t> out;
-    if (size - 2 <= 0xff) out = {0xc4, uint8_t(size - 2)};
-    else if (size - 3 <= 0xffff) out = {0xc5, uint8_t((size - 3) >> 8), uint8_t(size - 3)};
-    else out = {0xc6, uint8_t((size - 5) >> 24), uint8_t((size - 5) >> 16), uint8_t((size - 5) >> 8), uint8_t(size - 5)};
+    if (size - 2 <= 0xff)
+        out = {0xc4, uint8_t(size - 2)};
+    else if (size - 3 <= 0xffff)
+        out = {0xc5, uint8_t((size - 3) >> 8), uint8_t(size - 3)};
+    else
+        out = {0xc6, uint8_t((size - 5) >> 24), uint8_t((size - 5) >> 16), uint8_t((size - 5) >> 8), uint8_t(size - 5)};
     out.resize(size, 0x5a);
     return out;
 }

@@ -36,10 +36,10 @@ private:
 
 struct ShimOptions {
     nlohmann::json config = nlohmann::json::object();  // written as <dir>/etc/kmes.json
-    std::optional<std::string> raw_config;              // written verbatim instead (malformed files)
-    uint32_t cpus = 0;                                  // --cpus when non-zero
-    std::vector<std::string> extra_args;                // e.g. {"--generate", "rate=…"}
-    std::optional<std::string> socket_path;             // default <dir>/kmes.sock
+    std::optional<std::string> raw_config;             // written verbatim instead (malformed files)
+    uint32_t cpus = 0;                                 // --cpus when non-zero
+    std::vector<std::string> extra_args;               // e.g. {"--generate", "rate=…"}
+    std::optional<std::string> socket_path;            // default <dir>/kmes.sock
     // <dir>/etc/kmes.json is a symlink to <dir>/real/kmes.json: a test can then change the
     // configuration without the shim's inotify watch (on <dir>/etc) seeing it.
     bool config_via_symlink = false;

@@ -43,8 +43,7 @@ TEST_CASE("attach: a cpu id at or beyond the ring count is EINVAL", "[attach]") 
     }
 }
 
-TEST_CASE("attach: with no shim listening the error is ENOENT (no socket) or ECONNREFUSED (stale socket)",
-          "[attach]") {
+TEST_CASE("attach: with no shim listening the error is ENOENT (no socket) or ECONNREFUSED (stale socket)", "[attach]") {
     TempDir dir;
     uint64_t capacity = 0;
     setenv("KMES_SOCKET", (dir / "absent.sock").c_str(), 1);

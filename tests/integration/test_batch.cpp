@@ -25,7 +25,8 @@ struct Batch {
             payloads.push_back(msgpack(json{{"i", i}}));
         }
         for (uint32_t i = 0; i < n; ++i)
-            entries.push_back({types[i].data(), uint16_t(types[i].size()), payloads[i].data(), uint32_t(payloads[i].size())});
+            entries.push_back(
+                {types[i].data(), uint16_t(types[i].size()), payloads[i].data(), uint32_t(payloads[i].size())});
     }
     std::vector<std::string> types;
     std::vector<std::vector<uint8_t>> payloads;
@@ -45,8 +46,7 @@ std::vector<CapturedEvent> the_nonempty_ring() {
 
 }  // namespace
 
-TEST_CASE("batch: a failing entry N emits entries 0..N-1, sets emitted_out to N and errno for entry N",
-          "[batch]") {
+TEST_CASE("batch: a failing entry N emits entries 0..N-1, sets emitted_out to N and errno for entry N", "[batch]") {
     auto shim = ShimProcess::start({.cpus = kRings});
     Batch batch(6);
     static const uint8_t invalid[] = {0xc1};
@@ -77,8 +77,7 @@ TEST_CASE("batch: a failure at entry 0 emits nothing and sets emitted_out to 0",
     require_no_sequence_gap(kRings, 0);
 }
 
-TEST_CASE("batch: a full batch of 256 shares one timestamp and takes consecutive sequences in entry order",
-          "[batch]") {
+TEST_CASE("batch: a full batch of 256 shares one timestamp and takes consecutive sequences in entry order", "[batch]") {
     auto shim = ShimProcess::start({.cpus = kRings});
     REQUIRE(emit("before", json::object()) == 0);  // the batch must continue a ring's numbering
     REQUIRE(emit("before", json::object()) == 0);
@@ -106,8 +105,8 @@ TEST_CASE("batch: a full batch of 256 shares one timestamp and takes consecutive
 }
 
 TEST_CASE("batch: emitted_out is untouched when the batch fails before §4.1.3 step 4", "[batch]") {
-    auto shim = ShimProcess::start(
-        {.config = {{"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}}, .cpus = kRings});
+    auto shim =
+        ShimProcess::start({.config = {{"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}}, .cpus = kRings});
     SECTION("EINVAL for the count") {
         Batch batch(1);
         for (uint32_t count : {0u, 257u}) {
@@ -133,8 +132,8 @@ TEST_CASE("batch: emitted_out is untouched when the batch fails before §4.1.3 s
 }
 
 TEST_CASE("batch: a batch that does not fit the tokens left emits nothing (EAGAIN, all or nothing)", "[batch]") {
-    auto shim = ShimProcess::start(
-        {.config = {{"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}}, .cpus = kRings});
+    auto shim =
+        ShimProcess::start({.config = {{"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}}, .cpus = kRings});
     const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"batch:60", "batch:60", "batch:30"});
     INFO(run.output());
     CHECK(run.get("batch", "emitted_out", 0) == "60");

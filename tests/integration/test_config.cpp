@@ -72,8 +72,7 @@ TEST_CASE("config: unknown keys are ignored without a self-event", "[config]") {
     CHECK(errno_name(emit("big", msgpack_of_size(3000))) == "ENOSPC");  // the valid key next to it applied
 }
 
-TEST_CASE("config: a late configuration swaps the boot rings under a reader without loss or duplicate",
-          "[config]") {
+TEST_CASE("config: a late configuration swaps the boot rings under a reader without loss or duplicate", "[config]") {
     auto shim = ShimProcess::start(
         {.config = {{"BufferCapacity", 131072}, {"ConfigDelayMs", 500}}, .cpus = 1, .wait_configured = false});
     // Boot rings (§6.1.3 step 1): attachable at once, compiled-in capacity, generation 1.

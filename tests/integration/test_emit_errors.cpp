@@ -94,9 +94,9 @@ TEST_CASE("emit EAGAIN: only emitted events are charged — failed validations c
     CHECK(run.get("emit-invalid", "other") == "-");
     CHECK(run.get("batch", "err", 0) == "EINVAL");  // entry 50 invalid: 50 emitted, 50 charged
     CHECK(run.get("batch", "emitted_out", 0) == "50");
-    CHECK(run.get("batch", "rc", 1) == "0");        // so 50 tokens are left
+    CHECK(run.get("batch", "rc", 1) == "0");  // so 50 tokens are left
     CHECK(run.get("batch", "emitted_out", 1) == "50");
-    CHECK(run.get("emit", "err") == "EAGAIN");      // and then none
+    CHECK(run.get("emit", "err") == "EAGAIN");  // and then none
     require_no_sequence_gap(kRings, 100);
 }
 
@@ -131,11 +131,11 @@ TEST_CASE("emit EINVAL: a type that is not valid UTF-8", "[emit-errors]") {
 TEST_CASE("emit EINVAL: a payload that is not exactly one msgpack value", "[emit-errors]") {
     auto shim = ShimProcess::start({.cpus = kRings});
     const std::vector<std::vector<uint8_t>> invalid{
-        {0xc1},              // never-used byte
-        {0x92, 0x01},        // array of 2 with one element
-        {0xa5, 'a', 'b'},    // string shorter than its length
-        {0x01, 0x02},        // two values
-        {},                  // no value at all
+        {0xc1},            // never-used byte
+        {0x92, 0x01},      // array of 2 with one element
+        {0xa5, 'a', 'b'},  // string shorter than its length
+        {0x01, 0x02},      // two values
+        {},                // no value at all
     };
     for (const auto& payload : invalid) {
         INFO("payload of " << payload.size() << " bytes");
@@ -193,8 +193,7 @@ TEST_CASE("emit ENOSPC: an event larger than MaxEventSize", "[emit-errors]") {
 }
 
 TEST_CASE("emit ENOSPC: an event larger than half the ring capacity", "[emit-errors]") {
-    auto shim = ShimProcess::start(
-        {.config = {{"BufferCapacity", 65536}, {"MaxEventSize", 4194304}}, .cpus = kRings});
+    auto shim = ShimProcess::start({.config = {{"BufferCapacity", 65536}, {"MaxEventSize", 4194304}}, .cpus = kRings});
     REQUIRE(attach_capacity(0) == 65536);
     const std::string type = "half";
     const size_t fits = 32768 - kIdentityOverhead - type.size();

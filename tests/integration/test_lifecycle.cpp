@@ -55,8 +55,7 @@ TEST_CASE("lifecycle: SIGINT ends the shim with exit status 0 while clients are 
     CHECK(describe_status(*status) == "exit 0");
 }
 
-TEST_CASE("lifecycle: a second shim on the same socket refuses to start and the first keeps serving",
-          "[lifecycle]") {
+TEST_CASE("lifecycle: a second shim on the same socket refuses to start and the first keeps serving", "[lifecycle]") {
     auto first = ShimProcess::start({.cpus = 1});
     ShimProcess second(ShimOptions{.cpus = 1, .socket_path = first->socket_path()});
     const auto status = second.wait_exit(std::chrono::seconds(10));
@@ -134,13 +133,14 @@ TEST_CASE("lifecycle: a reader waiting on a ring wakes when the shim stops and n
     const kmes::WaitResult woke = reader->wait(std::chrono::seconds(10));
     const auto waited = std::chrono::steady_clock::now() - started;
     stopper.join();
-    CHECK(woke != kmes::WaitResult::TimedOut);
+    CHECK(woke != kmes::WaitResult::timed_out);
     CHECK(waited < std::chrono::seconds(5));
 
     // The old ring is drained; re-attaching finds no shim: an error, not an endless empty ring.
     auto after = reader->next();
     REQUIRE_FALSE(after.ok());
-    CHECK((after.error().code == kmes::ErrorCode::not_found || after.error().code == kmes::ErrorCode::connection_refused));
+    CHECK((after.error().code == kmes::ErrorCode::not_found ||
+           after.error().code == kmes::ErrorCode::connection_refused));
 }
 
 TEST_CASE("lifecycle: a reader refuses to resume on the rings of a restarted shim (new boot id)", "[lifecycle]") {

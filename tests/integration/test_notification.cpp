@@ -10,7 +10,7 @@ using namespace kmes::it;
 
 TEST_CASE("notification: a reader asleep in wait(2 s) wakes when another process emits", "[notification]") {
     auto shim = ShimProcess::start({.config = {{"EmitGroup", kEmitGid}}, .cpus = 1});
-    auto reader = kmes::RingReader::open(0, {.start = kmes::StartAt::End});
+    auto reader = kmes::RingReader::open(0, {.start = kmes::StartAt::end});
     REQUIRE(reader.ok());
     const auto emitter = GENERATE(as<std::string>{}, "root", "nobody");
     INFO("emitter " << emitter);
@@ -22,7 +22,7 @@ TEST_CASE("notification: a reader asleep in wait(2 s) wakes when another process
     const auto waited = std::chrono::steady_clock::now() - start;
     const ProbeRun run = probe.finish();
     INFO(run.output());
-    CHECK(result == kmes::WaitResult::Woken);
+    CHECK(result == kmes::WaitResult::woken);
     CHECK(reader->stats().sleeps == 1);
     CHECK(waited < std::chrono::seconds(2));
     const auto events = drain(*reader);
@@ -32,7 +32,7 @@ TEST_CASE("notification: a reader asleep in wait(2 s) wakes when another process
 
 TEST_CASE("notification: a reader whose ring stays empty times out", "[notification]") {
     auto shim = ShimProcess::start({.cpus = 2});
-    auto reader = kmes::RingReader::open(1, {.start = kmes::StartAt::End});
+    auto reader = kmes::RingReader::open(1, {.start = kmes::StartAt::end});
     REQUIRE(reader.ok());
-    CHECK(reader->wait(std::chrono::milliseconds(100)) == kmes::WaitResult::TimedOut);
+    CHECK(reader->wait(std::chrono::milliseconds(100)) == kmes::WaitResult::timed_out);
 }

@@ -89,11 +89,11 @@ TEST_CASE("permissions: a consumer writing into the data region is killed by SIG
     CHECK_FALSE(run.has_line("write-data ok=1"));
 }
 
-TEST_CASE("permissions: mprotect cannot make the producer page or the data region writable (EACCES)",
-          "[permissions]") {
+TEST_CASE("permissions: mprotect cannot make the producer page or the data region writable (EACCES)", "[permissions]") {
     auto shim = ShimProcess::start(with_groups());
     SECTION("as a group member") {
-        const ProbeRun run = run_probe(as_nobody({kAttachGid}), {"attach:0", "map", "mprotect-producer", "mprotect-data"});
+        const ProbeRun run =
+            run_probe(as_nobody({kAttachGid}), {"attach:0", "map", "mprotect-producer", "mprotect-data"});
         INFO(run.output());
         REQUIRE(run.get("map", "ok") == "1");
         CHECK(run.get("mprotect-producer", "err") == "EACCES");

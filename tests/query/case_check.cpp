@@ -17,8 +17,8 @@ std::optional<std::string> check_outcome(const QueryCase& c, const RunResult& r)
     report << c.file << ":" << c.line << (c.user.empty() ? "" : " (as " + c.user + ")") << "\n  query: " << c.text
            << "\n";
     auto got = [&] {
-        report << "  got: exit " << r.exit_code << (r.timed_out ? " (timed out)" : "") << "\n  stdout:\n" << r.out
-               << "  stderr: " << r.err << "\n";
+        report << "  got: exit " << r.exit_code << (r.timed_out ? " (timed out)" : "") << "\n  stdout:\n"
+               << r.out << "  stderr: " << r.err << "\n";
         return report.str();
     };
     if (c.kind == QueryCase::Kind::error) {
@@ -26,7 +26,8 @@ std::optional<std::string> check_outcome(const QueryCase& c, const RunResult& r)
         if (err.rfind("eventctl: ", 0) == 0) err.erase(0, 10);
         const bool matches = c.error_substring ? err.find(c.error) != std::string::npos : err == c.error;
         if (r.exit_code == 1 && r.out.empty() && matches) return std::nullopt;
-        report << "  expected: exit 1, no stdout, stderr " << (c.error_substring ? "containing: " : "") << c.error << "\n";
+        report << "  expected: exit 1, no stdout, stderr " << (c.error_substring ? "containing: " : "") << c.error
+               << "\n";
         return got();
     }
     std::vector<nlohmann::json> records;

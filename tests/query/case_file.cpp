@@ -46,9 +46,12 @@ std::vector<QueryCase> parse_case_file(const std::string& path) {
             continue;
         }
         QueryCase c;
-        if (line.rfind("query ", 0) == 0) c.kind = QueryCase::Kind::query;
-        else if (line.rfind("error ", 0) == 0) c.kind = QueryCase::Kind::error;
-        else fail(i, "expected `query`, `error`, `user` or a comment, found: " + line);
+        if (line.rfind("query ", 0) == 0)
+            c.kind = QueryCase::Kind::query;
+        else if (line.rfind("error ", 0) == 0)
+            c.kind = QueryCase::Kind::error;
+        else
+            fail(i, "expected `query`, `error`, `user` or a comment, found: " + line);
         c.file = base;
         c.line = int(i + 1);
         c.user = user;

@@ -24,10 +24,10 @@ namespace eventd::query_it {
 
 struct QueryCase {
     enum class Kind { query, error } kind = Kind::query;
-    std::string file;   // base name, for messages
-    int line = 0;       // line of the query
-    std::string user;   // "" = root
-    std::string text;   // the query as passed to eventctl
+    std::string file;                     // base name, for messages
+    int line = 0;                         // line of the query
+    std::string user;                     // "" = root
+    std::string text;                     // the query as passed to eventctl
     std::vector<nlohmann::json> records;  // Kind::query
     std::string error;                    // Kind::error
     bool error_substring = false;         // "~ " prefix

@@ -78,8 +78,10 @@ void Child::pump(int timeout_ms) {
     for (int i = 0; i < 2; ++i) {
         if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         const ssize_t n = read(p[i].fd, buffer, sizeof buffer);
-        if (n > 0) (i == 0 ? out_ : err_).append(buffer, size_t(n));
-        else if (n == 0) (i == 0 ? out_closed_ : err_closed_) = true;
+        if (n > 0)
+            (i == 0 ? out_ : err_).append(buffer, size_t(n));
+        else if (n == 0)
+            (i == 0 ? out_closed_ : err_closed_) = true;
     }
 }
 
@@ -128,7 +130,8 @@ RunResult Child::finish(std::chrono::milliseconds timeout) {
     return r;
 }
 
-RunResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout, const std::string& stdin_text) {
+RunResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                      const std::string& stdin_text) {
     if (stdin_text.empty()) {
         Child child(argv);
         return child.finish(timeout);
@@ -137,7 +140,8 @@ RunResult run_command(const std::vector<std::string>& argv, std::chrono::millise
     char path[] = "/tmp/eventctl-stdin-XXXXXX";
     const int fd = mkstemp(path);
     if (fd < 0) throw std::runtime_error("mkstemp failed");
-    if (write(fd, stdin_text.data(), stdin_text.size()) != ssize_t(stdin_text.size())) throw std::runtime_error("write failed");
+    if (write(fd, stdin_text.data(), stdin_text.size()) != ssize_t(stdin_text.size()))
+        throw std::runtime_error("write failed");
     close(fd);
     chmod(path, 0644);
     std::vector<std::string> shell{"/bin/sh", "-c", "exec \"$@\" < \"$0\"", path};

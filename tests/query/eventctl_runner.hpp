@@ -13,7 +13,7 @@
 namespace eventd::query_it {
 
 struct RunResult {
-    int exit_code = -1;     // -1: killed after the timeout (or by a signal)
+    int exit_code = -1;  // -1: killed after the timeout (or by a signal)
     std::string out;
     std::string err;
     bool timed_out = false;
@@ -21,7 +21,7 @@ struct RunResult {
 
 // A local user to run as; nullopt = this process (root).
 struct RunAs {
-    std::string user;   // name (setpriv --init-groups needs it to find the supplementary groups)
+    std::string user;  // name (setpriv --init-groups needs it to find the supplementary groups)
     uid_t uid = 0;
     gid_t gid = 0;
 };

@@ -72,7 +72,10 @@ int64_t timestamp(const std::string& text, int64_t now) {
         size_t used = 0;
         const int64_t n = std::stoll(text.substr(from + 1), &used);
         const char unit = text.at(from + 1 + used);
-        const int64_t scale = unit == 's' ? kSecond : unit == 'm' ? 60 * kSecond : unit == 'h' ? 3600 * kSecond : 86400 * kSecond;
+        const int64_t scale = unit == 's'   ? kSecond
+                              : unit == 'm' ? 60 * kSecond
+                              : unit == 'h' ? 3600 * kSecond
+                                            : 86400 * kSecond;
         return sign * n * scale;
     };
     if (text.rfind("now", 0) == 0) return now + offset(3);
@@ -93,8 +96,9 @@ std::string fixture_path() {
 
 FixtureInfo build_fixture_store(const std::string& store_dir) {
     FixtureInfo info;
-    info.built_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
+    info.built_at =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     std::filesystem::create_directories(store_dir);
     std::ifstream in(fixture_path());
     if (!in) throw std::runtime_error("cannot read " + fixture_path());
@@ -111,7 +115,9 @@ FixtureInfo build_fixture_store(const std::string& store_dir) {
             auto& db = shards[shard];
             if (!db) {
                 auto opened = store::ShardDb::open(store_dir, shard);
-                if (!opened) throw std::runtime_error("cannot create shard " + std::to_string(shard) + ": " + opened.error().message);
+                if (!opened)
+                    throw std::runtime_error("cannot create shard " + std::to_string(shard) + ": " +
+                                             opened.error().message);
                 db = std::move(*opened);
                 if (auto s = db->begin(); !s) throw std::runtime_error(s.error().message);
             }
@@ -127,8 +133,10 @@ FixtureInfo build_fixture_store(const std::string& store_dir) {
                 row.true_token = guid(e.value("true", kTrueToken));
                 row.process = guid(e.value("proc", kProcess));
             }
-            if (e.contains("payload_hex")) row.payload = hex_bytes(e["payload_hex"]);
-            else if (!e.at("payload").is_null()) row.payload = json::to_msgpack(with_binaries(e["payload"]));
+            if (e.contains("payload_hex"))
+                row.payload = hex_bytes(e["payload_hex"]);
+            else if (!e.at("payload").is_null())
+                row.payload = json::to_msgpack(with_binaries(e["payload"]));
             if (auto s = db->insert(row); !s) throw std::runtime_error(s.error().message);
             ++info.events;
         } catch (const std::exception& ex) {
@@ -136,13 +144,15 @@ FixtureInfo build_fixture_store(const std::string& store_dir) {
         }
     }
     for (auto& [index, db] : shards)
-        if (auto s = db->commit(); !s) throw std::runtime_error("commit shard " + std::to_string(index) + ": " + s.error().message);
+        if (auto s = db->commit(); !s)
+            throw std::runtime_error("commit shard " + std::to_string(index) + ": " + s.error().message);
     return info;
 }
 
 void add_filler_shard(const std::string& store_dir, uint32_t shard, uint64_t rows) {
     auto opened = store::ShardDb::open(store_dir, shard);
-    if (!opened) throw std::runtime_error("cannot create shard " + std::to_string(shard) + ": " + opened.error().message);
+    if (!opened)
+        throw std::runtime_error("cannot create shard " + std::to_string(shard) + ": " + opened.error().message);
     auto& db = *opened;
     if (auto s = db->begin(); !s) throw std::runtime_error(s.error().message);
     store::EventRow row;

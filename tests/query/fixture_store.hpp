@@ -15,8 +15,8 @@
 namespace eventd::query_it {
 
 struct FixtureInfo {
-    size_t events = 0;      // rows written
-    int64_t built_at = 0;   // "now" of the relative timestamps (ns since the epoch)
+    size_t events = 0;     // rows written
+    int64_t built_at = 0;  // "now" of the relative timestamps (ns since the epoch)
 };
 
 // Write the fixture into `store_dir` (created if missing; must not hold shard files yet).

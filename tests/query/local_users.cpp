@@ -28,7 +28,8 @@ bool member(const char* group_name, const char* user) {
 
 void ensure_test_users() {
     if (!getgrnam("eventd-auditors")) run("groupadd --system eventd-auditors");
-    if (!getpwnam("eventd-adm")) run("useradd --system --no-create-home --shell /usr/sbin/nologin --groups adm eventd-adm");
+    if (!getpwnam("eventd-adm"))
+        run("useradd --system --no-create-home --shell /usr/sbin/nologin --groups adm eventd-adm");
     if (!getpwnam("eventd-auditor"))
         run("useradd --system --no-create-home --shell /usr/sbin/nologin --groups eventd-auditors eventd-auditor");
     if (!member("adm", "eventd-adm")) run("usermod -a -G adm eventd-adm");

@@ -63,7 +63,8 @@ void QueryEnv::reload(const nlohmann::json& overrides, const std::string& change
         const std::string log = eventd_->log();
         for (size_t at = log.find(marker); at != std::string::npos; at = log.find(marker, at + 1)) ++n;
         if (n > before) return;
-        if (std::chrono::steady_clock::now() > deadline) FAIL("eventd did not log \"" << marker << "\" after SIGHUP; log:\n" << log);
+        if (std::chrono::steady_clock::now() > deadline)
+            FAIL("eventd did not log \"" << marker << "\" after SIGHUP; log:\n" << log);
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 }

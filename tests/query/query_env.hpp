@@ -23,7 +23,7 @@ struct EnvOptions {
     nlohmann::json eventd = nlohmann::json::object();  // eventd.json overrides (null removes a key)
     bool fixture = true;                               // build the fixture store first
     uint32_t cpus = 2;
-    uint64_t filler_rows = 0;                          // add_filler_shard(store, 3, n) when > 0
+    uint64_t filler_rows = 0;  // add_filler_shard(store, 3, n) when > 0
 };
 
 class QueryEnv {
@@ -41,8 +41,7 @@ public:
 
     // eventctl --socket <sock> --format <format> QUERY, as `as` (root when nullopt).
     RunResult query(const std::string& text, const std::optional<RunAs>& as = std::nullopt,
-                    const std::string& format = "jsonl",
-                    std::chrono::milliseconds timeout = std::chrono::seconds(20));
+                    const std::string& format = "jsonl", std::chrono::milliseconds timeout = std::chrono::seconds(20));
     std::vector<std::string> query_argv(const std::string& text, const std::optional<RunAs>& as = std::nullopt,
                                         const std::string& format = "jsonl") const;
 

@@ -33,7 +33,8 @@ int64_t count_as(QueryEnv& env, const std::string& query, const char* user) {
     std::optional<RunAs> as;
     if (user) as = lookup_user(user);
     const RunResult r = env.query(query, as);
-    INFO(query << " as " << (user ? user : "root") << ": exit " << r.exit_code << ", stderr " << r.err << ", stdout " << r.out);
+    INFO(query << " as " << (user ? user : "root") << ": exit " << r.exit_code << ", stderr " << r.err << ", stdout "
+               << r.out);
     if (r.exit_code != 0) return -1;
     const auto records = parse_jsonl(r.out);
     if (records.size() != 1 || !records[0].contains("count")) return -2;

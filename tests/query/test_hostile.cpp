@@ -43,7 +43,9 @@ std::string expect_error_then_close(WireClient& client) {
     return (*frame)["error"].get<std::string>();
 }
 
-EnvOptions hostile_options() { return EnvOptions{.eventd = {{"MaxQueryMessageBytes", 1024}, {"QueryTimeoutMs", 1000}}}; }
+EnvOptions hostile_options() {
+    return EnvOptions{.eventd = {{"MaxQueryMessageBytes", 1024}, {"QueryTimeoutMs", 1000}}};
+}
 
 TEST_CASE("a length above MaxQueryMessageBytes is rejected at once, without reading the body", "[hostile]") {
     QueryEnv env(hostile_options());
@@ -122,7 +124,8 @@ TEST_CASE("bodies that are not a query map get an error frame", "[hostile]") {
         {"a non-string query", json::to_msgpack(json{{"query", 42}})},
         {"a nil query", json::to_msgpack(json{{"query", nullptr}})},
         {"an empty body", {}},
-        {"a map followed by trailing bytes", [] {
+        {"a map followed by trailing bytes",
+         [] {
              auto b = json::to_msgpack(json{{"query", "EVENTS COUNT"}});
              b.push_back(0xc0);
              return b;

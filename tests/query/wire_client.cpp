@@ -64,8 +64,10 @@ bool WireClient::fill(size_t want, Clock::time_point deadline) {
         if (poll(&p, 1, int(left)) <= 0) continue;
         uint8_t chunk[65536];
         const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
-        if (n > 0) buffer_.insert(buffer_.end(), chunk, chunk + n);
-        else if (n == 0 || (errno != EINTR && errno != EAGAIN)) closed_ = true;
+        if (n > 0)
+            buffer_.insert(buffer_.end(), chunk, chunk + n);
+        else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+            closed_ = true;
     }
     return true;
 }
@@ -73,8 +75,8 @@ bool WireClient::fill(size_t want, Clock::time_point deadline) {
 std::optional<nlohmann::json> WireClient::read_frame(std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
     if (!fill(4, deadline)) return std::nullopt;
-    const uint32_t length = uint32_t(buffer_[0]) | uint32_t(buffer_[1]) << 8 | uint32_t(buffer_[2]) << 16 |
-                            uint32_t(buffer_[3]) << 24;
+    const uint32_t length =
+        uint32_t(buffer_[0]) | uint32_t(buffer_[1]) << 8 | uint32_t(buffer_[2]) << 16 | uint32_t(buffer_[3]) << 24;
     if (!fill(4 + size_t(length), deadline)) return std::nullopt;
     std::vector<uint8_t> body(buffer_.begin() + 4, buffer_.begin() + 4 + length);
     buffer_.erase(buffer_.begin(), buffer_.begin() + 4 + length);

@@ -23,7 +23,7 @@ public:
 
     // Raw bytes; false when the peer is gone (EPIPE/ECONNRESET).
     bool send_bytes(const std::vector<uint8_t>& bytes);
-    bool send_frame(const nlohmann::json& body);   // length + msgpack(body)
+    bool send_frame(const nlohmann::json& body);  // length + msgpack(body)
     bool send_query(const std::string& text) { return send_frame({{"query", text}}); }
     static std::vector<uint8_t> frame(const std::vector<uint8_t>& body);
     static std::vector<uint8_t> length_prefix(uint32_t length);

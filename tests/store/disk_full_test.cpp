@@ -37,8 +37,7 @@ void fill(const fs::path& file) {
     FILE* f = std::fopen(file.c_str(), "wb");
     REQUIRE(f != nullptr);
     std::vector<char> chunk(4096, 'x');
-    while (std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size() && std::fflush(f) == 0) {
-    }
+    while (std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size() && std::fflush(f) == 0) {}
     std::fclose(f);
 }
 

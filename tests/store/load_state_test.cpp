@@ -78,8 +78,9 @@ TEST_CASE("foreign databases are skipped silently, unreadable files are listed",
     {
         // eventd-meta.db is never read, even if it had a table of that name.
         RawDb meta(dir / "eventd-meta.db", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-        meta.exec("CREATE TABLE sequence_state (boot_id BLOB, cpu_id INTEGER, first_sequence INTEGER, "
-                  "last_sequence INTEGER)");
+        meta.exec(
+            "CREATE TABLE sequence_state (boot_id BLOB, cpu_id INTEGER, first_sequence INTEGER, "
+            "last_sequence INTEGER)");
         meta.exec("INSERT INTO sequence_state VALUES (zeroblob(16), 0, 1, 1000)");
     }
     write_file(dir / "shard-0001.db", std::string(4096, '\x33'));

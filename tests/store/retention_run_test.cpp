@@ -49,7 +49,8 @@ struct Shards {
     std::vector<uint64_t> timestamps(uint32_t i) {
         RawDb raw(dir / eventd::store::shard_file_name(i));
         std::vector<uint64_t> out;
-        for (const auto& row : raw.rows("SELECT timestamp FROM events ORDER BY timestamp")) out.push_back(std::stoull(row[0]));
+        for (const auto& row : raw.rows("SELECT timestamp FROM events ORDER BY timestamp"))
+            out.push_back(std::stoull(row[0]));
         return out;
     }
 

@@ -166,8 +166,9 @@ TEST_CASE("ranges of different CPUs and boots are kept apart", "[write]") {
     commit_range(*db, guid(0xb1), 0, 11, 20);
     RawDb raw(dir / "shard-0000.db");
     CHECK(raw.rows("SELECT hex(boot_id), cpu_id, first_sequence, last_sequence FROM sequence_state "
-                   "ORDER BY boot_id, cpu_id") ==
-          Rows{{hex(guid(0xb0)), "0", "1", "10"}, {hex(guid(0xb0)), "1", "11", "20"}, {hex(guid(0xb1)), "0", "11", "20"}});
+                   "ORDER BY boot_id, cpu_id") == Rows{{hex(guid(0xb0)), "0", "1", "10"},
+                                                       {hex(guid(0xb0)), "1", "11", "20"},
+                                                       {hex(guid(0xb1)), "0", "11", "20"}});
     CHECK(db->sequence_state().size() == 3);
 }
 

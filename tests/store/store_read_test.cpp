@@ -78,9 +78,17 @@ TEST_CASE("extract path syntax", "[store-read]") {
 }
 
 TEST_CASE("extract every msgpack type", "[store-read]") {
-    json payload = {{"i", -5}, {"u", 42}, {"big", 18446744073709551615ull}, {"f", 1.25},
-                    {"s", "héllo"}, {"t", true}, {"fa", false}, {"n", nullptr},
-                    {"m", {{"x", 1}}}, {"a", {1, 2}}, {"b", json::binary({1, 2, 3})},
+    json payload = {{"i", -5},
+                    {"u", 42},
+                    {"big", 18446744073709551615ull},
+                    {"f", 1.25},
+                    {"s", "héllo"},
+                    {"t", true},
+                    {"fa", false},
+                    {"n", nullptr},
+                    {"m", {{"x", 1}}},
+                    {"a", {1, 2}},
+                    {"b", json::binary({1, 2, 3})},
                     {"e", json::binary({9, 9}, 7)}};
     const auto bytes = pack(payload);
     CHECK(std::get<int64_t>(extract(bytes, "$.i")) == -5);
@@ -115,8 +123,8 @@ TEST_CASE("extract nested paths, siblings and missing keys", "[store-read]") {
     CHECK(std::get<std::string>(extract(bytes, "$.z")) == "last");
     CHECK(is_null(extract(bytes, "$.source.nope")));
     CHECK(is_null(extract(bytes, "$.source.name.more")));  // scalar where a map is needed
-    CHECK(is_null(extract(bytes, "$.list.source")));        // arrays are not walked
-    CHECK(is_null(extract(bytes, "$.name")));               // only the top-level map's keys
+    CHECK(is_null(extract(bytes, "$.list.source")));       // arrays are not walked
+    CHECK(is_null(extract(bytes, "$.name")));              // only the top-level map's keys
     CHECK(is_null(extract(bytes, "$.deep")));
     // Keys are case-sensitive; the first occurrence of a duplicated key wins.
     CHECK(is_null(extract(bytes, "$.Source.name")));
@@ -129,10 +137,10 @@ TEST_CASE("extract from non-map and invalid payloads is NULL", "[store-read]") {
     CHECK(is_null(extract(pack(5), "$.a")));
     CHECK(is_null(extract(pack("text"), "$.a")));
     CHECK(is_null(extract({}, "$.a")));
-    CHECK(is_null(extract({0xc1}, "$.a")));                       // never-used byte
-    CHECK(is_null(extract({0x81, 0xa1, 'a'}, "$.a")));            // truncated
-    CHECK(is_null(extract({0x82, 0xa1, 'a', 0x01}, "$.b")));      // map claims 2 entries
-    CHECK(is_null(extract({0x81, 0x01, 0x02}, "$.a")));           // integer key
+    CHECK(is_null(extract({0xc1}, "$.a")));                   // never-used byte
+    CHECK(is_null(extract({0x81, 0xa1, 'a'}, "$.a")));        // truncated
+    CHECK(is_null(extract({0x82, 0xa1, 'a', 0x01}, "$.b")));  // map claims 2 entries
+    CHECK(is_null(extract({0x81, 0x01, 0x02}, "$.a")));       // integer key
     // The value is found before the garbage: good enough, no error.
     CHECK(std::get<int64_t>(extract({0x82, 0xa1, 'a', 0x07, 0xc1}, "$.a")) == 7);
     const std::string raw = "plain text, not msgpack";
@@ -258,10 +266,10 @@ TEST_CASE("msgpack_extract in SQL", "[store-read]") {
 
 TEST_CASE("shard catalog naming rules", "[store-read]") {
     TempDir dir;
-    for (const char* name : {"shard-0000.db", "shard-0001.db", "shard-0007.db", "shard-12345.db",
-                             "shard-0001.quarantined-1700000000.db", "shard-0002.quarantined-1700000000-2.db",
-                             "shard-0000.db-wal", "shard-0000.db-shm", "eventd-meta.db", "eventd-meta.db-wal",
-                             "other.db", "shard-0003.txt", "shard-.db", "shard-01.db", "notes"}) {
+    for (const char* name :
+         {"shard-0000.db", "shard-0001.db", "shard-0007.db", "shard-12345.db", "shard-0001.quarantined-1700000000.db",
+          "shard-0002.quarantined-1700000000-2.db", "shard-0000.db-wal", "shard-0000.db-shm", "eventd-meta.db",
+          "eventd-meta.db-wal", "other.db", "shard-0003.txt", "shard-.db", "shard-01.db", "notes"}) {
         store_test::write_file(dir / name, "");
     }
     std::filesystem::create_directory(dir / "shard-0009.db");  // a directory is not a shard
@@ -314,8 +322,7 @@ TEST_CASE("read connection: read-only, extract registered, errors name the file"
     CHECK(sqlite3_exec(conn->get(), "DELETE FROM events", nullptr, nullptr, nullptr) != SQLITE_OK);
 
     SECTION("deadline and cancel interrupt a statement") {
-        const char* slow =
-            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+        const char* slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
         auto run_slow = [&] {
             sqlite3_stmt* s = nullptr;
             REQUIRE(sqlite3_prepare_v2(conn->get(), slow, -1, &s, nullptr) == SQLITE_OK);
@@ -390,8 +397,10 @@ json record_of(const std::optional<std::vector<uint8_t>>& payload, bool syntheti
         sqlite3_bind_blob(ins, 9, proc.data(), 16, SQLITE_TRANSIENT);
     }
     sqlite3_bind_text(ins, 6, synthetic ? "synthetic.startup" : "kacs.access", -1, SQLITE_STATIC);
-    if (payload && payload->empty()) sqlite3_bind_zeroblob(ins, 10, 0);  // a null data pointer would bind NULL
-    else if (payload) sqlite3_bind_blob(ins, 10, payload->data(), static_cast<int>(payload->size()), SQLITE_TRANSIENT);
+    if (payload && payload->empty())
+        sqlite3_bind_zeroblob(ins, 10, 0);  // a null data pointer would bind NULL
+    else if (payload)
+        sqlite3_bind_blob(ins, 10, payload->data(), static_cast<int>(payload->size()), SQLITE_TRANSIENT);
     REQUIRE(sqlite3_step(ins) == SQLITE_DONE);
     sqlite3_finalize(ins);
     sqlite3_stmt* sel = nullptr;
@@ -407,9 +416,16 @@ json record_of(const std::optional<std::vector<uint8_t>>& payload, bool syntheti
 }  // namespace
 
 TEST_CASE("full records: header, payload merge, header wins", "[store-read]") {
-    const auto payload = pack({{"user", "alice"}, {"cpu_id", 99}, {"event_type", "spoof"}, {"timestamp", "x"},
-                               {"source", {{"name", "sshd"}}}, {"list", {1, "two"}}, {"f", 2.5},
-                               {"raw", json::binary({1, 2})}, {"ext", json::binary({3}, 5)}, {"nil", nullptr}});
+    const auto payload = pack({{"user", "alice"},
+                               {"cpu_id", 99},
+                               {"event_type", "spoof"},
+                               {"timestamp", "x"},
+                               {"source", {{"name", "sshd"}}},
+                               {"list", {1, "two"}},
+                               {"f", 2.5},
+                               {"raw", json::binary({1, 2})},
+                               {"ext", json::binary({3}, 5)},
+                               {"nil", nullptr}});
     const json r = record_of(payload);
     CHECK(r["boot_id"] == "abababab-abab-abab-abab-abababababab");
     CHECK(r["timestamp"] == 1700000000123456789);
@@ -467,11 +483,13 @@ TEST_CASE("SELECT shapes records", "[store-read]") {
     query::apply_select(r, {header_ref("cpu_id", query::HeaderField::cpu_id), payload_ref("user", {"user"}),
                             payload_ref("source.name", {"source", "name"}), payload_ref("nope", {"nope"}),
                             payload_ref("user.x", {"user", "x"}), payload_ref("source", {"source"})});
-    CHECK(r == json({{"cpu_id", 2}, {"user", "alice"}, {"source.name", "sshd"},
-                     {"source", {{"name", "sshd"}, {"pid", 5}}}}));
+    CHECK(
+        r ==
+        json({{"cpu_id", 2}, {"user", "alice"}, {"source.name", "sshd"}, {"source", {{"name", "sshd"}, {"pid", 5}}}}));
 
     json s = record_of(std::nullopt, true);
-    query::apply_select(s, {header_ref("process_guid", query::HeaderField::process_guid), payload_ref("user", {"user"})});
+    query::apply_select(s,
+                        {header_ref("process_guid", query::HeaderField::process_guid), payload_ref("user", {"user"})});
     CHECK(s == json({{"process_guid", nullptr}}));
 
     // A header field removed by access filtering stays absent.
@@ -507,14 +525,26 @@ TEST_CASE("wire msgpack keeps floats float64", "[store-read]") {
     CHECK(out == std::vector<uint8_t>{0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0});
 
     // Everything else encodes exactly like nlohmann (same smallest forms), so round-trips.
-    json value = {{"records", json::array({
-                      {{"i", -1}, {"j", -33}, {"k", -200}, {"l", -40000}, {"m", -3000000000LL}, {"u", 200},
-                       {"v", 70000}, {"w", 5000000000ULL}, {"s", std::string(40, 'x')}, {"t", std::string(300, 'y')},
-                       {"n", nullptr}, {"b", true}, {"bin", json::binary({1, 2, 3})},
-                       {"e1", json::binary({1}, 1)}, {"e3", json::binary({1, 2, 3}, 255)},
-                       {"arr", json::array({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})},
-                       {"f", 0.1}, {"nan", NAN}}})},
-                  {"status", "ok"}};
+    json value = {
+        {"records", json::array({{{"i", -1},
+                                  {"j", -33},
+                                  {"k", -200},
+                                  {"l", -40000},
+                                  {"m", -3000000000LL},
+                                  {"u", 200},
+                                  {"v", 70000},
+                                  {"w", 5000000000ULL},
+                                  {"s", std::string(40, 'x')},
+                                  {"t", std::string(300, 'y')},
+                                  {"n", nullptr},
+                                  {"b", true},
+                                  {"bin", json::binary({1, 2, 3})},
+                                  {"e1", json::binary({1}, 1)},
+                                  {"e3", json::binary({1, 2, 3}, 255)},
+                                  {"arr", json::array({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})},
+                                  {"f", 0.1},
+                                  {"nan", NAN}}})},
+        {"status", "ok"}};
     out.clear();
     query::to_msgpack_float64(value, out);
     json back = json::from_msgpack(out);

@@ -137,8 +137,7 @@ inline void in_crashing_child(const std::function<bool()>& work) {
         bool ok = false;
         try {
             ok = work();
-        } catch (...) {
-        }
+        } catch (...) {}
         _exit(ok ? 0 : 1);
     }
     int status = 0;

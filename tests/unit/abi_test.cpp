@@ -190,9 +190,12 @@ TEST_CASE("a ring maps as 8192 + 2·capacity bytes with the §5.1.5 protections"
         covered += e.end - e.start;
         const uintptr_t offset = e.start - begin;
         INFO("mapping at offset " << offset << " perms " << e.perms);
-        if (offset < KMES_PAGE_SIZE) CHECK(e.perms == "r--s");               // producer page RO
-        else if (offset < KMES_DATA_OFFSET) CHECK(e.perms == "rw-s");        // consumer page RW
-        else CHECK(e.perms == "r--s");                                        // data RO
+        if (offset < KMES_PAGE_SIZE)
+            CHECK(e.perms == "r--s");  // producer page RO
+        else if (offset < KMES_DATA_OFFSET)
+            CHECK(e.perms == "rw-s");  // consumer page RW
+        else
+            CHECK(e.perms == "r--s");  // data RO
     }
     CHECK(covered == 8192 + 2 * capacity);
 
@@ -224,7 +227,7 @@ TEST_CASE("an event written by the shim has the §2.1.2 header at the documented
     CHECK(le_at<uint32_t>(e, 0) == KMES_BASE_HEADER_SIZE + type_len + 48 + sizeof payload);
     CHECK(le_at<uint32_t>(e, 4) == KMES_BASE_HEADER_SIZE + type_len + 48);
     CHECK(le_at<uint64_t>(e, 8) > 1'600'000'000ull * 1'000'000'000ull);  // CLOCK_REALTIME ns
-    CHECK(le_at<uint64_t>(e, 16) == 1);                                   // sequences start at 1
+    CHECK(le_at<uint64_t>(e, 16) == 1);                                  // sequences start at 1
     CHECK(le_at<uint16_t>(e, 24) == 1);
     CHECK(e[26] == KMES_ORIGIN_USERSPACE);
     CHECK(le_at<uint16_t>(e, 27) == type_len);

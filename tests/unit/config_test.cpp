@@ -72,10 +72,13 @@ RateLimiter::Clock::time_point at(double seconds) {
 // ---- configuration -------------------------------------------------------------------------
 
 TEST_CASE("valid values are applied", "[config]") {
-    const ConfigLoad load = kmes::shim::apply_config(
-        json{{"BufferCapacity", 65536}, {"MaxEventSize", 1024}, {"MaxNestingDepth", 256},
-             {"MaxEmitRatePerProcess", 1000000}, {"Mlock", false}, {"SocketPath", "/run/x.sock"}},
-        previous());
+    const ConfigLoad load = kmes::shim::apply_config(json{{"BufferCapacity", 65536},
+                                                          {"MaxEventSize", 1024},
+                                                          {"MaxNestingDepth", 256},
+                                                          {"MaxEmitRatePerProcess", 1000000},
+                                                          {"Mlock", false},
+                                                          {"SocketPath", "/run/x.sock"}},
+                                                     previous());
     CHECK(load.rejections.empty());
     CHECK_FALSE(load.file_error);
     CHECK(load.config.buffer_capacity == 65536);
@@ -123,8 +126,8 @@ TEST_CASE("an invalid value keeps the previous one and reports key, rejected and
 
 TEST_CASE("BufferCapacity must be a power of two within 64 KiB..256 MiB", "[config]") {
     const ShimConfig before = previous();
-    for (const json& bad : {json(100000), json(65537), json(3 << 20), json(32768), json(0),
-                            json(536870912), json(1ull << 40), json(-65536), json("4M"), json(65536.0)}) {
+    for (const json& bad : {json(100000), json(65537), json(3 << 20), json(32768), json(0), json(536870912),
+                            json(1ull << 40), json(-65536), json("4M"), json(65536.0)}) {
         INFO("BufferCapacity = " << bad.dump());
         const ConfigLoad load = kmes::shim::apply_config(json{{"BufferCapacity", bad}}, before);
         CHECK(load.config.buffer_capacity == before.buffer_capacity);

@@ -30,7 +30,7 @@ TEST_CASE("a reader sleeping in wait() wakes on a write long before its timeout"
     std::atomic<bool> about_to_sleep{false};
     sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
 
-    WaitResult result = WaitResult::TimedOut;
+    WaitResult result = WaitResult::timed_out;
     std::chrono::steady_clock::time_point woke;
     std::thread sleeper([&] {
         result = reader.wait(1s);
@@ -42,7 +42,7 @@ TEST_CASE("a reader sleeping in wait() wakes on a write long before its timeout"
     write_event(*set);
     sleeper.join();
 
-    CHECK((result == WaitResult::Woken || result == WaitResult::DataReady));
+    CHECK((result == WaitResult::woken || result == WaitResult::data_ready));
     CHECK(woke - written < 900ms);  // woken by the write, not by the 1 s timeout
     using Micros = std::chrono::duration<double, std::micro>;
     WARN("wake-up latency " << Micros(woke - written).count() << " µs");
@@ -92,7 +92,7 @@ TEST_CASE("the spec's literal wait order loses a wake-up when the write lands af
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);
     ReaderOptions options;
-    options.wait_order = WaitOrder::SpecLiteral;
+    options.wait_order = WaitOrder::spec_literal;
     RingReader reader = reader_of(*set, 0, options);
     sync::set_callback("RingReader::wait:after_recheck", [&] {
         sync::clear_all();  // once
@@ -100,7 +100,7 @@ TEST_CASE("the spec's literal wait order loses a wake-up when the write lands af
     });
     const auto t0 = std::chrono::steady_clock::now();
     const WaitResult result = reader.wait(300ms);
-    CHECK(result == WaitResult::TimedOut);
+    CHECK(result == WaitResult::timed_out);
     CHECK(ms_since(t0) >= 250);
     CHECK(reader.write_pos_now() != reader.read_pos());  // the event sat there all along
     CHECK(drain_sequences(reader) == std::vector<uint64_t>{1});
@@ -115,7 +115,7 @@ TEST_CASE("the safe wait order sees a write that lands after the counter read", 
         write_event(*set);
     });
     const auto t0 = std::chrono::steady_clock::now();
-    CHECK(reader.wait(5s) == WaitResult::DataReady);  // the final re-check finds it
+    CHECK(reader.wait(5s) == WaitResult::data_ready);  // the final re-check finds it
     CHECK(ms_since(t0) < 4000);
     CHECK(reader.stats().sleeps == 0);
     CHECK(drain_sequences(reader) == std::vector<uint64_t>{1});
@@ -133,7 +133,7 @@ TEST_CASE("the safe wait order returns at once when the write lands just before 
     const auto t0 = std::chrono::steady_clock::now();
     // The producer saw need_wake = 1 and bumped futex_counter past the value read before the
     // re-check, so futex_wait does not sleep.
-    CHECK(reader.wait(5s) == WaitResult::Woken);
+    CHECK(reader.wait(5s) == WaitResult::woken);
     CHECK(ms_since(t0) < 4000);
     CHECK(set->ring(0)->futex_wake_calls() == 1);
     CHECK(drain_sequences(reader) == std::vector<uint64_t>{1});

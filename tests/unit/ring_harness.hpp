@@ -33,8 +33,8 @@ inline constexpr uint32_t kHeaderSize = KMES_BASE_HEADER_SIZE + kType.size() + K
 
 // kmes_map() of a producer ring, without the socket: the consumer's view of it.
 inline Result<RingMapping> map_consumer(const shim::ProducerRing& ring) {
-    auto base = detail::map_ring_region(ring.consumer_producer_fd(), ring.consumer_page_fd(),
-                                        ring.consumer_data_fd(), ring.capacity(), detail::MapAccess::Consumer);
+    auto base = detail::map_ring_region(ring.consumer_producer_fd(), ring.consumer_page_fd(), ring.consumer_data_fd(),
+                                        ring.capacity(), detail::MapAccess::consumer);
     if (!base) return base.error();
     return RingMapping(-1, *base, ring.capacity(), /*owns_mapping=*/true, ring.created_generation());
 }

@@ -151,7 +151,7 @@ TEST_CASE("a reader sleeping on the old ring is woken by the swap", "[swap][noti
 
     std::atomic<bool> about_to_sleep{false};
     sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
-    WaitResult result = WaitResult::DataReady;
+    WaitResult result = WaitResult::data_ready;
     std::chrono::steady_clock::duration slept{};
     std::thread sleeper([&] {
         const auto t0 = std::chrono::steady_clock::now();
@@ -165,7 +165,7 @@ TEST_CASE("a reader sleeping on the old ring is woken by the swap", "[swap][noti
 
     using Millis = std::chrono::duration<double, std::milli>;
     INFO("woken " << Millis(slept).count() << " ms after falling asleep");
-    CHECK(result == WaitResult::Woken);
+    CHECK(result == WaitResult::woken);
     CHECK(slept < std::chrono::seconds(10));
     // The wake-up leads the reader to the new ring.
     write_checked(*set, 2);
@@ -173,8 +173,7 @@ TEST_CASE("a reader sleeping on the old ring is woken by the swap", "[swap][noti
     CHECK(reader.generation() == 2);
 }
 
-TEST_CASE("a reader whose fresh ring is swapped again before it reads the generation still follows",
-          "[swap]") {
+TEST_CASE("a reader whose fresh ring is swapped again before it reads the generation still follows", "[swap]") {
     // Two swaps in quick succession: the reader re-attaches to the ring of the first swap, and
     // the second swap retires that ring before the reader has loaded its generation (§5.1.9.3
     // step 4). The retired ring then shows the same generation as the live one.
@@ -196,9 +195,9 @@ TEST_CASE("a reader whose fresh ring is swapped again before it reads the genera
     REQUIRE(drain_sequences(reader) == std::vector<uint64_t>{1});
 
     REQUIRE(set->resize(2 * kSmallRing).ok());
-    write_checked(*set, 2);  // lands on the ring of the first swap
+    write_checked(*set, 2);                                     // lands on the ring of the first swap
     std::vector<uint64_t> delivered = drain_sequences(reader);  // re-attaches; the second swap happens
-    write_checked(*set, 3);                                       // lands on the ring of the second swap
+    write_checked(*set, 3);                                     // lands on the ring of the second swap
     for (int round = 0; round < 4; ++round)
         for (uint64_t s : drain_sequences(reader)) delivered.push_back(s);
     CHECK(delivered == std::vector<uint64_t>{2, 3});
@@ -227,7 +226,7 @@ TEST_CASE("a reader constructed on a ring that a swap retired after the attach s
 
 TEST_CASE("a reader running through resizes up and down sees every sequence exactly once", "[swap][stress]") {
     const uint64_t total = 200'000;
-    const std::vector<uint64_t> capacities = {2 * kSmallRing, kSmallRing,      16 * kSmallRing, kSmallRing,
+    const std::vector<uint64_t> capacities = {2 * kSmallRing, kSmallRing,     16 * kSmallRing, kSmallRing,
                                               4 * kSmallRing, 2 * kSmallRing, kSmallRing,      8 * kSmallRing};
     auto set = make_ring_set(kSmallRing);
     RingReader reader = reader_of(*set, 0);

@@ -28,10 +28,10 @@ uint64_t events_to_write() {
 
 struct ReaderTally {
     uint64_t delivered = 0;
-    uint64_t corrupt = 0;          // a delivered event whose bytes do not verify
-    uint64_t out_of_order = 0;     // a sequence not greater than the previous one
-    uint64_t gaps = 0;             // skipped sequences (expected: overwritten before read)
-    uint64_t gaps_without_lap = 0; // a gap the reader did not account for as a lap
+    uint64_t corrupt = 0;           // a delivered event whose bytes do not verify
+    uint64_t out_of_order = 0;      // a sequence not greater than the previous one
+    uint64_t gaps = 0;              // skipped sequences (expected: overwritten before read)
+    uint64_t gaps_without_lap = 0;  // a gap the reader did not account for as a lap
     uint64_t errors = 0;
     uint64_t last_sequence = 0;
     ReaderStats stats;
@@ -91,8 +91,10 @@ TEST_CASE("no torn event is ever delivered while the producer overwrites continu
             }
             if (!next.value()) {
                 if (producer_done.load(std::memory_order_acquire) && reader.read_pos() == reader.write_pos_now()) break;
-                if (++idle % 64 == 0) std::this_thread::yield();
-                else _mm_pause();
+                if (++idle % 64 == 0)
+                    std::this_thread::yield();
+                else
+                    _mm_pause();
                 continue;
             }
             const EventView& event = *next.value();
@@ -117,9 +119,8 @@ TEST_CASE("no torn event is ever delivered while the producer overwrites continu
     tally.stats = reader.stats();
 
     WARN("torn-read stress: " << total << " events written in " << seconds << " s; delivered " << tally.delivered
-                              << ", skipped by laps " << tally.gaps << "; laps " << tally.stats.laps
-                              << ", torn_reads " << tally.stats.torn_reads << ", corrupt_skips "
-                              << tally.stats.corrupt_skips);
+                              << ", skipped by laps " << tally.gaps << "; laps " << tally.stats.laps << ", torn_reads "
+                              << tally.stats.torn_reads << ", corrupt_skips " << tally.stats.corrupt_skips);
     REQUIRE(tally.errors == 0);
     CHECK(tally.corrupt == 0);
     CHECK(tally.out_of_order == 0);

@@ -135,7 +135,7 @@ TEST_CASE("valid_msgpack accepts nesting of exactly MaxNestingDepth and rejects 
 
 TEST_CASE("valid_msgpack returns false on a hostile 100000-deep nesting without crashing", "[validation]") {
     CHECK_FALSE(valid(nested_arrays(100'000), 256));
-    CHECK_FALSE(valid(repeat(0x91, 100'000), 256));       // and unterminated
+    CHECK_FALSE(valid(repeat(0x91, 100'000), 256));  // and unterminated
     // Even with no depth limit the walk is iterative: no stack overflow.
     CHECK(valid(nested_arrays(100'000), UINT32_MAX));
     CHECK_FALSE(valid(repeat(0x91, 100'000), UINT32_MAX));
@@ -143,12 +143,12 @@ TEST_CASE("valid_msgpack returns false on a hostile 100000-deep nesting without 
 }
 
 TEST_CASE("valid_msgpack rejects lengths that claim more than the input holds", "[validation]") {
-    CHECK_FALSE(valid({0xdb, 0xff, 0xff, 0xff, 0xff, 'a'}));        // str32 of 4 GiB
-    CHECK_FALSE(valid({0xc6, 0xff, 0xff, 0xff, 0xff}));             // bin32
-    CHECK_FALSE(valid({0xc9, 0xff, 0xff, 0xff, 0xff, 0x01}));       // ext32
-    CHECK_FALSE(valid({0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0}));       // array32 of 4 G items
-    CHECK_FALSE(valid({0xdf, 0xff, 0xff, 0xff, 0xff, 0xc0, 0xc0})); // map32
-    CHECK_FALSE(valid({0x82, 0x01, 0x02, 0x03}));                   // fixmap missing a value
+    CHECK_FALSE(valid({0xdb, 0xff, 0xff, 0xff, 0xff, 'a'}));         // str32 of 4 GiB
+    CHECK_FALSE(valid({0xc6, 0xff, 0xff, 0xff, 0xff}));              // bin32
+    CHECK_FALSE(valid({0xc9, 0xff, 0xff, 0xff, 0xff, 0x01}));        // ext32
+    CHECK_FALSE(valid({0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0}));        // array32 of 4 G items
+    CHECK_FALSE(valid({0xdf, 0xff, 0xff, 0xff, 0xff, 0xc0, 0xc0}));  // map32
+    CHECK_FALSE(valid({0x82, 0x01, 0x02, 0x03}));                    // fixmap missing a value
 }
 
 TEST_CASE("valid_utf8 accepts well-formed text up to U+10FFFF", "[validation]") {
@@ -177,10 +177,10 @@ TEST_CASE("valid_utf8 rejects overlong encodings", "[validation]") {
 }
 
 TEST_CASE("valid_utf8 rejects UTF-16 surrogates", "[validation]") {
-    CHECK_FALSE(valid_utf8("\xed\xa0\x80"));  // U+D800
-    CHECK_FALSE(valid_utf8("\xed\xaf\xbf"));  // U+DBFF
-    CHECK_FALSE(valid_utf8("\xed\xb0\x80"));  // U+DC00
-    CHECK_FALSE(valid_utf8("\xed\xbf\xbf"));  // U+DFFF
+    CHECK_FALSE(valid_utf8("\xed\xa0\x80"));              // U+D800
+    CHECK_FALSE(valid_utf8("\xed\xaf\xbf"));              // U+DBFF
+    CHECK_FALSE(valid_utf8("\xed\xb0\x80"));              // U+DC00
+    CHECK_FALSE(valid_utf8("\xed\xbf\xbf"));              // U+DFFF
     CHECK_FALSE(valid_utf8("\xed\xa0\xbd\xed\xb8\x80"));  // a CESU-8 surrogate pair
 }
 
@@ -199,8 +199,10 @@ TEST_CASE("valid_utf8 rejects truncated sequences and stray continuation bytes",
     CHECK_FALSE(valid_utf8("\xe2\x82"));
     CHECK_FALSE(valid_utf8("\xf0\x9f\x98"));
     CHECK_FALSE(valid_utf8("ab\xf0\x9f"));
-    CHECK_FALSE(valid_utf8("\xc3x"));        // lead byte followed by a non-continuation
+    CHECK_FALSE(valid_utf8("\xc3x"));  // lead byte followed by a non-continuation
     CHECK_FALSE(valid_utf8("\xe2\x82x"));
     CHECK_FALSE(valid_utf8("\x80"));
-    CHECK_FALSE(valid_utf8("a\xbf" "b"));
+    CHECK_FALSE(
+        valid_utf8("a\xbf"
+                   "b"));
 }

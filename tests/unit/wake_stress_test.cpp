@@ -4,7 +4,7 @@
 // data has sat in its ring for more than 100 ms — the symptom of a lost wake-up.
 //
 // KMES_WAKE_CYCLES overrides the number of cycles (default 1 million); KMES_WAKE_ORDER=spec
-// runs it with WaitOrder::SpecLiteral, which should fail (shows the stress has teeth).
+// runs it with WaitOrder::spec_literal, which should fail (shows the stress has teeth).
 #include <catch2/catch.hpp>
 
 #include <immintrin.h>
@@ -112,7 +112,7 @@ TEST_CASE("the watchdog flags a reader asleep while data waits in its ring", "[n
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);
     ReaderOptions options;
-    options.wait_order = WaitOrder::SpecLiteral;
+    options.wait_order = WaitOrder::spec_literal;
     RingReader reader = reader_of(*set, 0, options);
     SleepWatchdog watchdog(reader.mapping(), 100ms);
     sync::set_callback("RingReader::wait:after_recheck", [&] {
@@ -123,7 +123,7 @@ TEST_CASE("the watchdog flags a reader asleep while data waits in its ring", "[n
     const WaitResult result = reader.wait(400ms);
     watchdog.left_wait();
     watchdog.stop();
-    CHECK(result == WaitResult::TimedOut);
+    CHECK(result == WaitResult::timed_out);
     CHECK(watchdog.violations() == 1);
 }
 
@@ -133,7 +133,7 @@ TEST_CASE("a million sleep/wake cycles never leave the reader asleep with unread
     ReaderOptions options;
     // KMES_WAKE_ORDER=spec runs the stress with the spec's literal order, to see it fail.
     const char* order = std::getenv("KMES_WAKE_ORDER");
-    if (order && std::string_view(order) == "spec") options.wait_order = WaitOrder::SpecLiteral;
+    if (order && std::string_view(order) == "spec") options.wait_order = WaitOrder::spec_literal;
     RingReader reader = reader_of(*set, 0, options);
     SleepWatchdog watchdog(reader.mapping(), 100ms);
     std::atomic<uint64_t> delivered{0};
@@ -163,15 +163,24 @@ TEST_CASE("a million sleep/wake cycles never leave the reader asleep with unread
             const uint64_t lag = (rng % 4 == 0) ? 2 : 1;
             for (int spins = 0; delivered.load(std::memory_order_acquire) + lag < s; ++spins) {
                 if (stop.load(std::memory_order_relaxed)) return;
-                if (spins % 64 == 63) std::this_thread::yield();
-                else _mm_pause();
+                if (spins % 64 == 63)
+                    std::this_thread::yield();
+                else
+                    _mm_pause();
             }
             // Random tiny pause: the write lands before, inside or after the reader's wait steps.
             switch ((rng >> 8) % 4) {
-                case 0: break;
-                case 1: busy_wait_ns((rng >> 16) % 200); break;
-                case 2: busy_wait_ns((rng >> 16) % 2'000); break;
-                default: busy_wait_ns((rng >> 16) % 10'000); break;
+                case 0:
+                    break;
+                case 1:
+                    busy_wait_ns((rng >> 16) % 200);
+                    break;
+                case 2:
+                    busy_wait_ns((rng >> 16) % 2'000);
+                    break;
+                default:
+                    busy_wait_ns((rng >> 16) % 10'000);
+                    break;
             }
             write_one(*set, 0, kPayload);
         }
@@ -196,9 +205,12 @@ TEST_CASE("a million sleep/wake cycles never leave the reader asleep with unread
         const WaitResult r = reader.wait(2s);
         watchdog.left_wait();
         ++waits;
-        if (r == WaitResult::Woken) ++woken;
-        else if (r == WaitResult::DataReady) ++data_ready;
-        else ++timed_out;
+        if (r == WaitResult::woken)
+            ++woken;
+        else if (r == WaitResult::data_ready)
+            ++data_ready;
+        else
+            ++timed_out;
         if (watchdog.violations() > 10) break;  // broken: stop early with the evidence
     }
     stop.store(true);

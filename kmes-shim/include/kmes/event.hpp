@@ -32,9 +32,7 @@ public:
         return bytes_.size() >= KMES_BASE_HEADER_SIZE && event_size() == bytes_.size() &&
                header_size() <= event_size() && KMES_BASE_HEADER_SIZE + uint64_t{type_len()} <= header_size();
     }
-    std::string_view type() const {
-        return {reinterpret_cast<const char*>(bytes_.data() + KMES_HDR_TYPE), type_len()};
-    }
+    std::string_view type() const { return {reinterpret_cast<const char*>(bytes_.data() + KMES_HDR_TYPE), type_len()}; }
     // Identity stamps exist when the header has room for them (DESIGN.md §2).
     bool has_identity() const { return header_size() >= KMES_BASE_HEADER_SIZE + type_len() + KMES_IDENTITY_SIZE; }
     Guid effective_token() const { return guid(KMES_IDENTITY_EFFECTIVE_TOKEN); }

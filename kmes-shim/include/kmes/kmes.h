@@ -106,9 +106,9 @@ extern "C" {
 
 /* One entry of kmes_emit_batch (§4.1.3): natural alignment, 32 bytes on x86-64. */
 struct kmes_emit_entry {
-    const char *event_type;
+    const char* event_type;
     uint16_t event_type_len;
-    const void *payload;
+    const void* payload;
     uint32_t payload_len;
 };
 
@@ -119,7 +119,7 @@ struct kmes_emit_entry {
  * NULL), ENOENT/ECONNREFUSED (no shim listening), ENOMEM. Enumerate CPUs 0, 1, … until
  * EINVAL. close(fd) ends the attachment; mappings made from it stay readable.
  */
-int kmes_attach(uint32_t cpu_id, uint64_t *capacity);
+int kmes_attach(uint32_t cpu_id, uint64_t* capacity);
 
 /*
  * kmes_map — map the ring of an attachment with the §5.1.5 layout (KMES_MAP_SIZE bytes).
@@ -128,23 +128,23 @@ int kmes_attach(uint32_t cpu_id, uint64_t *capacity);
  * Returns the base address, or NULL with errno (EINVAL: capacity does not match the
  * attachment's ring; EBADF: fd is not an attachment).
  */
-void *kmes_map(int fd, uint64_t capacity);
+void* kmes_map(int fd, uint64_t capacity);
 
 /* kmes_unmap — release a mapping made by kmes_map. 0 or -1/errno. */
-int kmes_unmap(void *base, uint64_t capacity);
+int kmes_unmap(void* base, uint64_t capacity);
 
 /*
  * kmes_emit — emit one event (§4.1.2) on the ring of the CPU the calling thread runs on.
  * 0, or -1 with errno: EPERM, EAGAIN, EINVAL, EFAULT, ENOSPC, ENOMEM, or a socket errno
  * (ENOENT/ECONNREFUSED) when no shim runs.
  */
-int kmes_emit(const char *type, uint16_t type_len, const void *payload, uint32_t payload_len);
+int kmes_emit(const char* type, uint16_t type_len, const void* payload, uint32_t payload_len);
 
 /*
  * kmes_emit_batch — emit 1..256 events with one timestamp (§4.1.3). On a failing entry N
  * entries 0..N-1 are emitted, *emitted_out = N, and errno describes entry N.
  */
-int kmes_emit_batch(const struct kmes_emit_entry *entries, uint32_t count, uint32_t *emitted_out);
+int kmes_emit_batch(const struct kmes_emit_entry* entries, uint32_t count, uint32_t* emitted_out);
 
 /* kmes_boot_id — the KMES boot id of the running shim (16 random bytes per shim start). */
 int kmes_boot_id(uint8_t out[16]);

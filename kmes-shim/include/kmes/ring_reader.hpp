@@ -58,18 +58,18 @@ private:
     Guid boot_id_{};
 };
 
-enum class StartAt { Tail, End };  // oldest surviving event, or only events written from now on
+enum class StartAt { tail, end };  // oldest surviving event, or only events written from now on
 
-enum class WaitResult { DataReady, Woken, TimedOut };
+enum class WaitResult { data_ready, woken, timed_out };
 
 // Order of the notification handshake. Only tests use SpecLiteral, to show the lost wake-up
 // of PSD-003 §5.1.9.2 read literally (DESIGN.md §7).
-enum class WaitOrder { Safe, SpecLiteral };
+enum class WaitOrder { safe, spec_literal };
 
 struct ReaderOptions {
-    StartAt start = StartAt::Tail;
+    StartAt start = StartAt::tail;
     uint32_t spin_iterations = 0;  // optional short spin re-checking write_pos before sleeping
-    WaitOrder wait_order = WaitOrder::Safe;
+    WaitOrder wait_order = WaitOrder::safe;
     // How to get a fresh mapping of this CPU after a generation change; default kmes_attach.
     std::function<Result<RingMapping>(uint32_t cpu)> reattach;
 };
@@ -83,7 +83,7 @@ struct ReaderStats {
     uint64_t torn_reads = 0;     // copies discarded by the step-5 re-check
     uint64_t corrupt_skips = 0;  // invalid event_size → jump to write_pos (step 6)
     uint64_t generation_changes = 0;
-    uint64_t sleeps = 0;         // futex_wait calls
+    uint64_t sleeps = 0;  // futex_wait calls
 };
 
 class RingReader {
