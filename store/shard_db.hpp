@@ -1,9 +1,8 @@
 // One shard database (PSD-008 §3.1–§3.2): `shard-NNNN.db` in EventStorePath, WAL,
 // synchronous=FULL, the §3.1 schema, plus this implementation's `sequence_state` table.
 //
-//   events(id INTEGER PRIMARY KEY, boot_id BLOB NOT NULL, timestamp INTEGER NOT NULL,
-//          cpu_id INTEGER, sequence INTEGER, origin_class INTEGER, event_type TEXT NOT NULL,
-//          effective_token_guid BLOB, true_token_guid BLOB, process_guid BLOB, payload BLOB)
+//   events(…)                                            -- the columns: event_columns.hpp,
+//                                                           drawn and listed there once
 //   idx_events_timestamp ON events(timestamp)            -- the only index at creation (§3.1.3)
 //   metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL)  -- schema_version '1', created_at ISO 8601
 //   sequence_state(boot_id BLOB NOT NULL, cpu_id INTEGER NOT NULL,
