@@ -30,6 +30,7 @@
 
 #include "cli.hpp"
 #include "kmes/guid.hpp"
+#include "store/event_columns.hpp"
 #include "store/shard_db.hpp"
 
 namespace fs = std::filesystem;
@@ -42,10 +43,6 @@ constexpr uint32_t kCpus = 4;
 constexpr uint64_t kSpanNs = 24ull * 3600 * 1'000'000'000;
 constexpr size_t kBatchRows = 200'000;
 constexpr size_t kPoolPerType = 2048;
-
-constexpr const char* kInsert =
-    "INSERT INTO events (boot_id, timestamp, cpu_id, sequence, origin_class, event_type, "
-    "effective_token_guid, true_token_guid, process_guid, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
 struct Options {
     fs::path out;
@@ -268,7 +265,8 @@ int main(int argc, char** argv) try {
         w.index_sql = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
         sqlite3_finalize(q);
         exec(w.db, "DROP INDEX idx_events_timestamp");
-        check(sqlite3_prepare_v2(w.db, kInsert, -1, &w.insert, nullptr), SQLITE_OK, w.db, "prepare insert");
+        check(sqlite3_prepare_v2(w.db, eventd::store::insert_event_sql().c_str(), -1, &w.insert, nullptr), SQLITE_OK,
+              w.db, "prepare insert");
         exec(w.db, "BEGIN");
     }
 

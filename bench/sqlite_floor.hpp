@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "store/event_columns.hpp"
 #include "store/event_row.hpp"
 #include "store/shard_db.hpp"
 
@@ -26,11 +27,6 @@ struct FloorResult {
     // Wall time at which each commit returned, and the rows committed by then.
     std::vector<std::pair<double, uint64_t>> progress;
 };
-
-// The INSERT of store/shard_db_open.cpp (§2.4.5), character for character.
-inline constexpr const char* kShardInsert =
-    "INSERT INTO events (boot_id, timestamp, cpu_id, sequence, origin_class, event_type, "
-    "effective_token_guid, true_token_guid, process_guid, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
 inline void check(int rc, int want, sqlite3* db, const char* what) {
     if (rc != want) throw std::runtime_error(std::string("bare loop: ") + what + ": " + sqlite3_errmsg(db));
@@ -50,7 +46,9 @@ inline FloorResult bare_insert_loop(const std::filesystem::path& dir, std::span<
     check(sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr), SQLITE_OK, db, "WAL");
     check(sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr), SQLITE_OK, db, "FULL");
     sqlite3_stmt* stmt = nullptr;
-    check(sqlite3_prepare_v2(db, kShardInsert, -1, &stmt, nullptr), SQLITE_OK, db, "prepare");
+    // The writer's own INSERT (§2.4.5), from store/'s column table.
+    check(sqlite3_prepare_v2(db, eventd::store::insert_event_sql().c_str(), -1, &stmt, nullptr), SQLITE_OK, db,
+          "prepare");
 
     FloorResult result;
     const auto start = std::chrono::steady_clock::now();
