@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/guid_text.hpp"
 #include "daemon.hpp"
 #include "kmes/guid.hpp"
 #include "synthetic.hpp"

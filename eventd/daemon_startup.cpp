@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/guid_text.hpp"
 #include "daemon.hpp"
 #include "kmes/guid.hpp"
 #include "kmes/kmes.h"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "base/guid_text.hpp"
 #include "daemon.hpp"
 #include "kmes/guid.hpp"
 #include "store/shard_snapshot.hpp"

@@ -1,4 +1,5 @@
 // Query text → tokens (PSD-008 §8.1). See lexer.hpp for the token shapes.
+#include "base/guid_text.hpp"
 #include "eventd/query/lexer.hpp"
 
 #include <cerrno>

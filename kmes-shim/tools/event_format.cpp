@@ -1,3 +1,4 @@
+#include "base/guid_text.hpp"
 #include "event_format.hpp"
 
 #include <ctime>

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/guid_text.hpp"
 #include "pipeline.hpp"
 
 using namespace eventd::it;

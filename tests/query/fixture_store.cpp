@@ -1,3 +1,4 @@
+#include "base/guid_text.hpp"
 #include "fixture_store.hpp"
 
 #include <chrono>

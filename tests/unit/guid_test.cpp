@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "base/guid_text.hpp"
 #include "kmes/guid.hpp"
 
 namespace {

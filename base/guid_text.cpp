@@ -1,5 +1,5 @@
-// The GUID text form (kmes/guid.hpp).
-#include "kmes/guid.hpp"
+// The GUID text form (guid_text.hpp).
+#include "base/guid_text.hpp"
 
 namespace kmes {
 namespace {
@@ -31,11 +31,11 @@ std::string guid_text(std::span<const uint8_t, 16> guid) {
     return s;
 }
 
-std::optional<Guid> parse_guid(std::string_view text) {
+std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text) {
     if (text.size() == kGuidTextLength + 2 && text.front() == '{' && text.back() == '}')
         text = text.substr(1, kGuidTextLength);
     if (text.size() != kGuidTextLength) return std::nullopt;
-    Guid out{};
+    std::array<uint8_t, 16> out{};
     std::size_t pos = 0;
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (dash_before(i) && text[pos++] != '-') return std::nullopt;
