@@ -1,5 +1,6 @@
-#include "base/guid_text.hpp"
 #include "synthetic.hpp"
+
+#include "base/guid_text.hpp"
 
 #include <ctime>
 

@@ -1,6 +1,7 @@
 // Query text → tokens (PSD-008 §8.1). See lexer.hpp for the token shapes.
-#include "base/guid_text.hpp"
 #include "eventd/query/lexer.hpp"
+
+#include "base/guid_text.hpp"
 
 #include <cerrno>
 #include <cstdio>

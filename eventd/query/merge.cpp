@@ -1,6 +1,7 @@
 // Shard results combined at the coordinator (PSD-008 §8.6.4); see merge.hpp.
-#include "base/guid_text.hpp"
 #include "eventd/query/merge.hpp"
+
+#include "base/guid_text.hpp"
 
 #include "store/sql_functions.hpp"
 

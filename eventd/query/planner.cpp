@@ -11,8 +11,9 @@
 // - GUID columns take GUID strings (braces optional, any case) compared as 16 bytes;
 // - integer columns take integer, float, time and boolean literals, never strings;
 // - NULL (a missing payload field) matches neither ==, != nor NOT_IN: SQL NULL semantics.
-#include "base/guid_text.hpp"
 #include "eventd/query/planner.hpp"
+
+#include "base/guid_text.hpp"
 
 #include <algorithm>
 #include <cassert>

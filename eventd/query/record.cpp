@@ -1,7 +1,8 @@
 // Record shaping (PSD-008 §8.8): header columns + merged payload, SELECT, and a msgpack
 // writer that keeps floats float64.
-#include "base/guid_text.hpp"
 #include "record.hpp"
+
+#include "base/guid_text.hpp"
 
 #include <algorithm>
 #include <cstring>

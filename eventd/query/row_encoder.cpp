@@ -1,6 +1,7 @@
 // Plain records from rows, direct or through a tree (see row_encoder.hpp).
-#include "base/guid_text.hpp"
 #include "eventd/query/row_encoder.hpp"
+
+#include "base/guid_text.hpp"
 
 #include <string_view>
 

@@ -1,11 +1,12 @@
-#include "base/guid_text.hpp"
 #include "event_format.hpp"
 
 #include <ctime>
 
 #include <fmt/format.h>
 
+#include "base/guid_text.hpp"
 #include "kmes/guid.hpp"
+#include "msgpack/reader.hpp"
 
 namespace kmes::tools {
 
@@ -26,7 +27,8 @@ std::string hex(std::span<const uint8_t> bytes) {
 }
 
 // Human lines show msgpack bin as "hex:…" instead of nlohmann's {"bytes":[…],"subtype":…}.
-// Depth is bounded by from_msgpack's own recursion, which produced the value.
+// Depth is bounded before nlohmann sees the bytes (add_payload): ring payloads from kernel
+// emitters are not validated by the shim, and nlohmann's reader recurses once per level.
 void show_binary_as_hex(nlohmann::ordered_json& value) {
     if (value.is_binary()) {
         value = "hex:" + hex(value.get_binary());
@@ -45,6 +47,15 @@ nlohmann::ordered_json guid_or_null(const EventView& event, const Guid& guid) {
 void add_payload(nlohmann::ordered_json& out, std::span<const uint8_t> payload) {
     if (payload.empty()) {
         out["payload"] = nullptr;
+        return;
+    }
+    // The one msgpack reader checks the nesting first (msgpack::kPayloadMaxDepth, the deepest
+    // payload a valid shim configuration admits): a hostile kernel payload of a million nested
+    // arrays is reported, not decoded on kmes-tail's stack.
+    eventd::msgpack::Reader check(payload, eventd::msgpack::kPayloadMaxDepth);
+    if (auto walked = check.skip(); !walked && eventd::msgpack::is_too_deep(walked.error())) {
+        out["payload_error"] = walked.error().message;
+        out["payload_hex"] = hex(payload);
         return;
     }
     try {

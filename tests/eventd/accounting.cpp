@@ -1,5 +1,6 @@
-#include "base/guid_text.hpp"
 #include "accounting.hpp"
+
+#include "base/guid_text.hpp"
 
 #include <signal.h>
 #include <time.h>

@@ -1,5 +1,6 @@
-#include "base/guid_text.hpp"
 #include "fixture_store.hpp"
+
+#include "base/guid_text.hpp"
 
 #include <chrono>
 #include <cstdlib>
