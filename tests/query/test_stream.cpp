@@ -14,6 +14,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <memory>
+#include <set>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -263,17 +265,24 @@ std::vector<int> open_fds(pid_t pid) {
     return fds;
 }
 
-// How many of `pid`'s descriptors are sockets: what an accepted connection adds. (Counting all
-// descriptors is not enough: a writer's WAL or a reader's file may close at the same moment.)
-size_t open_sockets(pid_t pid) {
-    size_t n = 0;
+// The sockets `pid` holds ("socket:[inode]"). An accepted connection is a socket that was not
+// there before — counting is not enough: another socket (a readiness probe's connection, a
+// closing client) may go away at the same moment.
+std::set<std::string> open_sockets(pid_t pid) {
+    std::set<std::string> sockets;
     for (int fd : open_fds(pid)) {
         char target[64] = {};
         const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
         const ssize_t len = ::readlink(link.c_str(), target, sizeof target - 1);
-        if (len > 0 && std::string_view(target, size_t(len)).starts_with("socket:")) ++n;
+        if (len > 0 && std::string_view(target, size_t(len)).starts_with("socket:")) sockets.insert(target);
     }
-    return n;
+    return sockets;
+}
+
+bool has_new_socket(pid_t pid, const std::set<std::string>& before) {
+    for (const std::string& s : open_sockets(pid))
+        if (!before.count(s)) return true;
+    return false;
 }
 
 // Descriptors of `pid` numbered below `limit`: the process is out of descriptors when all
@@ -288,13 +297,13 @@ TEST_CASE("out of file descriptors at stream set-up: the stream fails with a cle
           "[stream]") {
     QueryEnv env(fast_commits({{"MaxConcurrentQueries", 4096}, {"QueryTimeoutMs", 60000}}));
     const pid_t pid = env.eventd().pid();
-    const size_t idle_sockets = open_sockets(pid);
-    REQUIRE(idle_sockets > 0);
+    const std::set<std::string> idle_sockets = open_sockets(pid);
+    REQUIRE(!idle_sockets.empty());
     WireClient stream(env.socket());  // accepted while descriptors remain; the query comes later
     const auto accepted_deadline = std::chrono::steady_clock::now() + seconds(5);
-    while (open_sockets(pid) <= idle_sockets && std::chrono::steady_clock::now() < accepted_deadline)
+    while (!has_new_socket(pid, idle_sockets) && std::chrono::steady_clock::now() < accepted_deadline)
         std::this_thread::sleep_for(milliseconds(10));
-    REQUIRE(open_sockets(pid) > idle_sockets);
+    REQUIRE(has_new_socket(pid, idle_sockets));
     const std::vector<int> held = open_fds(pid);
 
     // Lower eventd's soft RLIMIT_NOFILE to a little above its highest descriptor, then fill the
