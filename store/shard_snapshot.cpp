@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 struct SnapshotState {
     ShardFile file;
     ReadConnection conn;
-    ReadOptions options;  // the visibility filter lives here: eventd_visible points at it
+    ReadOptions options;     // the visibility filter lives here: eventd_visible points at it
+    detail::StmtPtr max_id;  // prepared at the first begin(), reused by every later one (live feeds)
     int64_t watermark = 0;
     bool in_transaction = false;
 
@@ -130,12 +131,20 @@ kmes::Status ShardSnapshot::begin() {
     s.in_transaction = true;
     // The first read opens the snapshot (a deferred BEGIN takes none): reading the watermark
     // first makes it exactly the snapshot every later statement of this transaction sees.
-    sqlite3_stmt* raw = nullptr;
-    rc = sqlite3_prepare_v2(db, "SELECT max(id) FROM events", -1, &raw, nullptr);
-    detail::StmtPtr max_id(raw);
-    if (rc == SQLITE_OK) rc = sqlite3_step(raw);
-    if (rc != SQLITE_ROW) return s.error(rc);
-    s.watermark = sqlite3_column_int64(raw, 0);  // NULL (empty) → 0
+    if (!s.max_id) {
+        sqlite3_stmt* raw = nullptr;
+        rc = sqlite3_prepare_v2(db, "SELECT max(id) FROM events", -1, &raw, nullptr);
+        s.max_id.reset(raw);
+        if (rc != SQLITE_OK) return s.error(rc);
+    }
+    sqlite3_stmt* max_id = s.max_id.get();
+    rc = sqlite3_step(max_id);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(max_id);
+        return s.error(rc);
+    }
+    s.watermark = sqlite3_column_int64(max_id, 0);  // NULL (empty) → 0
+    sqlite3_reset(max_id);                          // no statement left positioned: end() only has cursors to reset
     return {};
 }
 

@@ -6,8 +6,6 @@
 #include "store/sql_functions.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <limits>
 
 #include "kmes/guid.hpp"

@@ -4,11 +4,8 @@
 // that is not a msgpack map travels as one key `payload` holding its bytes (bin).
 #pragma once
 
-#include <array>
-#include <iterator>
 #include <cstdint>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -21,6 +21,7 @@
 #include "eventd/query/planner.hpp"
 #include "store/read_sql.hpp"
 #include "store/shard_db.hpp"
+#include "unit_util.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -31,26 +32,10 @@ using eventd::access::Policy;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
 using eventd::store::SqlParam;
+using eventd_unit::TempDir;
 using kmes::Guid;
 
 namespace {
-
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "eventd-planner-XXXXXX").string();
-        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
 
 Guid guid(uint8_t fill) {
     Guid g;

@@ -8,8 +8,6 @@
 // The daemon adds its own synthetic.startup/shutdown rows, which this store does not hold: a
 // table whose expectation depends on them is marked by a query that excludes synthetic.* or
 // filters on a column synthetic rows leave NULL, so both runners agree.
-#include <stdlib.h>
-
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
@@ -27,6 +25,7 @@
 #include "eventd/query/executor.hpp"
 #include "eventd/query/parser.hpp"
 #include "fixture_store.hpp"
+#include "tests/eventd_unit/unit_util.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -37,23 +36,6 @@ int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
-
-class StoreDir {
-public:
-    StoreDir() {
-        std::string tmpl = (fs::temp_directory_path() / "eventd-store-cases-XXXXXX").string();
-        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-        path_ = tmpl;
-    }
-    ~StoreDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
 
 // What eventctl would have shown for `text`, run as root against `store`.
 RunResult run_in_process(const fs::path& store, const std::string& text) {
@@ -103,7 +85,7 @@ std::string env_path(const char* name) {
 }
 
 TEST_CASE("every query table gives its exact records or error in-process against the store", "[store-cases]") {
-    StoreDir dir;
+    eventd_unit::TempDir dir;
     build_fixture_store(dir.path().string());
     size_t total = 0, passed = 0;
     for (const std::string& file : case_files(env_path("QUERY_CASES_DIR"))) {
