@@ -137,13 +137,13 @@ std::string pretty_key(std::string_view key) {
 }
 
 kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> value) {
-    msgpack::Reader in(value, msgpack::kRecordMaxDepth);
+    msgpack::Reader in(value, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     if (auto st = append_walked_value<PrettyStyle>(out, in, 0); !st) return st;
     return expect_end(in);
 }
 
 kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record) {
-    msgpack::Reader in(record, msgpack::kRecordMaxDepth);
+    msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();
     if (!pairs) return pairs.error();
     for (uint32_t i = 0; i < pairs.value(); ++i) {

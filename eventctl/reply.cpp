@@ -20,7 +20,7 @@ kmes::Error bad_reply(const std::string& what) {
 kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
     // Depth is counted from each record (skip() from depth 0): the frame's map and array add
     // two levels around records that may use all of kRecordMaxDepth.
-    msgpack::Reader in(frame, msgpack::kRecordMaxDepth);
+    msgpack::Reader in(frame, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);  // records may carry any keys
     auto fields = in.map_header();
     if (!fields) return bad_reply("the frame is not a msgpack map: " + fields.error().message);
     Reply reply;

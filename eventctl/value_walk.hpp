@@ -1,6 +1,7 @@
 // The walk JSON and pretty output share (json_record.hpp, pretty_format.hpp): one msgpack value
 // written as text while reading it — null, true/false and integers the same in both formats,
-// containers as {"key":value,…} and [value,…] with keys written as strings — and the values the
+// containers as {"key":value,…} and [value,…] with keys written as strings (a
+// key that is not a string as the string of its text) — and the values the
 // formats show differently handed to the format's Style:
 //
 //   struct Style {
@@ -60,9 +61,17 @@ kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, 
             out += '{';
             for (uint32_t i = 0; i < item.count; ++i) {
                 if (i > 0) out += ',';
-                auto key = in.string();
-                if (!key) return key.error();
-                Style::string(out, key.value());
+                if (in.next_is_string()) {
+                    auto key = in.string();
+                    if (!key) return key.error();
+                    Style::string(out, key.value());
+                } else {
+                    // A key that is not a string (msgpack allows any): written as the string
+                    // of its own text, 1 → "1", so that JSON output stays JSON.
+                    std::string key;
+                    if (auto st = append_walked_value<Style>(key, in, depth + 1); !st) return st;
+                    Style::string(out, key);
+                }
                 out += ':';
                 if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
             }

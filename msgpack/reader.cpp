@@ -212,7 +212,9 @@ kmes::Status Reader::skip(int depth) {
     if (auto st = check_depth(depth + 1); !st) return st;
     const bool is_map = item->kind == Kind::map;
     for (uint32_t i = 0; i < item->count; ++i) {
-        if (is_map) {
+        if (is_map && keys_ == MapKeys::any) {
+            if (auto st = skip(depth + 1); !st) return st;
+        } else if (is_map) {
             if (!next_is_string())
                 return malformed(pos_, at_end() ? "truncated, expected a string" : "a map key that is not a string");
             if (auto key = string(); !key) return key.error();

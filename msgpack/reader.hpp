@@ -76,10 +76,16 @@ inline constexpr int kPayloadMaxDepth = 256;
 // the header fields with the payload as bytes: it nests no deeper than its payload.
 inline constexpr int kRecordMaxDepth = kPayloadMaxDepth;
 
+// Which map keys skip() accepts. msgpack allows a key of any kind, and stored payloads may
+// use them (a kernel emitter's, a client's {1: "x"}); protocol frames and replies, which
+// nlohmann decodes, must have string keys.
+enum class MapKeys : uint8_t { strings, any };
+
 class Reader {
 public:
     // `max_depth`: the deepest container nesting accepted (see above; at least 1).
-    Reader(std::span<const uint8_t> bytes, int max_depth) : bytes_(bytes), max_depth_(max_depth) {}
+    Reader(std::span<const uint8_t> bytes, int max_depth, MapKeys keys = MapKeys::strings)
+        : bytes_(bytes), max_depth_(max_depth), keys_(keys) {}
 
     std::size_t pos() const { return pos_; }
     bool at_end() const { return pos_ == bytes_.size(); }
@@ -101,7 +107,8 @@ public:
 
     // Skips one value that sits inside `depth` open containers (0: a top-level value), so its
     // own containers open at depth + 1 and beyond. Map keys must be strings at every depth
-    // (what nlohmann's decoder accepts). Recursion is bounded by max_depth.
+    // (what nlohmann's decoder accepts) unless the reader was made with MapKeys::any; then a
+    // key is skipped like any value. Recursion is bounded by max_depth.
     kmes::Status skip(int depth = 0);
 
 private:
@@ -112,6 +119,7 @@ private:
     std::size_t pos_ = 0;
     std::size_t last_item_ = 0;  // where the item next() returned last begins
     int max_depth_;
+    MapKeys keys_;
 };
 
 // Whether `error` (from a Reader) is the too-deep error rather than malformed bytes: the

@@ -3,7 +3,9 @@
 // are skipped — checked, never kept: no tree is built, no key is copied.
 #include "msgpack_extract.hpp"
 
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -20,8 +22,25 @@ namespace {
 // million nested arrays from exhausting the query thread's stack.
 constexpr int kExtractMaxDepth = msgpack::kPayloadMaxDepth;
 
-// The SQL value of the item found at the path (see the table in msgpack_extract.hpp).
-ExtractValue sql_value(const msgpack::Item& item) {
+std::vector<uint8_t> tagged(ExtractedKind kind, std::span<const uint8_t> body) {
+    std::vector<uint8_t> blob;
+    blob.reserve(body.size() + 1);
+    blob.push_back(static_cast<uint8_t>(kind));
+    blob.insert(blob.end(), body.begin(), body.end());
+    return blob;
+}
+
+std::span<const uint8_t> bytes_of(std::string_view text) {
+    return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
+}
+
+// The SQL value of the value `bytes` (exactly one msgpack value, already checked by the walk):
+// the table in msgpack_extract.hpp.
+ExtractValue sql_value(std::span<const uint8_t> bytes) {
+    msgpack::Reader in(bytes, kExtractMaxDepth, msgpack::MapKeys::any);
+    auto found = in.next();
+    if (!found) return ExtractNull{};
+    const msgpack::Item& item = found.value();
     switch (item.kind) {
         case msgpack::Kind::boolean:
             return int64_t{item.boolean ? 1 : 0};
@@ -38,15 +57,106 @@ ExtractValue sql_value(const msgpack::Item& item) {
         case msgpack::Kind::string:
             return std::string(item.bytes);
         case msgpack::Kind::binary:
-            return std::vector<uint8_t>(item.bytes.begin(), item.bytes.end());
-        // ext has no SQL meaning; a map or an array at the path is not a scalar.
+            return tagged(ExtractedKind::binary, bytes_of(item.bytes));
+        // Arrays and maps are present values (issue 10): their whole bytes, tagged.
+        case msgpack::Kind::array:
+            return tagged(ExtractedKind::array, bytes);
+        case msgpack::Kind::map:
+            return tagged(ExtractedKind::map, bytes);
+        // ext has no SQL meaning.
         case msgpack::Kind::nil:
         case msgpack::Kind::ext:
-        case msgpack::Kind::map:
-        case msgpack::Kind::array:
             return ExtractNull{};
     }
     return ExtractNull{};
+}
+
+// --- msgpack_array_has -------------------------------------------------------------------------
+
+// An integer and a float are equal only when the float is exactly that integer.
+bool same_number(int64_t i, double d) {
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != std::trunc(d)) return false;
+    return static_cast<int64_t>(d) == i;
+}
+bool same_number(uint64_t u, double d) {
+    if (!(d >= 0 && d < 18446744073709551616.0) || d != std::trunc(d)) return false;
+    return static_cast<uint64_t>(d) == u;
+}
+
+bool ascii_iequal(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+        if (x != y && std::tolower(x) != std::tolower(y)) return false;
+    }
+    return true;
+}
+
+// One array element against the SQL value x (the equality msgpack_extract.hpp describes).
+bool element_equals(const msgpack::Item& e, sqlite3_value* x) {
+    switch (sqlite3_value_type(x)) {
+        case SQLITE_TEXT:
+            return e.kind == msgpack::Kind::string &&
+                   ascii_iequal(e.bytes, std::string_view(reinterpret_cast<const char*>(sqlite3_value_text(x)),
+                                                          static_cast<size_t>(sqlite3_value_bytes(x))));
+        case SQLITE_INTEGER: {
+            const int64_t v = sqlite3_value_int64(x);
+            switch (e.kind) {
+                case msgpack::Kind::boolean:  // a boolean is the integer 1/0, as msgpack_extract gives it
+                    return v == (e.boolean ? 1 : 0);
+                case msgpack::Kind::int_signed:
+                    return e.signed_value == v;
+                case msgpack::Kind::int_unsigned:
+                    return v >= 0 && e.unsigned_value == static_cast<uint64_t>(v);
+                case msgpack::Kind::float32:
+                case msgpack::Kind::float64:
+                    return same_number(v, e.float_value);
+                default:
+                    return false;
+            }
+        }
+        case SQLITE_FLOAT: {
+            const double v = sqlite3_value_double(x);
+            switch (e.kind) {
+                case msgpack::Kind::int_signed:
+                    return same_number(e.signed_value, v);
+                case msgpack::Kind::int_unsigned:
+                    return same_number(e.unsigned_value, v);
+                case msgpack::Kind::float32:
+                case msgpack::Kind::float64:
+                    return e.float_value == v;
+                default:
+                    return false;
+            }
+        }
+        default:
+            return false;
+    }
+}
+
+bool array_has(std::span<const uint8_t> array, sqlite3_value* x) {
+    msgpack::Reader in(array, kExtractMaxDepth, msgpack::MapKeys::any);
+    auto count = in.array_header();
+    if (!count) return false;
+    for (uint32_t i = 0; i < count.value(); ++i) {
+        const size_t start = in.pos();
+        if (!in.skip(1)) return false;
+        // A container element is read only as far as its header: it never equals a scalar.
+        msgpack::Reader element(array.subspan(start, in.pos() - start), kExtractMaxDepth, msgpack::MapKeys::any);
+        auto item = element.next();
+        if (item && element_equals(item.value(), x)) return true;
+    }
+    return false;
+}
+
+void sql_msgpack_array_has(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+    bool has = false;
+    if (argc == 2 && sqlite3_value_type(argv[0]) == SQLITE_BLOB) {
+        const auto* data = static_cast<const uint8_t*>(sqlite3_value_blob(argv[0]));
+        const auto blob = read_extracted_blob({data, static_cast<size_t>(sqlite3_value_bytes(argv[0]))});
+        if (blob && blob->kind == ExtractedKind::array) has = array_has(blob->body, argv[1]);
+    }
+    sqlite3_result_int(ctx, has ? 1 : 0);
 }
 
 void sql_msgpack_extract(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
@@ -89,7 +199,7 @@ void sql_msgpack_extract(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
             sqlite3_result_text64(ctx, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
         }
         void operator()(const std::vector<uint8_t>& v) const {
-            sqlite3_result_blob64(ctx, v.empty() ? "" : static_cast<const void*>(v.data()), v.size(), SQLITE_TRANSIENT);
+            sqlite3_result_blob64(ctx, v.data(), v.size(), SQLITE_TRANSIENT);  // never empty: tagged
         }
     };
     std::visit(Visitor{ctx}, value);
@@ -117,32 +227,48 @@ std::optional<std::vector<std::string>> parse_extract_path(std::string_view path
     return parts;
 }
 
-ExtractValue msgpack_extract(const uint8_t* data, size_t size, const std::vector<std::string>& path) {
-    if (!data || size == 0 || path.empty()) return ExtractNull{};
-    // Bytes after the payload's first value are not looked at: the walk normally stops early.
-    // Any read error (invalid msgpack, too deep) is NULL, never an SQL error.
-    msgpack::Reader in(std::span<const uint8_t>(data, size), kExtractMaxDepth);
+std::optional<ExtractedBlob> read_extracted_blob(std::span<const uint8_t> blob) {
+    if (blob.empty() || blob[0] < static_cast<uint8_t>(ExtractedKind::binary) ||
+        blob[0] > static_cast<uint8_t>(ExtractedKind::map))
+        return std::nullopt;
+    return ExtractedBlob{static_cast<ExtractedKind>(blob[0]), blob.subspan(1)};
+}
+
+std::optional<std::span<const uint8_t>> locate_path(std::span<const uint8_t> data, const std::vector<std::string>& path,
+                                                    int max_depth) {
+    // Bytes after the value at the path are not looked at: the walk normally stops early.
+    // Any read error (invalid msgpack, too deep) means no value.
+    msgpack::Reader in(data, max_depth, msgpack::MapKeys::any);
     for (size_t level = 0; level < path.size(); ++level) {
-        // The payload itself, then each path component's value, must be a map (the map at
+        // The value itself, then each path component's value, must be a map (the map at
         // `level` opens depth level + 1).
-        if (!in.next_is_map()) return ExtractNull{};
+        const int depth = static_cast<int>(level) + 1;
+        if (!in.next_is_map()) return std::nullopt;
         auto pairs = in.map_header();
-        if (!pairs || !in.check_depth(static_cast<int>(level) + 1)) return ExtractNull{};
+        if (!pairs || !in.check_depth(depth)) return std::nullopt;
         bool found = false;
         for (uint32_t i = 0; i < pairs.value() && !found; ++i) {
-            auto key = in.string();
-            if (!key) return ExtractNull{};
-            if (key.value() == path[level]) {
-                found = true;  // the first occurrence wins
-            } else if (!in.skip(static_cast<int>(level) + 1)) {
-                return ExtractNull{};
+            if (in.next_is_string()) {
+                auto key = in.string();
+                if (!key) return std::nullopt;
+                found = key.value() == path[level];  // the first occurrence wins
+            } else if (!in.skip(depth)) {            // a key that is not a string names no field
+                return std::nullopt;
             }
+            if (!found && !in.skip(depth)) return std::nullopt;
         }
-        if (!found) return ExtractNull{};  // the map ended without the key
+        if (!found) return std::nullopt;  // the map ended without the key
     }
-    auto item = in.next();
-    if (!item) return ExtractNull{};
-    return sql_value(item.value());
+    const size_t start = in.pos();
+    if (!in.skip(static_cast<int>(path.size()))) return std::nullopt;
+    return data.subspan(start, in.pos() - start);
+}
+
+ExtractValue msgpack_extract(const uint8_t* data, size_t size, const std::vector<std::string>& path) {
+    if (!data || size == 0 || path.empty()) return ExtractNull{};
+    const auto value = locate_path({data, size}, path, kExtractMaxDepth);
+    if (!value) return ExtractNull{};
+    return sql_value(*value);
 }
 
 kmes::Status register_msgpack_extract(sqlite3* db) {
@@ -150,8 +276,12 @@ kmes::Status register_msgpack_extract(sqlite3* db) {
 #ifdef SQLITE_INNOCUOUS
     flags |= SQLITE_INNOCUOUS;
 #endif
-    const int rc = sqlite3_create_function_v2(db, "msgpack_extract", 2, flags, nullptr, sql_msgpack_extract, nullptr,
-                                              nullptr, nullptr);
+    int rc = sqlite3_create_function_v2(db, "msgpack_extract", 2, flags, nullptr, sql_msgpack_extract, nullptr, nullptr,
+                                        nullptr);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_create_function_v2(db, "msgpack_array_has", 2, flags, nullptr, sql_msgpack_array_has, nullptr,
+                                        nullptr, nullptr);
+    }
     if (rc != SQLITE_OK) {
         return kmes::Error{EIO, std::string("registering the payload field reader failed: ") + sqlite3_errstr(rc)};
     }

@@ -59,6 +59,7 @@ enum class ReadOp {
     ends_with,
     contains,  // one text value, matched literally (no wildcards)
     glob,      // one text value; `*` matches any run (§8.2.2 type pattern)
+    has,       // one value; payload fields only: an array with an element equal to it
 };
 
 struct Predicate {

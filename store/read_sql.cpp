@@ -160,6 +160,12 @@ void emit_predicate(const Predicate& p, Builder& b) {
         case ReadOp::glob:
             emit_glob(p, b);
             return;
+        case ReadOp::has:
+            b << "msgpack_array_has(";
+            b.field(p.field);
+            b << ", ?)";
+            b.param(p.values.front());
+            return;
         case ReadOp::eq:
         case ReadOp::ne:
         case ReadOp::in:

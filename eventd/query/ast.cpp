@@ -35,6 +35,8 @@ const char* operator_text(CompareOp op) {
             return "IN";
         case CompareOp::not_in:
             return "NOT_IN";
+        case CompareOp::has:
+            return "HAS";
         case CompareOp::is_null:
             return "IS NULL";
         case CompareOp::is_not_null:

@@ -65,6 +65,7 @@ enum class CompareOp {
     contains,     // CONTAINS
     in,           // IN (v, …)
     not_in,       // NOT_IN (v, …)
+    has,          // HAS v: an array field with an element equal to v
     is_null,      // IS NULL
     is_not_null,  // IS NOT NULL
 };

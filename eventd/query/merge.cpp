@@ -34,7 +34,7 @@ bool is_guid_field(const FieldRef& f) { return f.header && is_guid_column(*f.hea
 
 }  // namespace
 
-nlohmann::json to_json(const SqlValue& v, bool guid) {
+nlohmann::json to_json(const SqlValue& v, const FieldRef* field) {
     switch (v.type) {
         case store::ValueType::integer:
             return v.i;
@@ -42,14 +42,19 @@ nlohmann::json to_json(const SqlValue& v, bool guid) {
             return v.d;
         case store::ValueType::text:
             return v.bytes;
-        case store::ValueType::blob:
+        case store::ValueType::blob: {
+            const bool guid = field && is_guid_field(*field);
+            const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(v.bytes.data()), v.bytes.size());
+            if (field && !field->header) return extracted_value(bytes);
             if (guid && v.bytes.size() == 16)
                 return kmes::guid_text(
                     std::span<const uint8_t, 16>(reinterpret_cast<const uint8_t*>(v.bytes.data()), 16));
             return nlohmann::json::binary(std::vector<uint8_t>(v.bytes.begin(), v.bytes.end()));
+        }
         case store::ValueType::null:
             return nullptr;
     }
+    return nullptr;
 }
 
 // --- AggregateMerger ------------------------------------------------------------------------
@@ -215,9 +220,9 @@ std::vector<Record> AggregateMerger::finish() const {
         const Row& row = rows[i];
         Record r = Record::object();
         for (size_t k = 0; k < a.fields.size() && k < row.keys->size(); ++k) {
-            r[a.fields[k].name] = to_json((*row.keys)[k], is_guid_field(a.fields[k]));
+            r[a.fields[k].name] = to_json((*row.keys)[k], &a.fields[k]);
         }
-        if (a.kind != Aggregation::Kind::distinct) r[value_key] = to_json(row.value, false);
+        if (a.kind != Aggregation::Kind::distinct) r[value_key] = to_json(row.value, nullptr);
         select(r);
         out.push_back(std::move(r));
     }

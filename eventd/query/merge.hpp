@@ -24,8 +24,10 @@ namespace eventd::query {
 
 using store::SqlValue;
 
-// The value as a record value: GUID columns (`guid`) as GUID strings, other blobs as binary.
-nlohmann::json to_json(const SqlValue& v, bool guid);
+// A group key (of `field`) or an aggregate value (no field) as a record value: a GUID
+// column's 16 bytes as its string, a payload value's BLOB as the bytes, array or map it holds
+// (record.hpp extracted_value), other blobs as binary.
+nlohmann::json to_json(const SqlValue& v, const FieldRef* field);
 
 class AggregateMerger {
 public:

@@ -33,7 +33,7 @@ namespace {
 constexpr std::string_view kClauses =
     "a clause (SINCE, UNTIL, WHERE, SELECT, SORT, SKIP, TAKE, COUNT, TOP, DISTINCT, GROUP, STREAM)";
 constexpr std::string_view kOperators =
-    "a comparison operator (==, !=, >, >=, <, <=, STARTS_WITH, ENDS_WITH, CONTAINS, IN, NOT_IN, IS)";
+    "a comparison operator (==, !=, >, >=, <, <=, STARTS_WITH, ENDS_WITH, CONTAINS, IN, NOT_IN, HAS, IS)";
 constexpr std::string_view kTime = "a time (such as 1h ago, today, 2026-11-01 or 2026-11-01T12:00:00)";
 constexpr std::string_view kValidDate =
     "a valid UTC date or date-time between 1970-01-01 and 2262-04-11 (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS)";
@@ -405,7 +405,8 @@ private:
 
     static bool is_operator(const Token& t) {
         return t.kind == TokenKind::op || is_keyword(t, "STARTS_WITH") || is_keyword(t, "ENDS_WITH") ||
-               is_keyword(t, "CONTAINS") || is_keyword(t, "IN") || is_keyword(t, "NOT_IN") || is_keyword(t, "IS");
+               is_keyword(t, "CONTAINS") || is_keyword(t, "IN") || is_keyword(t, "NOT_IN") || is_keyword(t, "HAS") ||
+               is_keyword(t, "IS");
     }
 
     kmes::Status comparison(Comparison& c) {
@@ -429,6 +430,8 @@ private:
             c.op = CompareOp::ends_with;
         } else if (is_keyword(op, "CONTAINS")) {
             c.op = CompareOp::contains;
+        } else if (is_keyword(op, "HAS")) {
+            c.op = CompareOp::has;
         } else if (is_keyword(op, "IN") || is_keyword(op, "NOT_IN")) {
             c.op = is_keyword(op, "IN") ? CompareOp::in : CompareOp::not_in;
             advance();

@@ -128,6 +128,8 @@ ReadOp read_op(CompareOp op) {
             return ReadOp::in;
         case CompareOp::not_in:
             return ReadOp::not_in;
+        case CompareOp::has:
+            return ReadOp::has;
         case CompareOp::is_null:
             return ReadOp::is_null;
         case CompareOp::is_not_null:
@@ -215,6 +217,19 @@ kmes::Result<Predicate> check_equality(const Comparison& c) {
     return compare(c.field, read_op(c.op), std::move(params), any_text);
 }
 
+// HAS (array membership): only a payload value can be an array; its element must equal one
+// string (ASCII case ignored) or number (exactly) — store/msgpack_extract.hpp.
+kmes::Result<Predicate> check_membership(const Comparison& c) {
+    if (c.values.size() != 1) return type_error("HAS needs one value");
+    if (kind_of(c.field) != FieldKind::payload) {
+        return type_error("HAS looks for an element of an array; field " + c.field.name +
+                          " is a header field, never an array");
+    }
+    const Literal& v = c.values.front();
+    if (const auto* text = std::get_if<std::string>(&v)) return compare(c.field, ReadOp::has, {SqlParam{*text}});
+    return compare(c.field, ReadOp::has, {*numeric_param(v)});
+}
+
 kmes::Result<Predicate> check_comparison(const Comparison& c) {
     switch (c.op) {
         case CompareOp::is_null:
@@ -234,6 +249,8 @@ kmes::Result<Predicate> check_comparison(const Comparison& c) {
         case CompareOp::in:
         case CompareOp::not_in:
             return check_equality(c);
+        case CompareOp::has:
+            return check_membership(c);
     }
     return type_error("unsupported operator");
 }

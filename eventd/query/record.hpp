@@ -1,11 +1,14 @@
 // Records as clients receive them (PSD-008 §8.8): a flat map of the header fields (GUIDs as
-// strings, boot_id included, NULL → nil) with the payload map's string keys merged as
-// top-level keys — a header name always wins over a payload key of the same name. A payload
-// that is not a msgpack map travels as one key `payload` holding its bytes (bin).
+// strings, boot_id included, NULL → nil) with the payload map's keys merged as top-level
+// keys — a header name always wins over a payload key of the same name; a key that is not a
+// string is named by its text (1 → "1") unless a string key has that text. Nested values stay
+// as they are, maps with keys of any kind included. A payload that is not a msgpack map
+// travels as one key `payload` holding its bytes (bin).
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +19,18 @@
 namespace eventd::query {
 
 using Record = nlohmann::json;  // always an object
+
+// A msgpack value nlohmann cannot hold (a map with a key that is not a string, at any depth)
+// is kept in a record as its bytes: a json binary with this subtype, written back as the
+// value itself by to_msgpack_float64. Ext subtypes are 0–255, so it never meets an ext value.
+inline constexpr std::uint64_t kRawMsgpackSubtype = 0x10000;
+
+// One msgpack value as a record value: a tree, or the raw form above; discarded when the
+// bytes are not exactly one valid value within the payload depth limit.
+nlohmann::json tree_value(std::span<const uint8_t> bytes);
+// A payload value msgpack_extract returned as a BLOB (group keys, DISTINCT values): bytes as
+// binary, an array or map as the value itself (store/msgpack_extract.hpp ExtractedKind).
+nlohmann::json extracted_value(std::span<const uint8_t> blob);
 
 // The full record of a rows/live row (store/read_plan.hpp): the header columns of
 // store/event_columns.hpp in table order, then the payload merged.

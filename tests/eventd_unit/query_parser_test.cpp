@@ -436,7 +436,7 @@ TEST_CASE("malformed queries: position, what was expected, what was found", "[pa
     const std::string clauses =
         "a clause (SINCE, UNTIL, WHERE, SELECT, SORT, SKIP, TAKE, COUNT, TOP, DISTINCT, GROUP, STREAM)";
     const std::string operators =
-        "a comparison operator (==, !=, >, >=, <, <=, STARTS_WITH, ENDS_WITH, CONTAINS, IN, NOT_IN, IS)";
+        "a comparison operator (==, !=, >, >=, <, <=, STARTS_WITH, ENDS_WITH, CONTAINS, IN, NOT_IN, HAS, IS)";
     const std::string time = "a time (such as 1h ago, today, 2026-11-01 or 2026-11-01T12:00:00)";
     const std::string date =
         "a valid UTC date or date-time between 1970-01-01 and 2262-04-11 (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS)";

@@ -1,5 +1,7 @@
 #include "wire_client.hpp"
 
+#include "eventctl/json_record.hpp"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -82,6 +84,13 @@ std::optional<nlohmann::json> WireClient::read_frame(std::chrono::milliseconds t
     buffer_.erase(buffer_.begin(), buffer_.begin() + 4 + length);
     try {
         return nlohmann::json::from_msgpack(body);
+    } catch (...) {}
+    // A record may hold a map whose keys are not strings, which nlohmann refuses: read the
+    // frame as eventctl's JSON output writes it (such keys as strings).
+    std::string text;
+    if (!eventctl::append_json_record(text, body).ok()) return std::nullopt;
+    try {
+        return nlohmann::json::parse(text);
     } catch (...) {
         return std::nullopt;
     }

@@ -98,10 +98,11 @@ TEST_CASE("extract every msgpack type", "[store-read]") {
     CHECK(std::get<std::string>(extract(bytes, "$.s")) == "héllo");
     CHECK(std::get<int64_t>(extract(bytes, "$.t")) == 1);
     CHECK(std::get<int64_t>(extract(bytes, "$.fa")) == 0);
-    CHECK(std::get<std::vector<uint8_t>>(extract(bytes, "$.b")) == std::vector<uint8_t>{1, 2, 3});
+    // Bytes, arrays and maps are tagged BLOBs: the kind byte, then the data or the value's bytes.
+    CHECK(std::get<std::vector<uint8_t>>(extract(bytes, "$.b")) == std::vector<uint8_t>{0x01, 1, 2, 3});
     CHECK(is_null(extract(bytes, "$.n")));
-    CHECK(is_null(extract(bytes, "$.m")));
-    CHECK(is_null(extract(bytes, "$.a")));
+    CHECK(std::get<std::vector<uint8_t>>(extract(bytes, "$.m")) == std::vector<uint8_t>{0x03, 0x81, 0xa1, 'x', 0x01});
+    CHECK(std::get<std::vector<uint8_t>>(extract(bytes, "$.a")) == std::vector<uint8_t>{0x02, 0x92, 0x01, 0x02});
     CHECK(is_null(extract(bytes, "$.e")));  // ext has no SQL meaning
     CHECK(is_null(extract(bytes, "$.missing")));
 
@@ -234,8 +235,9 @@ TEST_CASE("msgpack_extract in SQL", "[store-read]") {
     CHECK(db.run(&bytes, "$.a.b") == std::make_pair(SQLITE_TEXT, std::string("x")));
     CHECK(db.run(&bytes, "$.n") == std::make_pair(SQLITE_INTEGER, std::string("3")));
     CHECK(db.run(&bytes, "$.f").first == SQLITE_FLOAT);
-    CHECK(db.run(&bytes, "$.bin") == std::make_pair(SQLITE_BLOB, std::string("\0\1", 2)));
-    CHECK(db.run(&bytes, "$.a").first == SQLITE_NULL);
+    CHECK(db.run(&bytes, "$.bin") == std::make_pair(SQLITE_BLOB, std::string("\1\0\1", 3)));
+    CHECK(db.run(&bytes, "$.a").first == SQLITE_BLOB);  // a map is a present value
+    CHECK(db.run(&bytes, "$.nothing").first == SQLITE_NULL);
     CHECK(db.run(nullptr, "$.a").first == SQLITE_NULL);  // NULL payload
     const std::vector<uint8_t> garbage = {0xc1, 0xc1};
     CHECK(db.run(&garbage, "$.a").first == SQLITE_NULL);
@@ -467,11 +469,36 @@ TEST_CASE("full records: payloads that are not maps", "[store-read]") {
     CHECK(record_of(array)["payload"].get_binary() == json::binary_t(array));
     const std::vector<uint8_t> empty;
     CHECK(record_of(empty)["payload"].get_binary().empty());
-    const std::vector<uint8_t> int_key = {0x81, 0x01, 0x02};  // nlohmann refuses non-string keys
-    CHECK(record_of(int_key)["payload"].is_binary());
     CHECK(record_of(pack(json::object())).size() == 9);
     const std::vector<uint8_t> trailing = {0x80, 0x00};  // a map followed by junk is not a map payload
     CHECK(record_of(trailing)["payload"].is_binary());
+}
+
+TEST_CASE("full records: keys that are not strings", "[store-read]") {
+    // {1: "one", "key": "Q"}: the string key is a field; the integer key is one named "1".
+    const std::vector<uint8_t> top = {0x82, 0x01, 0xa3, 'o', 'n', 'e', 0xa3, 'k', 'e', 'y', 0xa1, 'Q'};
+    const json r = record_of(top);
+    CHECK(r["key"] == "Q");
+    CHECK(r["1"] == "one");
+    CHECK_FALSE(r.contains("payload"));
+    // {1: "i", "1": "s"}: a string key wins over a key whose text is the same.
+    CHECK(record_of(std::vector<uint8_t>{0x82, 0x01, 0xa1, 'i', 0xa1, '1', 0xa1, 's'})["1"] == "s");
+    // A key that is a container has no text: the payload travels as bytes.
+    const std::vector<uint8_t> array_key = {0x81, 0x91, 0x01, 0x02};
+    CHECK(record_of(array_key)["payload"].get_binary() == json::binary_t(array_key));
+
+    // {"i": 5, "r": {1: "x", "y": {"z": 2.5f}}}: nested maps keep their keys; the record
+    // carries r as its own bytes, written back with the float widened to float64 (§8.8).
+    const std::vector<uint8_t> nested = {0x82, 0xa1, 'i',  0x05, 0xa1, 'r',  0x82, 0x01, 0xa1, 'x',
+                                         0xa1, 'y',  0x81, 0xa1, 'z',  0xca, 0x40, 0x20, 0x00, 0x00};
+    json n = record_of(nested);
+    CHECK(n["i"] == 5);
+    std::vector<uint8_t> wire;
+    query::to_msgpack_float64(n["r"], wire);
+    CHECK(wire ==
+          std::vector<uint8_t>{0x82, 0x01, 0xa1, 'x', 0xa1, 'y', 0x81, 0xa1, 'z', 0xcb, 0x40, 0x04, 0, 0, 0, 0, 0, 0});
+    query::apply_select(n, {payload_ref("r.y.z", {"r", "y", "z"}), payload_ref("r.nope", {"r", "nope"})});
+    CHECK(n == json({{"r.y.z", 2.5}}));
 }
 
 TEST_CASE("SELECT shapes records", "[store-read]") {
