@@ -120,6 +120,25 @@ const std::vector<Column>& shard_columns() {
     return kColumns;
 }
 
+// Secondary indexes per shard (PSD-008 §3.3): what exists, what the desired set still wants
+// here, and what building and shedding did.
+const std::vector<Column>& index_columns() {
+    static const std::vector<Column> kColumns = {
+        {"shard", "SHARD", plain},
+        {"indexes", "INDEXES", plain, false},
+        {"missing", "DESIRED, MISSING", plain, false},
+        {"building", "BUILDING", plain, false},
+        {"builds_done", "BUILT", plain},
+        {"builds_cancelled", "CANCELLED", plain},
+        {"builds_failed", "FAILED", plain},
+        {"dropped", "DROPPED", plain},
+        {"sheds_graduated", "SHED (GRADUATED)", plain},
+        {"sheds_emergency", "SHED (EMERGENCY)", plain},
+        {"restored", "RESTORED", plain},
+    };
+    return kColumns;
+}
+
 // "wal_bytes" → "WAL BYTES", like the known headers.
 std::string header_of(const std::string& key) {
     std::string out = pretty_key(key);
@@ -235,6 +254,8 @@ std::string render_status(const std::vector<Json>& records) {
     };
     if (by_kind.count("ring")) section("Rings (per CPU)", table(by_kind["ring"], ring_columns()));
     if (by_kind.count("shard")) section("Shards", table(by_kind["shard"], shard_columns()));
+    if (by_kind.count("shard_indexes"))
+        section("Indexes (per shard)", table(by_kind["shard_indexes"], index_columns()));
     if (by_kind.count("rates")) {
         std::string body;
         for (const Json* r : by_kind["rates"]) body += lines(*r, rate_lines());
@@ -246,7 +267,8 @@ std::string render_status(const std::vector<Json>& records) {
         section("Queries", body);
     }
     for (const auto& kind : order) {
-        if (kind == "ring" || kind == "shard" || kind == "rates" || kind == "queries") continue;
+        if (kind == "ring" || kind == "shard" || kind == "shard_indexes" || kind == "rates" || kind == "queries")
+            continue;
         section(kind.empty() ? "Other" : "Other: " + plain(Json(kind)), table(by_kind[kind], {}));
     }
     return out;

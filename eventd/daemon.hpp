@@ -86,6 +86,8 @@ private:
     bool restart_ = false;
     store::SequenceState accounted_;  // union of every shard's sequence_state at startup
 
+    // The global desired index set (PSD-008 §3.3.2): declared before the writers that read it.
+    index::DesiredSetHolder desired_indexes_;
     std::vector<std::unique_ptr<ShardWriter>> writers_;
     std::vector<std::unique_ptr<DrainThread>> drains_;
     // storage_error records from opening shards, with the shard they describe

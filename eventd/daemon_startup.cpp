@@ -150,7 +150,8 @@ Status Daemon::open_shards(uint32_t count) {
                         [raw](uint32_t shard) {
                             if (raw->server_) raw->server_->on_commit(shard);
                         },
-                        [raw](const std::string& why) { raw->fail(why); }}));
+                        [raw](const std::string& why) { raw->fail(why); }},
+            &desired_indexes_));
     }
     return {};
 }

@@ -112,6 +112,29 @@ std::vector<json> Daemon::status_records() const {
             {"lost_events", s.lost_events.load(std::memory_order_relaxed)},
             {"queued", const_cast<ShardWriter&>(*w).handoff().size()}});
     }
+    // Secondary indexes (PSD-008 §3.3), one record per shard; lists as comma-separated text.
+    auto joined = [](const std::vector<std::string>& names) {
+        std::string out;
+        for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+        return out.empty() ? std::string("none") : out;
+    };
+    for (const auto& w : writers_) {
+        const ShardIndexStatus st = w->index_status();
+        const index::ShardIndexCounters& c = st.counters;
+        out.push_back(json{{"kind", "shard_indexes"},
+                           {"shard", w->index()},
+                           {"indexes", joined(st.material)},
+                           {"missing", joined(st.missing)},
+                           {"building", st.building ? json(*st.building) : json(nullptr)},
+                           {"builds_started", c.builds_started},
+                           {"builds_done", c.builds_done},
+                           {"builds_cancelled", c.builds_cancelled},
+                           {"builds_failed", c.builds_failed},
+                           {"dropped", c.dropped},
+                           {"sheds_graduated", c.sheds_graduated},
+                           {"sheds_emergency", c.sheds_emergency},
+                           {"restored", c.restored}});
+    }
 
     // Events per second over the last ~10 s (samples taken by tick()), and now.
     double in_rate = 0, out_rate = 0, window = 0;

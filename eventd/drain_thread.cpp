@@ -119,9 +119,15 @@ void DrainThread::route(HandoffItem item) {
 }
 
 void DrainThread::publish_ring_state() {
-    stats_.capacity_bytes.store(reader_.capacity(), std::memory_order_relaxed);
-    stats_.read_pos.store(reader_.read_pos(), std::memory_order_relaxed);
-    stats_.write_pos.store(reader_.write_pos_now(), std::memory_order_relaxed);
+    const uint64_t capacity = reader_.capacity();
+    const uint64_t read_pos = reader_.read_pos();
+    const uint64_t write_pos = reader_.write_pos_now();
+    stats_.capacity_bytes.store(capacity, std::memory_order_relaxed);
+    stats_.read_pos.store(read_pos, std::memory_order_relaxed);
+    stats_.write_pos.store(write_pos, std::memory_order_relaxed);
+    // §3.3.4.1: the writers judge the fill (index builds yield, emergency shedding).
+    const uint64_t fill = write_pos > read_pos ? write_pos - read_pos : 0;
+    for (ShardWriter* shard : shards_) shard->report_ring_fill(fill, capacity);
 }
 
 bool DrainThread::flush() {

@@ -38,12 +38,23 @@ std::vector<Accounting> coalesce(const std::vector<Accounting>& ranges) {
 }  // namespace
 
 ShardWriter::ShardWriter(std::unique_ptr<store::ShardDb> db, const kmes::Guid& boot_id, WriterSettings& settings,
-                         WriterHooks hooks)
+                         WriterHooks hooks, const index::DesiredSetHolder* desired)
     : db_(std::move(db)),
       boot_id_(boot_id),
       settings_(settings),
       hooks_(std::move(hooks)),
-      handoff_(settings.max_batch_size.load()) {}
+      handoff_(settings.max_batch_size.load()),
+      desired_(desired) {
+    if (!desired_) return;
+    // §3.3.9 step 5: the shard's material indexes, from its schema. Nothing is built or
+    // dropped here: convergence resumes in the first quiet period.
+    auto material = db_->secondary_indexes();
+    if (!material) {
+        spdlog::warn("shard {}: cannot list its indexes ({}); assuming none", db_->index(), material.error().message);
+    }
+    indexes_ = std::make_unique<index::ShardIndexes>(material ? std::move(*material) : std::vector<std::string>{});
+    publish_index_status();
+}
 
 ShardWriter::~ShardWriter() { finish(); }
 
@@ -156,7 +167,11 @@ void ShardWriter::run() {
             report_storage_error();
             return;
         }
-        if (!in_transaction_) continue;
+        if (!in_transaction_) {
+            // Nothing pending and no batch open: a quiet period (§3.3.3).
+            if (items.empty() && !finishing_.load()) quiet_period();
+            continue;
+        }
 
         // Commit decision (§2.4.2).
         const bool full = batch_count_ >= max_batch;
@@ -168,6 +183,7 @@ void ShardWriter::run() {
             commit_batch();
             db_lock.unlock();
             report_storage_error();
+            if (!finishing_.load()) after_commit(batch_count_);
         }
     }
 }
@@ -263,6 +279,113 @@ void ShardWriter::report_storage_error() {
     const std::string error = std::move(*storage_error_);
     storage_error_.reset();
     if (hooks_.on_storage_error) hooks_.on_storage_error(db_->index(), error);
+}
+
+// --- indexes (PSD-008 §3.3.3–§3.3.5) ------------------------------------------------------
+
+void ShardWriter::report_ring_fill(uint64_t fill, uint64_t capacity) {
+    if (!indexes_ || capacity == 0) return;
+    // Relaxed stores: flags polled by this shard's writer thread (build_must_yield, the
+    // commit and quiet-period checks); they carry no data that must be seen with them.
+    // A tenth of the ring: events are piling up while the writer builds (§3.3.3).
+    if (fill * 10 >= capacity) yield_.store(true, std::memory_order_relaxed);
+    // §3.3.4.1: the ring-pressure signal of emergency shedding.
+    if (fill * 100 >= capacity * settings_.emergency_shedding_buffer_percent.load(std::memory_order_relaxed))
+        emergency_.store(true, std::memory_order_relaxed);
+}
+
+bool ShardWriter::build_must_yield() const {
+    // On the writer thread, every ~1000 SQLite steps of a CREATE INDEX. The handoff filling
+    // up is the other signal of §3.3.3 ("its shard's handoff backs up"); half of it is
+    // already MaxBatchSize / 2 events kept waiting for the build.
+    return yield_.load(std::memory_order_relaxed) || emergency_.load(std::memory_order_relaxed) ||
+           finishing_.load(std::memory_order_relaxed) || handoff_.size() * 2 >= channel_capacity_;
+}
+
+index::SheddingSettings ShardWriter::shedding_settings() const {
+    return {settings_.shedding_window_seconds.load(std::memory_order_relaxed),
+            settings_.shedding_batch_percent.load(std::memory_order_relaxed)};
+}
+
+void ShardWriter::after_commit(size_t batch) {
+    if (!indexes_) return;
+    const auto now = Clock::now();
+    const auto settings = shedding_settings();
+    if (emergency_.exchange(false, std::memory_order_relaxed)) {
+        for (const index::IndexStep& step : indexes_->emergency(settings, now)) run_index_step(step);
+    }
+    const auto desired = desired_->current();
+    if (auto step = indexes_->on_commit(batch, channel_capacity_, settings, *desired, now)) run_index_step(*step);
+}
+
+void ShardWriter::quiet_period() {
+    if (!indexes_) return;
+    const auto now = Clock::now();
+    if (emergency_.exchange(false, std::memory_order_relaxed)) {
+        for (const index::IndexStep& step : indexes_->emergency(shedding_settings(), now)) run_index_step(step);
+        return;
+    }
+    const auto desired = desired_->current();
+    if (auto step = indexes_->next_quiet_step(*desired, now)) {
+        run_index_step(*step);
+    } else if (desired->version != status_version_) {
+        publish_index_status();  // the set changed with nothing to do here: "missing" is news
+    }
+}
+
+void ShardWriter::run_index_step(const index::IndexStep& step) {
+    using Outcome = index::ShardIndexes::Outcome;
+    const bool build = step.kind == index::IndexStep::Kind::create;
+    if (build) {
+        yield_.store(false, std::memory_order_relaxed);  // only pressure seen from now on counts
+        std::lock_guard lock(index_status_mutex_);
+        index_status_.building = step.name;
+    }
+    const auto started = Clock::now();
+    Status status;
+    {
+        // Between transactions, like retention: the connection is the writer's alone.
+        std::lock_guard lock(db_mutex_);
+        // A drop is never cancelled: shedding drops are how pressure is relieved.
+        status = db_->run_index_statement(step.sql, build ? std::function<bool()>([this] { return build_must_yield(); })
+                                                          : std::function<bool()>([] { return false; }));
+    }
+    const auto now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - started).count();
+    const Outcome outcome = status                          ? Outcome::done
+                            : status.error().is_cancelled() ? Outcome::cancelled
+                                                            : Outcome::failed;
+    indexes_->done(step, outcome, now);
+    const char* why = index::why_text(step.why);
+    if (outcome == Outcome::failed) {
+        spdlog::warn("shard {}: {} of index {} ({}) failed after {:.0f} ms: {}; retried later", db_->index(),
+                     build ? "build" : "drop", step.name, why, ms, status.error().message);
+    } else if (outcome == Outcome::cancelled) {
+        spdlog::info(
+            "shard {}: build of index {} ({}) cancelled after {:.0f} ms: ingestion needs the shard; retried in "
+            "a later quiet period",
+            db_->index(), step.name, why, ms);
+    } else {
+        spdlog::info("shard {}: index {} {} ({}) in {:.0f} ms", db_->index(), step.name, build ? "built" : "dropped",
+                     why, ms);
+    }
+    publish_index_status();
+}
+
+void ShardWriter::publish_index_status() {
+    const auto desired = desired_->current();
+    status_version_ = desired->version;
+    ShardIndexStatus status;
+    status.material.assign(indexes_->material().begin(), indexes_->material().end());
+    status.missing = indexes_->missing(*desired);
+    status.counters = indexes_->counters();
+    std::lock_guard lock(index_status_mutex_);
+    index_status_ = std::move(status);
+}
+
+ShardIndexStatus ShardWriter::index_status() const {
+    std::lock_guard lock(index_status_mutex_);
+    return index_status_;
 }
 
 }  // namespace eventd

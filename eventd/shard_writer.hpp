@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "eventd/index/desired_set.hpp"
+#include "eventd/index/shard_indexes.hpp"
 #include "handoff.hpp"
 #include "lock_order.hpp"
 #include "store/shard_db.hpp"
@@ -25,6 +27,18 @@ namespace eventd {
 struct WriterSettings {
     std::atomic<uint32_t> max_batch_size{10000};
     std::atomic<uint32_t> max_batch_latency_ms{100};
+    // Index shedding (PSD-008 §3.3.4, §12.1).
+    std::atomic<uint32_t> shedding_window_seconds{30};
+    std::atomic<uint32_t> shedding_batch_percent{75};
+    std::atomic<uint32_t> emergency_shedding_buffer_percent{75};
+};
+
+// A shard's secondary indexes for `eventctl status` (a copy).
+struct ShardIndexStatus {
+    std::vector<std::string> material;
+    std::vector<std::string> missing;  // desired, not (yet) in this shard
+    index::ShardIndexCounters counters;
+    std::optional<std::string> building;  // the index being built right now
 };
 
 struct WriterStats {
@@ -51,8 +65,10 @@ struct WriterHooks {
 
 class ShardWriter {
 public:
+    // `desired`: the global desired index set (§3.3.2) this shard converges to; null = the
+    // shard's indexes are left alone (tools and tests that only write).
     ShardWriter(std::unique_ptr<store::ShardDb> db, const kmes::Guid& boot_id, WriterSettings& settings,
-                WriterHooks hooks);
+                WriterHooks hooks, const index::DesiredSetHolder* desired = nullptr);
     ~ShardWriter();
 
     uint32_t index() const { return db_->index(); }
@@ -64,6 +80,12 @@ public:
     // After every producer has stopped: commit what is queued, then stop the thread.
     void finish();
     const WriterStats& stats() const { return stats_; }
+
+    // Ring pressure from a drain thread feeding this shard (§3.3.3–§3.3.4.1), called at every
+    // look at its ring: fill = write_pos − read_pos. Above a tenth of the ring a running index
+    // build is cancelled; above EmergencySheddingBufferPercent every secondary index is dropped.
+    void report_ring_fill(uint64_t fill, uint64_t capacity);
+    ShardIndexStatus index_status() const;
 
     // Retention runs its delete batches through this, between the writer's transactions
     // (PSD-008 §3.4 "per-shard mutex taken by retention for each batch"). Takes db_mutex_
@@ -83,6 +105,14 @@ private:
     void commit_batch();
     void fail_batch(const std::string& error);
     void report_storage_error();  // on_storage_error for a failed batch; db_mutex_ not held
+
+    // Index work (eventd/index/shard_indexes.hpp), always between transactions.
+    void after_commit(size_t batch);  // shedding; db_mutex_ not held
+    void quiet_period();              // one convergence step; db_mutex_ not held
+    void run_index_step(const index::IndexStep& step);
+    bool build_must_yield() const;  // the progress handler's question during a CREATE INDEX
+    index::SheddingSettings shedding_settings() const;
+    void publish_index_status();
 
     std::unique_ptr<store::ShardDb> db_;
     // Lock order (lock_order.hpp): db_mutex_ (shard_db, 30) → urgent_mutex_ (urgent, 40) →
@@ -114,6 +144,17 @@ private:
     std::vector<store::EventRow> retained_;       // daemon-wide records of failed batches, retried
     bool failing_ = false;  // a commit failed and none succeeded since (one storage_error per episode)
     std::optional<std::string> storage_error_;  // to report once db_mutex_ is released
+
+    // Indexes. yield_ and emergency_ are set by drain threads and read by this thread (the
+    // progress handler polls yield_; relaxed: a flag, no data travels with it — what the
+    // writer does next reads only its own state). Both are cleared by this thread.
+    const index::DesiredSetHolder* desired_;
+    std::unique_ptr<index::ShardIndexes> indexes_;
+    std::atomic<bool> yield_{false};
+    std::atomic<bool> emergency_{false};
+    mutable std::mutex index_status_mutex_;  // leaf: index_status_
+    ShardIndexStatus index_status_;
+    uint64_t status_version_ = 0;  // of the desired set index_status_ was computed from
 
     // Smoothed estimates for the adaptive batch size.
     double arrival_rate_ = 0;    // events per second

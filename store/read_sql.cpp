@@ -1,6 +1,10 @@
 #include "read_sql.hpp"
 
 #include <cassert>
+#include <cctype>
+#include <optional>
+
+#include "secondary_index.hpp"
 
 namespace eventd::store {
 namespace {
@@ -16,16 +20,22 @@ struct Builder {
     }
     void param(const SqlParam& p) { params.push_back(p); }
 
-    // A column from the fixed table, or msgpack_extract with the path bound.
+    // A column from the fixed table, or msgpack_extract with the path written as a literal:
+    // an expression index is used only when the query has the very same expression (§3.3.6),
+    // and a bound path never matches one. Every value stays a bound parameter.
     void field(const ReadField& f) {
         if (f.column) {
             sql += name_of(*f.column);
             return;
         }
-        sql += "msgpack_extract(payload, ?)";
-        params.emplace_back(std::in_place_type<std::string>, f.payload_path);
+        sql += payload_field_sql(f.payload_path);
     }
 };
+
+// The collation of a comparison: NOCASE for text compared ignoring case, and for every
+// payload field (it changes nothing for numbers, and it is the collation of the payload
+// indexes, secondary_index.hpp — without it SQLite would not use them).
+const char* collation(const Predicate& p) { return p.nocase || p.field.is_payload() ? " COLLATE NOCASE" : ""; }
 
 const char* comparison_sql(ReadOp op) {
     switch (op) {
@@ -56,16 +66,32 @@ void emit_ordering(const Predicate& p, Builder& b) {
         // keeps only numeric values; `<`/`<=` need no guard for the same reason.
         b << "(";
         b.field(p.field);
-        b << comparison_sql(p.op);
+        b << comparison_sql(p.op) << collation(p);
         b.param(p.values.front());
         b << " AND ";
         b.field(p.field);
-        b << " < '')";
+        b << " < ''" << collation(p) << ")";
         return;
     }
     b.field(p.field);
-    b << comparison_sql(p.op);
+    b << comparison_sql(p.op) << collation(p);
     b.param(p.values.front());
+}
+
+// The first string after every string that starts with `prefix` ignoring ASCII case, in
+// NOCASE order; nullopt when there is none to write (an empty prefix, a last byte of 0xff).
+// Bounds may be loose (an increment that lands on an upper-case letter folds higher): the
+// LIKE beside them decides; they only let SQLite search an index instead of scanning.
+std::string ascii_lower(std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+std::optional<std::string> nocase_successor(std::string prefix) {
+    prefix = ascii_lower(std::move(prefix));
+    if (prefix.empty() || static_cast<unsigned char>(prefix.back()) == 0xff) return std::nullopt;
+    prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
+    return prefix;
 }
 
 void emit_text_match(const Predicate& p, Builder& b) {
@@ -78,6 +104,17 @@ void emit_text_match(const Predicate& p, Builder& b) {
         b << "(typeof(";
         b.field(p.field);
         b << ") = 'text' AND ";
+        // A prefix is a range an index can search (LIKE on an expression never uses one).
+        const std::string& prefix = text_of(p);
+        const auto after = nocase_successor(prefix);
+        if (p.op == ReadOp::starts_with && after) {
+            b.field(p.field);
+            b << " >= ? COLLATE NOCASE AND ";
+            b.param(SqlParam{ascii_lower(prefix)});
+            b.field(p.field);
+            b << " < ? COLLATE NOCASE AND ";
+            b.param(SqlParam{*after});
+        }
     }
     b.field(p.field);
     b << " LIKE ? ESCAPE '\\'";
@@ -109,14 +146,13 @@ void emit_glob(const Predicate& p, Builder& b) {
 void emit_equality(const Predicate& p, Builder& b) {
     if (p.op == ReadOp::eq || p.op == ReadOp::ne) {
         b.field(p.field);
-        b << comparison_sql(p.op);
-        if (p.nocase) b << " COLLATE NOCASE";
+        b << comparison_sql(p.op) << collation(p);
         b.param(p.values.front());
         return;
     }
     // x [COLLATE NOCASE] [NOT] IN (?, …): the left operand's collation applies to the list.
     b.field(p.field);
-    if (p.nocase) b << " COLLATE NOCASE";
+    b << collation(p);
     b << (p.op == ReadOp::in ? " IN (" : " NOT IN (");
     for (size_t i = 0; i < p.values.size(); ++i) {
         b << (i ? ", ?" : "?");

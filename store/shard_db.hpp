@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,6 +79,14 @@ public:
     Result<std::optional<uint64_t>> oldest_timestamp();
 
     bool in_transaction() const;
+
+    // Secondary indexes (PSD-008 §3.3, secondary_index.hpp): the names of this shard's
+    // idx_events_* indexes other than idx_events_timestamp, sorted.
+    Result<std::vector<std::string>> secondary_indexes();
+    // One CREATE INDEX / DROP INDEX, outside any transaction. `cancelled` is asked every ~1000
+    // SQLite VM steps; when it says yes the statement stops, its partial work is rolled back,
+    // and the error is ErrorCode::cancelled.
+    Status run_index_statement(const std::string& sql, const std::function<bool()>& cancelled);
     // Frames in the WAL as of the last commit (sqlite3_wal_hook); reset by a full checkpoint.
     int wal_pages() const { return wal_pages_; }
 

@@ -6,6 +6,7 @@
 
 #include "schema.hpp"
 #include "shard_db.hpp"
+#include "msgpack_extract.hpp"
 #include "event_columns.hpp"
 #include "sqlite_util.hpp"
 
@@ -66,6 +67,10 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
     if (rc != SQLITE_OK) return sqlite_error(shard->db_, rc, path, "open");
     sqlite3* db = shard->db_;
     sqlite3_busy_timeout(db, kBusyTimeoutMs);
+    // Payload expression indexes (§3.3.6) are evaluated by every INSERT and DELETE: the
+    // writer's connection must know the function before it touches a shard that has one.
+    if (auto s = register_msgpack_extract(db); !s)
+        return Error{s.error().code, path.string() + ": " + s.error().message};
 
     bool fresh = !exists;
     if (exists) {

@@ -11,6 +11,7 @@
 // - GUID columns take GUID strings (braces optional, any case) compared as 16 bytes;
 // - integer columns take integer, float, time and boolean literals, never strings;
 // - NULL (a missing payload field) matches neither ==, != nor NOT_IN: SQL NULL semantics.
+#include "store/secondary_index.hpp"
 #include "eventd/query/planner.hpp"
 
 #include "base/guid_text.hpp"
@@ -396,14 +397,47 @@ kmes::Result<Plan> plan_aggregate(const Query& q, bool restricted) {
 
 }  // namespace
 
+namespace {
+
+// Payload paths are written into SQL as literals (secondary_index.hpp payload_field_sql, so
+// expression indexes apply): only the identifier paths the lexer produces are allowed — a
+// query built some other way with a stranger name is refused, never quoted into the SQL.
+kmes::Status check_field_name(const FieldRef& f) {
+    if (f.header) return {};
+    if (store::is_valid_payload_path(read_field(f).payload_path.substr(2))) return {};
+    return type_error("'" + f.name + "' is not a valid field name");
+}
+
+kmes::Status check_condition_names(const Condition& c) {
+    if (c.kind == Condition::Kind::compare) return check_field_name(c.comparison.field);
+    for (const Condition& child : c.children)
+        if (auto st = check_condition_names(child); !st) return st;
+    return {};
+}
+
+kmes::Status check_field_names(const Query& q) {
+    for (const Condition& c : q.where)
+        if (auto st = check_condition_names(c); !st) return st;
+    for (const SortKey& k : q.sort)
+        if (auto st = check_field_name(k.field); !st) return st;
+    for (const FieldRef& f : q.aggregation.fields)
+        if (auto st = check_field_name(f); !st) return st;
+    if (q.aggregation.fn_field) return check_field_name(*q.aggregation.fn_field);
+    return {};
+}
+
+}  // namespace
+
 kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be planned");
+    if (auto st = check_field_names(q); !st) return st.error();
     if (q.aggregation.kind == Aggregation::Kind::none) return plan_plain(q, restricted);
     return plan_aggregate(q, restricted);
 }
 
 kmes::Result<Plan> plan_live(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be streamed");
+    if (auto st = check_field_names(q); !st) return st.error();
     Plan plan;
     plan.read.shape = ReadPlan::Shape::live;
     if (auto st = check_filters(q, restricted, false, plan.read); !st) return st.error();
