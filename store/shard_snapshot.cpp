@@ -160,9 +160,24 @@ void ShardSnapshot::end() {
     s.in_transaction = false;
 }
 
-kmes::Result<RowCursor> ShardSnapshot::run(const ReadPlan& plan) {
+kmes::Result<RowCursor> ShardSnapshot::run(const ReadPlan& plan) { return run_sql(read_sql(plan)); }
+
+kmes::Result<std::vector<std::string>> ShardSnapshot::explain(const ReadPlan& plan) {
+    SqlText text = read_sql(plan);
+    text.sql = "EXPLAIN QUERY PLAN " + text.sql;
+    auto cursor = run_sql(text);
+    if (!cursor) return cursor.error();
+    std::vector<std::string> steps;
+    for (;;) {
+        auto has = cursor->next();
+        if (!has) return has.error();
+        if (!*has) return steps;
+        steps.emplace_back(cursor->row().text(3));  // columns: id, parent, notused, detail
+    }
+}
+
+kmes::Result<RowCursor> ShardSnapshot::run_sql(const SqlText& text) {
     SnapshotState& s = *state_;
-    const SqlText text = read_sql(plan);
     sqlite3_stmt* raw = nullptr;
     const int rc = sqlite3_prepare_v2(s.conn.get(), text.sql.c_str(), static_cast<int>(text.sql.size()), &raw, nullptr);
     if (rc != SQLITE_OK) {

@@ -21,9 +21,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "base/result.hpp"
 #include "read_plan.hpp"
+#include "read_sql.hpp"
 #include "row_view.hpp"
 #include "shard_catalog.hpp"
 #include "sql_functions.hpp"
@@ -81,12 +84,16 @@ public:
     void end();
 
     kmes::Result<RowCursor> run(const ReadPlan& plan);
+    // SQLite's EXPLAIN QUERY PLAN of run(plan), one detail line per step ("SEARCH events
+    // USING INDEX idx_events_payload_user (<expr>=?)"): shows which index a query uses.
+    kmes::Result<std::vector<std::string>> explain(const ReadPlan& plan);
 
     // Rows in `events` (a whole-table count, for status).
     kmes::Result<uint64_t> count_events();
 
 private:
     explicit ShardSnapshot(std::unique_ptr<SnapshotState> state);
+    kmes::Result<RowCursor> run_sql(const SqlText& text);
     std::unique_ptr<SnapshotState> state_;
 };
 
