@@ -72,6 +72,12 @@ void Daemon::reload(const std::string& config_path) {
         policy_->set(load_policy(next.security));
         server_->policy_changed();
     }
+    // Adaptive indexing: new thresholds, window and interval from the next pass; SIGHUP also
+    // re-reads admin_sd from eventd-meta.db (docs/OPERATIONS.md).
+    if (index_policy_) {
+        index_policy_->configure(index_policy_settings(next));
+        index_policy_->reload_admin_sd();
+    }
     bool retention_changed = false;
     for (const ConfigChange& c : changes) {
         spdlog::info("configuration key {} changed from {} to {}", c.key, c.old_value.dump(), c.new_value.dump());
