@@ -88,11 +88,11 @@ kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     // that breaks it is one invalid value: the pair in force stays (never half of each).
     if (c.adaptive_index_drop_threshold >= c.adaptive_index_create_threshold) {
         out.problems.push_back(ConfigProblem{
-            "AdaptiveIndexDropThreshold",
-            "drop threshold " + std::to_string(c.adaptive_index_drop_threshold) +
-                " is not lower than AdaptiveIndexCreateThreshold " + std::to_string(c.adaptive_index_create_threshold) +
-                "; keeping create " + std::to_string(k.adaptive_index_create_threshold) + " and drop " +
-                std::to_string(k.adaptive_index_drop_threshold)});
+            "AdaptiveIndexDropThreshold", "drop threshold " + std::to_string(c.adaptive_index_drop_threshold) +
+                                              " is not lower than AdaptiveIndexCreateThreshold " +
+                                              std::to_string(c.adaptive_index_create_threshold) + "; keeping create " +
+                                              std::to_string(k.adaptive_index_create_threshold) + " and drop " +
+                                              std::to_string(k.adaptive_index_drop_threshold)});
         c.adaptive_index_create_threshold = k.adaptive_index_create_threshold;
         c.adaptive_index_drop_threshold = k.adaptive_index_drop_threshold;
     }

@@ -44,8 +44,9 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     if (ec) return Error{ec.value(), "cannot create EventStorePath " + config.event_store_path + ": " + ec.message()};
     // §3.3.9: eventd-meta.db opened (or recreated) and the persisted desired set published
     // before any writer exists; an unusable one never stops eventd (policy_thread.hpp).
-    d->index_policy_ = index::PolicyThread::open(index::PolicyThread::Options{
-        config.event_store_path, &d->desired_set_, &d->field_counter_, index_policy_settings(config), synthetic::now_ns});
+    d->index_policy_ = index::PolicyThread::open(
+        index::PolicyThread::Options{config.event_store_path, &d->desired_set_, &d->field_counter_,
+                                     index_policy_settings(config), synthetic::now_ns});
 
     // Phase 3: boot boundary. The KMES boot id keys every row (DESIGN.md §2).
     if (kmes_boot_id(d->boot_id_.data()) != 0)
@@ -223,7 +224,7 @@ Status Daemon::start_query_server() {
         counter->count(index::where_fields(q));
     };
     options.index.add = [policy = index_policy_.get()](const access::Caller& caller, const std::string& field,
-                                                      std::chrono::steady_clock::time_point deadline) {
+                                                       std::chrono::steady_clock::time_point deadline) {
         return policy->index(caller, field, deadline);
     };
     auto server = server::QueryServer::start(std::move(options));

@@ -37,7 +37,9 @@ std::optional<std::chrono::milliseconds> milliseconds_from(const char* variable)
 std::optional<std::chrono::milliseconds> test_index_policy_interval() {
     return milliseconds_from("EVENTD_TEST_INDEX_POLICY_INTERVAL_MS");
 }
-std::optional<std::chrono::milliseconds> test_index_window() { return milliseconds_from("EVENTD_TEST_INDEX_WINDOW_MS"); }
+std::optional<std::chrono::milliseconds> test_index_window() {
+    return milliseconds_from("EVENTD_TEST_INDEX_WINDOW_MS");
+}
 
 void install_test_hooks_from_environment() {
     const char* delay_file = std::getenv("EVENTD_TEST_COMMIT_DELAY_FILE");

@@ -78,7 +78,7 @@ std::optional<uint32_t> parse_id(std::string_view digits) {
 
 // nullopt (no error) when a user or group name does not resolve: the principal is dropped.
 kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
-                                                           std::vector<std::string>& warnings) {
+                                                               std::vector<std::string>& warnings) {
     using Kind = Policy::Principal::Kind;
     const std::string expected = "principals are uid:N, user:NAME, gid:N, group:NAME or everyone";
     if (!value.is_string()) return invalid(where + ": " + expected + ", got " + value.dump());
@@ -97,8 +97,7 @@ kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value
         if (rest.empty()) return invalid(where + ": principal '" + text + "': " + kind + " needs a name");
         const auto id = kind == "user" ? uid_of_user(rest) : gid_of_group(rest);
         if (!id) {
-            warnings.push_back(where + ": unknown " + kind + " '" + rest +
-                                         "', principal ignored (it matches nobody)");
+            warnings.push_back(where + ": unknown " + kind + " '" + rest + "', principal ignored (it matches nobody)");
             return std::optional<Policy::Principal>();
         }
         return std::optional(Policy::Principal{kind == "user" ? Kind::uid : Kind::gid, *id});

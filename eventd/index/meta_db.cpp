@@ -112,14 +112,16 @@ kmes::Result<MetaDb::Opened> MetaDb::create(const fs::path& path, int64_t now_ns
         auto insert = prepare(raw, "INSERT INTO meta(key, value) VALUES (?1, ?2)", path);
         if (!insert) return fail(insert.error());
         const std::string created_at = iso8601_utc(now_ns);
-        const std::pair<std::string, std::string> rows[] = {
-            {"schema_version", std::to_string(kMetaSchemaVersion)}, {"created_at", created_at}, {"admin_sd", kDefaultAdminSd}};
+        const std::pair<std::string, std::string> rows[] = {{"schema_version", std::to_string(kMetaSchemaVersion)},
+                                                            {"created_at", created_at},
+                                                            {"admin_sd", kDefaultAdminSd}};
         for (const auto& [key, value] : rows) {
             sqlite3_stmt* stmt = insert->get();
             sqlite3_reset(stmt);
             sqlite3_bind_text(stmt, 1, key.c_str(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
             sqlite3_bind_text(stmt, 2, value.c_str(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-            if (const int rc = sqlite3_step(stmt); rc != SQLITE_DONE) return fail(sqlite_error(raw, rc, path, "insert meta"));
+            if (const int rc = sqlite3_step(stmt); rc != SQLITE_DONE)
+                return fail(sqlite_error(raw, rc, path, "insert meta"));
         }
         if (auto s = exec(raw, "COMMIT", path); !s) return fail(s.error());
         MetaContents contents;
@@ -139,9 +141,10 @@ kmes::Result<MetaDb::Opened> MetaDb::open(const fs::path& store_dir, int64_t now
     if (opened) return opened;
     // §3.3.9: unknown version or unreadable → logged, recreated (adaptive state lost, not critical).
     const fs::path aside = store_dir / corrupt_name(now_ns);
-    spdlog::error("{} is unusable ({}); set aside as {} and recreated: the desired index set and query counters "
-                  "start empty, events are not affected",
-                  path.string(), opened.error().message, aside.filename().string());
+    spdlog::error(
+        "{} is unusable ({}); set aside as {} and recreated: the desired index set and query counters "
+        "start empty, events are not affected",
+        path.string(), opened.error().message, aside.filename().string());
     if (auto s = move_aside(path, aside); !s) return s.error();
     auto fresh = create(path, now_ns);
     if (!fresh) return fresh.error();
@@ -164,8 +167,9 @@ kmes::Result<MetaContents> MetaDb::load() {
     }
     if (rc != SQLITE_DONE) return sqlite_error(raw, rc, path_, "read meta");
     if (version != std::to_string(kMetaSchemaVersion))
-        return kmes::Error{EPROTO, path_.string() + ": unknown schema_version " + (version ? "'" + *version + "'" : "(missing)") +
-                                       " (this eventd knows " + std::to_string(kMetaSchemaVersion) + ")"};
+        return kmes::Error{EPROTO, path_.string() + ": unknown schema_version " +
+                                       (version ? "'" + *version + "'" : "(missing)") + " (this eventd knows " +
+                                       std::to_string(kMetaSchemaVersion) + ")"};
 
     auto counters = prepare(raw, "SELECT field_path, query_count, window_start FROM index_counters", path_);
     if (!counters) return counters.error();
@@ -185,16 +189,18 @@ kmes::Result<MetaContents> MetaDb::load() {
     return out;
 }
 
-kmes::Status MetaDb::save(const std::map<std::string, FieldWindow>& counters, const std::vector<DesiredIndex>& desired) {
+kmes::Status MetaDb::save(const std::map<std::string, FieldWindow>& counters,
+                          const std::vector<DesiredIndex>& desired) {
     sqlite3* raw = db_.get();
     if (auto s = exec(raw, "BEGIN IMMEDIATE", path_); !s) return s;
     auto fail = [&](const kmes::Error& e) -> kmes::Status {
         sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
         return e;
     };
-    if (auto s = exec(raw, "DELETE FROM index_counters; DELETE FROM desired_indexes;", path_); !s) return fail(s.error());
-    auto counter = prepare(raw, "INSERT INTO index_counters(field_path, query_count, window_start) VALUES (?1, ?2, ?3)",
-                           path_);
+    if (auto s = exec(raw, "DELETE FROM index_counters; DELETE FROM desired_indexes;", path_); !s)
+        return fail(s.error());
+    auto counter =
+        prepare(raw, "INSERT INTO index_counters(field_path, query_count, window_start) VALUES (?1, ?2, ?3)", path_);
     if (!counter) return fail(counter.error());
     for (const auto& [field, w] : counters) {
         sqlite3_stmt* stmt = counter->get();
@@ -205,8 +211,8 @@ kmes::Status MetaDb::save(const std::map<std::string, FieldWindow>& counters, co
         if (const int rc = sqlite3_step(stmt); rc != SQLITE_DONE)
             return fail(sqlite_error(raw, rc, path_, "write index_counters"));
     }
-    auto member = prepare(raw, "INSERT INTO desired_indexes(field_path, priority, is_expression) VALUES (?1, ?2, ?3)",
-                          path_);
+    auto member =
+        prepare(raw, "INSERT INTO desired_indexes(field_path, priority, is_expression) VALUES (?1, ?2, ?3)", path_);
     if (!member) return fail(member.error());
     for (size_t i = 0; i < desired.size(); ++i) {
         sqlite3_stmt* stmt = member->get();

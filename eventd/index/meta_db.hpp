@@ -44,7 +44,7 @@ inline constexpr const char* kDefaultAdminSd = R"(["group:adm"])";
 
 struct MetaContents {
     std::map<std::string, FieldWindow> counters;
-    std::vector<DesiredIndex> desired;  // priority order
+    std::vector<DesiredIndex> desired;    // priority order
     std::optional<std::string> admin_sd;  // the meta row as stored; nullopt when the row is missing
     std::string created_at;
 };

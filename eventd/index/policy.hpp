@@ -52,8 +52,8 @@ struct PolicyParams {
 struct Member {
     std::string field;
     bool is_expression = false;
-    bool manual = false;              // added by EVENTS INDEX and not dropped since
-    uint64_t last_window_count = 0;   // count of its last completed window (ordering only)
+    bool manual = false;             // added by EVENTS INDEX and not dropped since
+    uint64_t last_window_count = 0;  // count of its last completed window (ordering only)
 };
 
 class PolicyState {

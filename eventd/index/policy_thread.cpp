@@ -34,9 +34,10 @@ std::unique_ptr<PolicyThread> PolicyThread::open(Options options) {
         p->db_.emplace(std::move(opened->db));
     } else {
         p->db_problem_ = opened.error().message;
-        spdlog::error("eventd-meta.db cannot be used: {}; adaptive indexing keeps its state in memory and tries again "
-                      "every interval; events are not affected",
-                      p->db_problem_);
+        spdlog::error(
+            "eventd-meta.db cannot be used: {}; adaptive indexing keeps its state in memory and tries again "
+            "every interval; events are not affected",
+            p->db_problem_);
     }
     {
         std::vector<std::string> warnings;
@@ -154,14 +155,18 @@ void PolicyThread::run() {
             settings_changed_ = false;
             settings = settings_;
         }
-        if (reread) run_guarded("the index policy (admin_sd)", [this] { read_admin_sd(); }, [](const std::string&) {});
+        if (reread)
+            run_guarded(
+                "the index policy (admin_sd)", [this] { read_admin_sd(); }, [](const std::string&) {});
         const bool due = SteadyClock::now() >= last_scheduled + settings.interval;
         if (due) last_scheduled = SteadyClock::now();
         if (due || !requests.empty()) {
             // An unexpected exception gives up this pass; its INDEX requests then get an error.
-            run_guarded("the index policy", [&] { pass(requests, settings); }, [](const std::string&) {});
+            run_guarded(
+                "the index policy", [&] { pass(requests, settings); }, [](const std::string&) {});
         } else {
-            run_guarded("the index policy (status)", [&] { publish_status(settings); }, [](const std::string&) {});
+            run_guarded(
+                "the index policy (status)", [&] { publish_status(settings); }, [](const std::string&) {});
         }
     }
 }
@@ -197,8 +202,9 @@ void PolicyThread::persist(std::vector<Request>* requests) {
             db_problem_ = opened.error().message;
         }
     }
-    kmes::Status saved = db_ ? db_->save(state_.counters(), state_.desired())
-                             : kmes::Status(kmes::Error{kmes::ErrorCode::io, "eventd-meta.db is not usable: " + db_problem_});
+    kmes::Status saved =
+        db_ ? db_->save(state_.counters(), state_.desired())
+            : kmes::Status(kmes::Error{kmes::ErrorCode::io, "eventd-meta.db is not usable: " + db_problem_});
     if (!saved) spdlog::warn("adaptive indexing state not saved: {}", saved.error().message);
     if (!requests) return;
     for (Request& r : *requests) {

@@ -127,7 +127,7 @@ struct Query {
     std::optional<uint64_t> skip;
     std::optional<uint64_t> take;
     Aggregation aggregation;
-    bool stream = false;  // STREAM anywhere (§8.7)
+    bool stream = false;                  // STREAM anywhere (§8.7)
     std::optional<FieldRef> index_field;  // Mode::index: the field to index (a §3.3.6 candidate)
 };
 

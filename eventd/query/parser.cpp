@@ -191,7 +191,8 @@ private:
         if (next_ != 2) return kmes::Error{EINVAL, std::string(kAlone)};  // not right after EVENTS
         auto f = field("a field to index (a header column such as event_type, or a payload path such as user)");
         if (!f) return f.error();
-        if (auto problem = index::candidate_problem(f->name)) return kmes::Error{EINVAL, "INDEX " + f->name + ": " + *problem};
+        if (auto problem = index::candidate_problem(f->name))
+            return kmes::Error{EINVAL, "INDEX " + f->name + ": " + *problem};
         if (peek().kind != TokenKind::end) return parse_error(peek(), "end of query (" + std::string(kAlone) + ")");
         query_.mode = Mode::index;
         query_.index_field = std::move(f.value());

@@ -102,13 +102,13 @@ TEST_CASE("the adaptive indexing and shedding keys take the §12.1 defaults and 
     CHECK(d->config.emergency_shedding_buffer_percent == 75);
 
     json doc = minimal();
-    doc["AdaptiveIndexWindowHours"] = 169;                  // 1..168
-    doc["AdaptiveIndexPolicyIntervalMinutes"] = 59;         // 60..1440
-    doc["AdaptiveIndexCreateThreshold"] = 9;                // 10..10000
-    doc["AdaptiveIndexDropThreshold"] = 0;                  // 1..1000
-    doc["SheddingWindowSeconds"] = 301;                     // 10..300
-    doc["SheddingBatchPercent"] = 49;                       // 50..100
-    doc["EmergencySheddingBufferPercent"] = 96;             // 50..95
+    doc["AdaptiveIndexWindowHours"] = 169;           // 1..168
+    doc["AdaptiveIndexPolicyIntervalMinutes"] = 59;  // 60..1440
+    doc["AdaptiveIndexCreateThreshold"] = 9;         // 10..10000
+    doc["AdaptiveIndexDropThreshold"] = 0;           // 1..1000
+    doc["SheddingWindowSeconds"] = 301;              // 10..300
+    doc["SheddingBatchPercent"] = 49;                // 50..100
+    doc["EmergencySheddingBufferPercent"] = 96;      // 50..95
     auto r = parse_eventd_config(doc);
     REQUIRE(r.ok());
     CHECK(r->problems.size() == 7);

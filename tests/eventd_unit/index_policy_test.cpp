@@ -233,8 +233,8 @@ TEST_CASE("eventd-meta.db keeps counters and the desired set in priority order",
     CHECK(c.counters.at("user").count == 7);
     CHECK(c.counters.at("user").window_start_ns == 123);
     CHECK(c.desired == std::vector<ix::DesiredIndex>{{"user", true}, {"event_type", false}});
-    CHECK(scalar(dir.path() / "eventd-meta.db", "SELECT priority FROM desired_indexes WHERE field_path = 'event_type'") ==
-          1);
+    CHECK(scalar(dir.path() / "eventd-meta.db",
+                 "SELECT priority FROM desired_indexes WHERE field_path = 'event_type'") == 1);
     CHECK(c.admin_sd == std::optional<std::string>("[\"group:adm\"]"));
 }
 

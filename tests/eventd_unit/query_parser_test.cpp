@@ -444,7 +444,8 @@ TEST_CASE("EVENTS INDEX takes one candidate field and nothing else", "[parser][i
     CHECK(path->index_field->path == std::vector<std::string>{"source", "name"});
     check_table(
         {
-            {"EVENTS INDEX timestamp", "INDEX timestamp: timestamp is always indexed (idx_events_timestamp); nothing to do"},
+            {"EVENTS INDEX timestamp",
+             "INDEX timestamp: timestamp is always indexed (idx_events_timestamp); nothing to do"},
             {"EVENTS INDEX sequence",
              "INDEX sequence: sequence cannot be indexed; candidates are event_type, origin_class, cpu_id, "
              "effective_token_guid, true_token_guid, process_guid, boot_id and payload paths"},
@@ -455,8 +456,9 @@ TEST_CASE("EVENTS INDEX takes one candidate field and nothing else", "[parser][i
             {"EVENTS INDEX user TAKE 1",
              "parse error at position 19: expected end of query (INDEX stands alone: EVENTS INDEX <field>, without "
              "other clauses), found 'TAKE'"},
-            {"EVENTS INDEX", "parse error at position 13: expected a field to index (a header column such as "
-                             "event_type, or a payload path such as user), found end of query"},
+            {"EVENTS INDEX",
+             "parse error at position 13: expected a field to index (a header column such as "
+             "event_type, or a payload path such as user), found end of query"},
         },
         error_of);
 }

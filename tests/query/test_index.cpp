@@ -128,8 +128,7 @@ std::set<std::string> files_named(const std::string& dir, const std::string& pre
     return out;
 }
 
-TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field, a quiet window drops it",
-          "[index]") {
+TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field, a quiet window drops it", "[index]") {
     // Policy every 100 ms, windows of 3 s: a whole enter/leave cycle within seconds.
     ScopedEnv vars({{"EVENTD_TEST_INDEX_POLICY_INTERVAL_MS", "100"}, {"EVENTD_TEST_INDEX_WINDOW_MS", "3000"}});
     QueryEnv env(EnvOptions{.eventd = {{"AdaptiveIndexCreateThreshold", 10}, {"AdaptiveIndexDropThreshold", 5}}});
@@ -160,8 +159,8 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
     env.query("EVENTS app.login WHERE user == \"bob\" TAKE 1", lookup_user("nobody"));
     CHECK(eventually([&] { return desired(env) == std::vector<std::string>{"user|0|1"}; }));
     const json status = index_status(env);
-    CHECK(status["desired"] == json::array({{{"field", "user"}, {"priority", 0}, {"is_expression", true},
-                                             {"manual", false}}}));
+    CHECK(status["desired"] ==
+          json::array({{{"field", "user"}, {"priority", 0}, {"is_expression", true}, {"manual", false}}}));
     CHECK_FALSE(status["last_recompute_ns"].is_null());
     bool counted = false;
     for (const json& c : status["counters"])
@@ -176,9 +175,10 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
     CHECK(index_status(env)["desired"] == json::array());
 }
 
-TEST_CASE("EVENTS INDEX: root and group adm may, nobody may not; admin_sd changes with SIGHUP; a restart keeps "
-          "the set and the counters",
-          "[index]") {
+TEST_CASE(
+    "EVENTS INDEX: root and group adm may, nobody may not; admin_sd changes with SIGHUP; a restart keeps "
+    "the set and the counters",
+    "[index]") {
     ensure_test_users();
     QueryEnv env;
     const fs::path meta = fs::path(env.store()) / "eventd-meta.db";
