@@ -90,7 +90,7 @@ void PolicyThread::stop() {
         "the index policy (final save)",
         [this] {
             state_.add_counts(options_.counter->take(), options_.now_ns());
-            persist(nullptr);
+            (void)persist();
         },
         [](const std::string&) {});
 }
@@ -187,11 +187,13 @@ void PolicyThread::pass(std::vector<Request>& requests, const PolicySettings& se
         }
     }
     last_pass_ns_ = now;
-    persist(&requests);
+    const kmes::Status saved = persist();
+    // Status first: whoever got the INDEX answer sees the field in `eventctl status` too.
     publish_status(settings);
+    answer(requests, saved);
 }
 
-void PolicyThread::persist(std::vector<Request>* requests) {
+kmes::Status PolicyThread::persist() {
     if (!db_) {
         auto opened = MetaDb::open(options_.store_dir, options_.now_ns());
         if (opened) {
@@ -206,8 +208,11 @@ void PolicyThread::persist(std::vector<Request>* requests) {
         db_ ? db_->save(state_.counters(), state_.desired())
             : kmes::Status(kmes::Error{kmes::ErrorCode::io, "eventd-meta.db is not usable: " + db_problem_});
     if (!saved) spdlog::warn("adaptive indexing state not saved: {}", saved.error().message);
-    if (!requests) return;
-    for (Request& r : *requests) {
+    return saved;
+}
+
+void PolicyThread::answer(std::vector<Request>& requests, const kmes::Status& saved) {
+    for (Request& r : requests) {
         if (saved)
             r.done.set_value({});
         else
@@ -216,7 +221,7 @@ void PolicyThread::persist(std::vector<Request>* requests) {
                                                                  "saved to eventd-meta.db: " +
                                                                  saved.error().message});
     }
-    requests->clear();
+    requests.clear();
 }
 
 void PolicyThread::read_admin_sd() {

@@ -99,7 +99,10 @@ private:
     void run();
     void pass(std::vector<Request>& requests, const PolicySettings& settings);
     void read_admin_sd();
-    void persist(std::vector<Request>* requests);
+    // Save counters and set (reopening an unusable database first); logged when it fails.
+    kmes::Status persist();
+    // INDEX requests get their answer: ok, or the field is desired but not saved.
+    static void answer(std::vector<Request>& requests, const kmes::Status& saved);
     void publish_status(const PolicySettings& settings);
 
     Options options_;

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -14,6 +16,7 @@
 #include "eventd/index/field_counter.hpp"
 #include "eventd/index/meta_db.hpp"
 #include "eventd/index/policy.hpp"
+#include "eventd/index/policy_thread.hpp"
 #include "eventd/index/where_fields.hpp"
 #include "eventd/query/parser.hpp"
 #include "unit_util.hpp"
@@ -282,4 +285,88 @@ TEST_CASE("admin_sd: principals in the Security.Admins syntax, root always", "[i
     CHECK_FALSE(ix::AdminSd::parse(R"(["wizard:merlin"])", warnings).ok());
     CHECK(ix::AdminSd::defaults().allows(root));
     CHECK_FALSE(ix::AdminSd::defaults().allows(other));
+}
+
+namespace {
+
+// A policy thread on a temporary store with a clock the test moves.
+struct PolicyRig {
+    eventd_unit::TempDir dir;
+    ix::DesiredSetHolder holder;
+    ix::FieldCounter counter;
+    std::atomic<int64_t> now{1000 * kSecond};
+    std::unique_ptr<ix::PolicyThread> open(std::chrono::milliseconds interval = std::chrono::hours(1)) {
+        ix::PolicySettings settings{kParams, interval};
+        return ix::PolicyThread::open({dir.path(), &holder, &counter, settings, [this] { return now.load(); }});
+    }
+    std::vector<std::string> published() const {
+        std::vector<std::string> out;
+        for (const auto& d : holder.current()->indexes) out.push_back(d.field_path);
+        return out;
+    }
+};
+
+const auto kSoon = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(10); };
+
+}  // namespace
+
+TEST_CASE("policy thread: INDEX for admins only, answered after the save; stop saves the counters", "[index]") {
+    PolicyRig rig;
+    {
+        auto policy = rig.open();
+        policy->start();
+        eventd::access::Caller root, outsider;
+        outsider.uid = 4242;
+        outsider.groups = {4242};
+        const auto refused = policy->index(outsider, "user", kSoon());
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().code == kmes::ErrorCode::access_denied);
+        CHECK_THAT(refused.error().message, Catch::Contains("INDEX needs administrator rights"));
+        REQUIRE(policy->index(root, "user", kSoon()).ok());
+        CHECK(rig.published() == std::vector<std::string>{"user"});
+        // Saved before the answer: a second connection sees it now.
+        auto peek = ix::MetaDb::open(rig.dir.path(), rig.now.load());
+        REQUIRE(peek.ok());
+        CHECK(peek->contents.desired == std::vector<ix::DesiredIndex>{{"user", true}});
+        rig.counter.count({"host"});
+        rig.counter.count({"host"});
+        const auto status = policy->status_records();
+        REQUIRE(status.size() == 1);
+        CHECK(status[0]["desired"][0]["field"] == "user");
+        CHECK(status[0]["desired"][0]["manual"] == true);
+        CHECK(status[0]["counters"][0]["field"] == "host");  // pending counts show too
+        CHECK(status[0]["counters"][0]["query_count"] == 2);
+        policy->stop();
+    }
+    auto reopened = ix::MetaDb::open(rig.dir.path(), rig.now.load());
+    REQUIRE(reopened.ok());
+    CHECK(reopened->contents.counters.at("host").count == 2);
+    // A restart publishes the saved set before anything else runs.
+    ix::DesiredSetHolder fresh;
+    auto again = ix::PolicyThread::open(
+        {rig.dir.path(), &fresh, &rig.counter, {kParams, std::chrono::hours(1)}, [&] { return rig.now.load(); }});
+    CHECK(fresh.current()->indexes == std::vector<ix::DesiredIndex>{{"user", true}});
+}
+
+TEST_CASE("policy thread: a run every interval admits counted fields and publishes them", "[index]") {
+    PolicyRig rig;
+    auto policy = rig.open(std::chrono::milliseconds(20));
+    policy->start();
+    for (int i = 0; i < 10; ++i) rig.counter.count({"source.name"});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (rig.published().empty() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(rig.published() == std::vector<std::string>{"source.name"});
+    // Its first window (1 h of the test's clock) ends with 10 ≥ drop: it stays; the next one
+    // ends with 0: it leaves.
+    auto pass_at = [&](int64_t t) {
+        rig.now = t;
+        while (policy->status_records()[0]["last_recompute_ns"] != t && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    };
+    const int64_t start = rig.now.load();
+    pass_at(start + kHour);
+    CHECK(rig.published() == std::vector<std::string>{"source.name"});
+    pass_at(start + 2 * kHour);
+    CHECK(rig.published().empty());
 }
