@@ -67,7 +67,19 @@ void PolicyThread::start() {
         run_guarded(
             "the index policy thread", [this] { run(); },
             [](const std::string&) {});  // adaptive indexing stops; ingestion and queries go on
+        final_save();                    // on this thread: the only writer of eventd-meta.db
     });
+}
+
+void PolicyThread::final_save() {
+    // Counters are kept across restarts (§3.3.9): what queries counted since the last pass.
+    run_guarded(
+        "the index policy (final save)",
+        [this] {
+            state_.add_counts(options_.counter->take(), options_.now_ns());
+            (void)persist();
+        },
+        [](const std::string&) {});
 }
 
 void PolicyThread::stop() {
@@ -77,22 +89,20 @@ void PolicyThread::stop() {
         stopping_ = true;
     }
     wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    // The thread is gone: this thread owns the state now. Counters are kept across restarts
-    // (§3.3.9); INDEX requests that never got a pass are refused.
+    bool started = false;
+    {
+        std::lock_guard lock(mutex_);
+        started = running_;
+    }
+    if (thread_.joinable()) thread_.join();  // it saved the counters on its way out
+    if (!started) final_save();              // never started (startup failed): no thread to race
+    // INDEX requests that never got a pass are refused.
     std::vector<Request> left;
     {
         std::lock_guard lock(mutex_);
         left.swap(requests_);
     }
     for (Request& r : left) r.done.set_value(kmes::Error{kmes::ErrorCode::cancelled, "eventd is shutting down"});
-    run_guarded(
-        "the index policy (final save)",
-        [this] {
-            state_.add_counts(options_.counter->take(), options_.now_ns());
-            (void)persist();
-        },
-        [](const std::string&) {});
 }
 
 void PolicyThread::configure(const PolicySettings& settings) {

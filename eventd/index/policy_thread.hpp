@@ -16,7 +16,8 @@
 // database, loads counters and the desired set and publishes the set — nothing is built or
 // dropped by this (the writers converge later, in quiet periods). If no usable database can be
 // made, the policy runs in memory and tries again every interval (logged; INDEX then fails
-// because it cannot be persisted). stop() persists the counters a last time.
+// because it cannot be persisted). stop() ends the thread, which saves the counters a last
+// time on its way out — after startup no other thread writes the database.
 //
 // Threading: the thread owns the PolicyState and the database; mutex_ (rank index_policy,
 // lock_order.hpp) guards only the hand-over fields below. Every pass runs under run_guarded:
@@ -98,6 +99,7 @@ private:
     explicit PolicyThread(Options options);
     void run();
     void pass(std::vector<Request>& requests, const PolicySettings& settings);
+    void final_save();
     void read_admin_sd();
     // Save counters and set (reopening an unusable database first); logged when it fails.
     kmes::Status persist();

@@ -214,6 +214,17 @@ TEST_CASE(
     CHECK(rows(meta, "SELECT query_count FROM index_counters WHERE field_path = 'host'") ==
           std::vector<std::string>{"3"});
 
+    // §12.1: the thresholds are tuning keys — applied on reload and recorded.
+    env.reload({{"AdaptiveIndexCreateThreshold", 20}, {"AdaptiveIndexDropThreshold", 5}},
+               "AdaptiveIndexCreateThreshold");
+    CHECK(eventually([&] {
+        const json s = index_status(env);
+        return s["create_threshold"] == 20 && s["drop_threshold"] == 5;
+    }));
+    CHECK(eventually([&] {
+        return count(env, "EVENTS synthetic.config_change WHERE key == \"AdaptiveIndexDropThreshold\" COUNT") == 1;
+    }));
+
     // admin_sd: an operator's UPDATE and SIGHUP.
     write_sql(meta, R"(UPDATE meta SET value = '["user:nobody"]' WHERE key = 'admin_sd')");
     env.eventd().signal(SIGHUP);
