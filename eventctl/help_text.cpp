@@ -38,6 +38,8 @@ const char* const kHelpFooter =
     "  DISTINCT f                  the distinct values of f: {f}\n"
     "  GROUP f[, g] COUNT|SUM x|AVG x|MIN x|MAX x   per group: {f, g, count|sum|avg|min|max}\n"
     "  STREAM                      after the result, keep following new matching events\n"
+    "  EVENTS INDEX f              (alone; administrators) ask eventd to index field f; it answers\n"
+    "                              once the wish is saved, the index is built when the store is idle\n"
     "\n"
     "Output (--format):\n"
     "  pretty   one line per record: key=value pairs, strings quoted, newlines and control\n"

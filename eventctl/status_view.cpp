@@ -231,6 +231,57 @@ const std::vector<Line>& query_lines() {
     return kLines;
 }
 
+// {kind:"index_policy"} (eventd/index/policy_thread.hpp): the policy's settings and last run,
+// then the desired index set and the query counters as two tables.
+const std::vector<Line>& index_policy_lines() {
+    static const std::vector<Line> kLines = {
+        {"last_recompute_ns", "last recomputation (UTC)", time_ns},
+        {"interval_s", "interval (s)", fixed("%.0f")},
+        {"window_s", "window (s)", fixed("%.0f")},
+        {"create_threshold", "create threshold", plain},
+        {"drop_threshold", "drop threshold", plain},
+        {"meta_db", "metadata database", plain},
+        {"meta_db_problem", "metadata database problem", plain},
+        {"counted_fields", "counted fields", plain},
+        {"not_counted", "not counted (field cap)", plain},
+    };
+    return kLines;
+}
+
+std::string index_policy_section(const Json& record) {
+    Json summary = record;
+    summary.erase("desired");
+    summary.erase("counters");
+    if (summary.contains("meta_db_problem") && summary["meta_db_problem"].is_null()) summary.erase("meta_db_problem");
+    std::string body = lines(summary, index_policy_lines());
+    auto rows_of = [&](const char* key) {
+        std::vector<const Json*> out;
+        if (record.contains(key) && record[key].is_array())
+            for (const Json& r : record[key]) out.push_back(&r);
+        return out;
+    };
+    const auto desired = rows_of("desired");
+    body += "\n  Desired indexes (most important first)\n";
+    if (desired.empty()) {
+        body += "  (none)\n";
+    } else {
+        body += table(desired, {{"priority", "PRIORITY", plain},
+                                {"field", "FIELD", plain, false},
+                                {"is_expression", "PAYLOAD PATH", plain, false},
+                                {"manual", "BY INDEX", plain, false}});
+    }
+    const auto counters = rows_of("counters");
+    body += "\n  Query counts in the window (most queried first)\n";
+    if (counters.empty()) {
+        body += "  (none)\n";
+    } else {
+        body += table(counters, {{"field", "FIELD", plain, false},
+                                 {"query_count", "QUERIES", plain},
+                                 {"window_start_ns", "WINDOW START (UTC)", time_ns, false}});
+    }
+    return body;
+}
+
 std::string kind_of(const Json& r) {
     auto it = r.find("kind");
     return it != r.end() && it->is_string() ? it->get<std::string>() : "";
@@ -266,8 +317,14 @@ std::string render_status(const std::vector<Json>& records) {
         for (const Json* r : by_kind["queries"]) body += lines(*r, query_lines());
         section("Queries", body);
     }
+    if (by_kind.count("index_policy")) {
+        std::string body;
+        for (const Json* r : by_kind["index_policy"]) body += index_policy_section(*r);
+        section("Adaptive indexing", body);
+    }
     for (const auto& kind : order) {
-        if (kind == "ring" || kind == "shard" || kind == "shard_indexes" || kind == "rates" || kind == "queries")
+        if (kind == "ring" || kind == "shard" || kind == "shard_indexes" || kind == "rates" || kind == "queries" ||
+            kind == "index_policy")
             continue;
         section(kind.empty() ? "Other" : "Other: " + plain(Json(kind)), table(by_kind[kind], {}));
     }

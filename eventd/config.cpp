@@ -78,6 +78,28 @@ kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     r.number("EventRetentionMaxBytes", c.event_retention_max_bytes, 0, UINT64_MAX, k.event_retention_max_bytes);
     r.number("RetentionCheckIntervalMinutes", c.retention_check_interval_minutes, 1, 1440,
              k.retention_check_interval_minutes);
+    r.number("AdaptiveIndexWindowHours", c.adaptive_index_window_hours, 1, 168, k.adaptive_index_window_hours);
+    r.number("AdaptiveIndexPolicyIntervalMinutes", c.adaptive_index_policy_interval_minutes, 60, 1440,
+             k.adaptive_index_policy_interval_minutes);
+    r.number("AdaptiveIndexCreateThreshold", c.adaptive_index_create_threshold, 10, 10000,
+             k.adaptive_index_create_threshold);
+    r.number("AdaptiveIndexDropThreshold", c.adaptive_index_drop_threshold, 1, 1000, k.adaptive_index_drop_threshold);
+    // §3.3.8: the drop threshold MUST be lower than the create threshold (hysteresis). A pair
+    // that breaks it is one invalid value: the pair in force stays (never half of each).
+    if (c.adaptive_index_drop_threshold >= c.adaptive_index_create_threshold) {
+        out.problems.push_back(ConfigProblem{
+            "AdaptiveIndexDropThreshold", "drop threshold " + std::to_string(c.adaptive_index_drop_threshold) +
+                                              " is not lower than AdaptiveIndexCreateThreshold " +
+                                              std::to_string(c.adaptive_index_create_threshold) + "; keeping create " +
+                                              std::to_string(k.adaptive_index_create_threshold) + " and drop " +
+                                              std::to_string(k.adaptive_index_drop_threshold)});
+        c.adaptive_index_create_threshold = k.adaptive_index_create_threshold;
+        c.adaptive_index_drop_threshold = k.adaptive_index_drop_threshold;
+    }
+    r.number("SheddingWindowSeconds", c.shedding_window_seconds, 10, 300, k.shedding_window_seconds);
+    r.number("SheddingBatchPercent", c.shedding_batch_percent, 50, 100, k.shedding_batch_percent);
+    r.number("EmergencySheddingBufferPercent", c.emergency_shedding_buffer_percent, 50, 95,
+             k.emergency_shedding_buffer_percent);
     r.number("QueryTimeoutMs", c.query_timeout_ms, 1000, 300000, k.query_timeout_ms);
     r.number("MaxConcurrentQueries", c.max_concurrent_queries, 1, 4096, k.max_concurrent_queries);
     r.number("MaxStreamingQueries", c.max_streaming_queries, 1, 1024, k.max_streaming_queries);
@@ -119,6 +141,14 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
     tuning("EventRetentionDays", f.event_retention_days, t.event_retention_days);
     tuning("EventRetentionMaxBytes", f.event_retention_max_bytes, t.event_retention_max_bytes);
     tuning("RetentionCheckIntervalMinutes", f.retention_check_interval_minutes, t.retention_check_interval_minutes);
+    tuning("AdaptiveIndexWindowHours", f.adaptive_index_window_hours, t.adaptive_index_window_hours);
+    tuning("AdaptiveIndexPolicyIntervalMinutes", f.adaptive_index_policy_interval_minutes,
+           t.adaptive_index_policy_interval_minutes);
+    tuning("AdaptiveIndexCreateThreshold", f.adaptive_index_create_threshold, t.adaptive_index_create_threshold);
+    tuning("AdaptiveIndexDropThreshold", f.adaptive_index_drop_threshold, t.adaptive_index_drop_threshold);
+    tuning("SheddingWindowSeconds", f.shedding_window_seconds, t.shedding_window_seconds);
+    tuning("SheddingBatchPercent", f.shedding_batch_percent, t.shedding_batch_percent);
+    tuning("EmergencySheddingBufferPercent", f.emergency_shedding_buffer_percent, t.emergency_shedding_buffer_percent);
     tuning("QueryTimeoutMs", f.query_timeout_ms, t.query_timeout_ms);
     tuning("MaxConcurrentQueries", f.max_concurrent_queries, t.max_concurrent_queries);
     tuning("MaxStreamingQueries", f.max_streaming_queries, t.max_streaming_queries);

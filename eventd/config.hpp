@@ -30,6 +30,16 @@ struct EventdConfig {
     uint32_t event_retention_days = 30;
     uint64_t event_retention_max_bytes = 0;  // 0 = no limit
     uint32_t retention_check_interval_minutes = 60;
+    // Adaptive indexing policy (§3.3.8): eventd/index/policy.hpp. drop < create always holds:
+    // a file where it does not keeps the pair in force (a problem is reported).
+    uint32_t adaptive_index_window_hours = 24;
+    uint32_t adaptive_index_policy_interval_minutes = 60;
+    uint32_t adaptive_index_create_threshold = 100;
+    uint32_t adaptive_index_drop_threshold = 10;
+    // Index shedding under write pressure (§3.3.4); used by the shard writers and drain threads.
+    uint32_t shedding_window_seconds = 30;
+    uint32_t shedding_batch_percent = 75;
+    uint32_t emergency_shedding_buffer_percent = 75;
     // Query server (§8.6.7–§8.8, §12.1). Limits apply to new connections at once.
     uint32_t query_timeout_ms = 30000;
     uint32_t max_concurrent_queries = 128;

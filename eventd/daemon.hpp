@@ -20,6 +20,9 @@
 #include "drain_thread.hpp"
 #include "lock_order.hpp"
 #include "eventd/access/policy.hpp"
+#include "eventd/index/desired_set.hpp"
+#include "eventd/index/field_counter.hpp"
+#include "eventd/index/policy_thread.hpp"
 #include "eventd/server/query_server.hpp"
 #include "shard_writer.hpp"
 #include "store/sequence_ranges.hpp"
@@ -31,6 +34,11 @@ server::ServerLimits query_limits(const EventdConfig& config);
 // The access policy of the `Security` key; an invalid one is logged and replaced by
 // Policy::deny_all() (fail closed: only root reads).
 std::shared_ptr<const access::Policy> load_policy(const nlohmann::json& security);
+// The tuning keys the shard writers and drain threads read (batching, shedding), at once.
+void apply_writer_settings(const EventdConfig& config, WriterSettings& settings);
+// The adaptive-index keys of the configuration as the policy thread's settings (the test-only
+// EVENTD_TEST_INDEX_* overrides of test_hooks.hpp applied).
+index::PolicySettings index_policy_settings(const EventdConfig& config);
 
 class Daemon {
 public:
@@ -56,6 +64,10 @@ public:
     // STATUS records (daemon_status.cpp): daemon, ring per CPU, shard per writer, rates. The
     // query server adds its own {kind:"queries"}. Runs on a query worker thread.
     std::vector<nlohmann::json> status_records() const;
+
+    // The global desired index set (PSD-008 §3.3.2): published by the policy thread (the
+    // persisted set is in it before any writer starts), read by the shard writers.
+    const index::DesiredSetHolder& desired_set() const { return desired_set_; }
 
 private:
     explicit Daemon(const LoadedConfig& loaded);
@@ -86,8 +98,13 @@ private:
     bool restart_ = false;
     store::SequenceState accounted_;  // union of every shard's sequence_state at startup
 
-    // The global desired index set (PSD-008 §3.3.2): declared before the writers that read it.
-    index::DesiredSetHolder desired_indexes_;
+    // Adaptive indexing, policy half (eventd/index/): query handlers bump field_counter_, the
+    // policy thread turns the counts into desired_set_ and eventd-meta.db. Declared before
+    // server_ and writers_, so both are destroyed before these.
+    index::DesiredSetHolder desired_set_;
+    index::FieldCounter field_counter_;
+    std::unique_ptr<index::PolicyThread> index_policy_;
+
     std::vector<std::unique_ptr<ShardWriter>> writers_;
     std::vector<std::unique_ptr<DrainThread>> drains_;
     // storage_error records from opening shards, with the shard they describe

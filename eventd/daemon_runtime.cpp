@@ -10,6 +10,14 @@
 
 namespace eventd {
 
+void apply_writer_settings(const EventdConfig& config, WriterSettings& settings) {
+    settings.max_batch_size.store(config.max_batch_size);
+    settings.max_batch_latency_ms.store(config.max_batch_latency_ms);
+    settings.shedding_window_seconds.store(config.shedding_window_seconds);
+    settings.shedding_batch_percent.store(config.shedding_batch_percent);
+    settings.emergency_shedding_buffer_percent.store(config.emergency_shedding_buffer_percent);
+}
+
 void Daemon::post_daemon_record(store::EventRow row, uint32_t avoid_shard) {
     // §2.6.3: shard 0, or the lowest shard that can take it; never the shard a storage
     // error describes.
@@ -62,8 +70,7 @@ void Daemon::reload(const std::string& config_path) {
     next.kmes_socket_path = config_.kmes_socket_path;
     next.storage_shards = config_.storage_shards;
     config_ = next;
-    settings_.max_batch_size.store(next.max_batch_size);
-    settings_.max_batch_latency_ms.store(next.max_batch_latency_ms);
+    apply_writer_settings(next, settings_);
     // §12.1: the query timeout and limits apply to new connections at once; SIGHUP reloads
     // the policy and invalidates caches — new queries use it at once, running streams from
     // their next batch (§9.2).
@@ -71,6 +78,12 @@ void Daemon::reload(const std::string& config_path) {
         server_->set_limits(query_limits(next));
         policy_->set(load_policy(next.security));
         server_->policy_changed();
+    }
+    // Adaptive indexing: new thresholds, window and interval from the next pass; SIGHUP also
+    // re-reads admin_sd from eventd-meta.db (docs/OPERATIONS.md).
+    if (index_policy_) {
+        index_policy_->configure(index_policy_settings(next));
+        index_policy_->reload_admin_sd();
     }
     bool retention_changed = false;
     for (const ConfigChange& c : changes) {

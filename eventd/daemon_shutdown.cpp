@@ -29,6 +29,8 @@ void Daemon::shutdown(bool dump) {
     query_fd_ = -1;
     if (query_socket_bound_) unlink(config_.query_socket_path.c_str());
     if (retention_thread_.joinable()) retention_thread_.join();
+    // 2. The policy thread saves the query counters a last time (no query counts any more).
+    if (index_policy_) index_policy_->stop();
     // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
     for (auto& d : drains_) d->stop();
     // 4. Final commits: writers commit what they hold and stop.

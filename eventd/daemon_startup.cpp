@@ -17,7 +17,9 @@
 #include "kmes/kmes.h"
 #include "base/unix_listener.hpp"
 #include "shard_routing.hpp"
+#include "eventd/index/where_fields.hpp"
 #include "synthetic.hpp"
+#include "test_hooks.hpp"
 #include "thread_boundary.hpp"
 
 namespace eventd {
@@ -27,8 +29,7 @@ using kmes::Result;
 using kmes::Status;
 
 Daemon::Daemon(const LoadedConfig& loaded) : config_(loaded.config), present_(loaded.present) {
-    settings_.max_batch_size.store(config_.max_batch_size);
-    settings_.max_batch_latency_ms.store(config_.max_batch_latency_ms);
+    apply_writer_settings(config_, settings_);
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
@@ -40,6 +41,11 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     std::error_code ec;
     std::filesystem::create_directories(config.event_store_path, ec);
     if (ec) return Error{ec.value(), "cannot create EventStorePath " + config.event_store_path + ": " + ec.message()};
+    // §3.3.9: eventd-meta.db opened (or recreated) and the persisted desired set published
+    // before any writer exists; an unusable one never stops eventd (policy_thread.hpp).
+    d->index_policy_ = index::PolicyThread::open(
+        index::PolicyThread::Options{config.event_store_path, &d->desired_set_, &d->field_counter_,
+                                     index_policy_settings(config), synthetic::now_ns});
 
     // Phase 3: boot boundary. The KMES boot id keys every row (DESIGN.md §2).
     if (kmes_boot_id(d->boot_id_.data()) != 0)
@@ -90,6 +96,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
             }));
     }
     for (auto& drain : d->drains_) drain->start();
+    d->index_policy_->start();
     d->retention_thread_ = std::thread([raw = d.get()] {
         run_guarded(
             "the retention thread", [raw] { raw->retention_loop(); },
@@ -151,7 +158,7 @@ Status Daemon::open_shards(uint32_t count) {
                             if (raw->server_) raw->server_->on_commit(shard);
                         },
                         [raw](const std::string& why) { raw->fail(why); }},
-            &desired_indexes_));
+            &desired_set_));
     }
     return {};
 }
@@ -192,6 +199,17 @@ std::shared_ptr<const access::Policy> load_policy(const nlohmann::json& security
     return access::Policy::deny_all();
 }
 
+index::PolicySettings index_policy_settings(const EventdConfig& c) {
+    index::PolicySettings s;
+    s.params.create_threshold = c.adaptive_index_create_threshold;
+    s.params.drop_threshold = c.adaptive_index_drop_threshold;
+    s.params.window_ns = int64_t(c.adaptive_index_window_hours) * 3600 * 1'000'000'000;
+    s.interval = std::chrono::minutes(c.adaptive_index_policy_interval_minutes);
+    if (const auto window = test_index_window()) s.params.window_ns = int64_t(window->count()) * 1'000'000;
+    if (const auto interval = test_index_policy_interval()) s.interval = *interval;
+    return s;
+}
+
 Status Daemon::start_query_server() {
     policy_ = std::make_unique<access::PolicyHolder>(load_policy(config_.security));
     server::ServerOptions options;
@@ -201,6 +219,14 @@ Status Daemon::start_query_server() {
     options.limits = query_limits(config_);
     options.policy = policy_.get();
     options.daemon_status = [this] { return status_records(); };
+    // §8.6.5 accounting and §8.2.7 INDEX; both objects outlive the server (daemon.hpp).
+    options.index.count = [counter = &field_counter_](const query::Query& q) {
+        counter->count(index::where_fields(q));
+    };
+    options.index.add = [policy = index_policy_.get()](const access::Caller& caller, const std::string& field,
+                                                       std::chrono::steady_clock::time_point deadline) {
+        return policy->index(caller, field, deadline);
+    };
     auto server = server::QueryServer::start(std::move(options));
     if (!server) return server.error();
     query_fd_ = -1;  // the server owns and closes it

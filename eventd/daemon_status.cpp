@@ -153,6 +153,8 @@ std::vector<json> Daemon::status_records() const {
                        {"events_in_per_s", round1(in_rate)},
                        {"events_out_per_s", round1(out_rate)},
                        {"window_s", round1(window)}});
+    if (index_policy_)
+        for (json& r : index_policy_->status_records()) out.push_back(std::move(r));
     return out;
 }
 

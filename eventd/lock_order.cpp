@@ -19,6 +19,10 @@ const char* lock_rank_name(LockRank rank) {
             return "commit_subscribers (CommitSignal::mutex_)";
         case LockRank::stream_wake:
             return "stream_wake (StreamWake::mutex_)";
+        case LockRank::index_policy:
+            return "index_policy (index::PolicyThread::mutex_)";
+        case LockRank::field_counter:
+            return "field_counter (index::FieldCounter::mutex_)";
     }
     return "unknown";
 }
@@ -27,7 +31,7 @@ const char* lock_rank_name(LockRank rank) {
 namespace lock_order {
 namespace {
 // The ranks this thread holds, in acquisition order. Per thread, so no synchronisation; a
-// handful at most (the table in lock_order.hpp has six ranks).
+// handful at most (the table in lock_order.hpp has eight ranks).
 struct Held {
     LockRank ranks[16];
     int count = 0;
@@ -45,7 +49,7 @@ void will_acquire(LockRank rank) {
             std::abort();
         }
     }
-    if (held.count == int(sizeof held.ranks / sizeof held.ranks[0])) std::abort();  // cannot happen with six ranks
+    if (held.count == int(sizeof held.ranks / sizeof held.ranks[0])) std::abort();  // cannot happen with eight ranks
     held.ranks[held.count++] = rank;
 }
 

@@ -11,8 +11,12 @@
 //   40 urgent                ShardWriter::urgent_mutex_              —
 //   50 commit_subscribers    CommitSignal::mutex_                    stream_wake (dispatch)
 //   60 stream_wake           StreamWake::mutex_                      —
+//   70 index_policy          index::PolicyThread::mutex_             field_counter (status)
+//   80 field_counter         index::FieldCounter::mutex_             —
 //
-// Unranked mutexes (Handoff::mutex_, PolicyHolder, the rates and failure mutexes, the query
+// reload() holds config_mutex_ (10) while it hands new settings to the policy thread (70).
+//
+// Unranked mutexes (Handoff::mutex_, PolicyHolder, index::DesiredSetHolder, the rates and failure mutexes, the query
 // server's workers_mutex) are leaves: nothing is locked while one is held.
 //
 // Consequences that the code keeps:
@@ -37,6 +41,8 @@ enum class LockRank : uint8_t {
     urgent = 40,
     commit_subscribers = 50,
     stream_wake = 60,
+    index_policy = 70,
+    field_counter = 80,
 };
 
 const char* lock_rank_name(LockRank rank);

@@ -12,6 +12,35 @@
 
 namespace eventd {
 
+namespace {
+
+std::optional<std::chrono::milliseconds> milliseconds_from(const char* variable) {
+    const char* text = std::getenv(variable);
+    if (!text) return std::nullopt;
+#ifdef KMES_SYNC_POINTS
+    char* end = nullptr;
+    const long long ms = std::strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || ms <= 0) {
+        spdlog::warn("test-only {}={} ignored: not a positive number of milliseconds", variable, text);
+        return std::nullopt;
+    }
+    spdlog::warn("test-only {}={} in force", variable, text);
+    return std::chrono::milliseconds(ms);
+#else
+    spdlog::warn("{} ignored: this eventd is built without sync points (test-only)", variable);
+    return std::nullopt;
+#endif
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> test_index_policy_interval() {
+    return milliseconds_from("EVENTD_TEST_INDEX_POLICY_INTERVAL_MS");
+}
+std::optional<std::chrono::milliseconds> test_index_window() {
+    return milliseconds_from("EVENTD_TEST_INDEX_WINDOW_MS");
+}
+
 void install_test_hooks_from_environment() {
     const char* delay_file = std::getenv("EVENTD_TEST_COMMIT_DELAY_FILE");
     if (!delay_file) return;

@@ -92,6 +92,13 @@ private:
     std::vector<std::string> warnings_;
 };
 
+// A list of principals in the Security.Admins syntax ("uid:N", "user:NAME", "gid:N",
+// "group:NAME", "everyone"), names resolved now. Unknown names drop their principal and add a
+// warning; anything else malformed is an error whose message starts with `where`. Shared by
+// Security.Admins and eventd-meta.db's admin_sd (eventd/index/admin_sd.hpp).
+kmes::Result<std::vector<Policy::Principal>> parse_principals(const nlohmann::json& list, const std::string& where,
+                                                              std::vector<std::string>& warnings);
+
 // One caller's view for the duration of one query or stream: caches grants per event type
 // (§9.2 caching — at most one evaluation per (caller, type)). Not thread-safe; one per query.
 class CallerAccess {

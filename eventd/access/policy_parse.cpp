@@ -76,7 +76,48 @@ std::optional<uint32_t> parse_id(std::string_view digits) {
     return value;
 }
 
+// nullopt (no error) when a user or group name does not resolve: the principal is dropped.
+kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
+                                                               std::vector<std::string>& warnings) {
+    using Kind = Policy::Principal::Kind;
+    const std::string expected = "principals are uid:N, user:NAME, gid:N, group:NAME or everyone";
+    if (!value.is_string()) return invalid(where + ": " + expected + ", got " + value.dump());
+    const std::string text = value.get<std::string>();
+    if (text == "everyone") return std::optional(Policy::Principal{Kind::everyone, 0});
+    const size_t colon = text.find(':');
+    if (colon == std::string::npos) return invalid(where + ": principal '" + text + "': " + expected);
+    const std::string kind = text.substr(0, colon);
+    const std::string rest = text.substr(colon + 1);
+    if (kind == "uid" || kind == "gid") {
+        const auto id = parse_id(rest);
+        if (!id) return invalid(where + ": principal '" + text + "': " + kind + " needs a decimal id");
+        return std::optional(Policy::Principal{kind == "uid" ? Kind::uid : Kind::gid, *id});
+    }
+    if (kind == "user" || kind == "group") {
+        if (rest.empty()) return invalid(where + ": principal '" + text + "': " + kind + " needs a name");
+        const auto id = kind == "user" ? uid_of_user(rest) : gid_of_group(rest);
+        if (!id) {
+            warnings.push_back(where + ": unknown " + kind + " '" + rest + "', principal ignored (it matches nobody)");
+            return std::optional<Policy::Principal>();
+        }
+        return std::optional(Policy::Principal{kind == "user" ? Kind::uid : Kind::gid, *id});
+    }
+    return invalid(where + ": principal '" + text + "': " + expected);
+}
+
 }  // namespace
+
+kmes::Result<std::vector<Policy::Principal>> parse_principals(const json& list, const std::string& where,
+                                                              std::vector<std::string>& warnings) {
+    if (!list.is_array()) return invalid(where + ": expected an array of principals, got " + type_name(list));
+    std::vector<Policy::Principal> out;
+    for (const json& principal : list) {
+        auto p = parse_principal(principal, where, warnings);
+        if (!p.ok()) return p.error();
+        if (p.value()) out.push_back(*p.value());
+    }
+    return out;
+}
 
 class PolicyParser {
 public:
@@ -203,44 +244,14 @@ private:
         return parsed;
     }
 
-    // nullopt (no error) when a user or group name does not resolve: the principal is dropped.
     kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where) {
-        using Kind = Policy::Principal::Kind;
-        const std::string expected = "principals are uid:N, user:NAME, gid:N, group:NAME or everyone";
-        if (!value.is_string()) return invalid(where + ": " + expected + ", got " + value.dump());
-        const std::string text = value.get<std::string>();
-        if (text == "everyone") return std::optional(Policy::Principal{Kind::everyone, 0});
-        const size_t colon = text.find(':');
-        if (colon == std::string::npos) return invalid(where + ": principal '" + text + "': " + expected);
-        const std::string kind = text.substr(0, colon);
-        const std::string rest = text.substr(colon + 1);
-        if (kind == "uid" || kind == "gid") {
-            const auto id = parse_id(rest);
-            if (!id) return invalid(where + ": principal '" + text + "': " + kind + " needs a decimal id");
-            return std::optional(Policy::Principal{kind == "uid" ? Kind::uid : Kind::gid, *id});
-        }
-        if (kind == "user" || kind == "group") {
-            if (rest.empty()) return invalid(where + ": principal '" + text + "': " + kind + " needs a name");
-            const auto id = kind == "user" ? uid_of_user(rest) : gid_of_group(rest);
-            if (!id) {
-                policy_->warnings_.push_back(where + ": unknown " + kind + " '" + rest +
-                                             "', principal ignored (it matches nobody)");
-                return std::optional<Policy::Principal>();
-            }
-            return std::optional(Policy::Principal{kind == "user" ? Kind::uid : Kind::gid, *id});
-        }
-        return invalid(where + ": principal '" + text + "': " + expected);
+        return access::parse_principal(value, where, policy_->warnings_);
     }
 
     kmes::Status parse_admins(const json& admins) {
-        if (!admins.is_array()) {
-            return invalid("Security.Admins: expected an array of principals, got " + type_name(admins));
-        }
-        for (const json& principal : admins) {
-            auto p = parse_principal(principal, "Security.Admins");
-            if (!p.ok()) return p.error();
-            if (p.value()) policy_->admins_.push_back(*p.value());
-        }
+        auto principals = parse_principals(admins, "Security.Admins", policy_->warnings_);
+        if (!principals.ok()) return principals.error();
+        policy_->admins_ = std::move(principals.value());
         return {};
     }
 

@@ -114,6 +114,7 @@ struct SortKey {
 enum class Mode {
     events,  // EVENTS …
     status,  // STATUS: the daemon's counters (eventctl status), admins only
+    index,   // EVENTS INDEX field (§8.2.7): add field to the desired index set, admin_sd only
 };
 
 struct Query {
@@ -127,7 +128,8 @@ struct Query {
     std::optional<uint64_t> skip;
     std::optional<uint64_t> take;
     Aggregation aggregation;
-    bool stream = false;  // STREAM anywhere (§8.7)
+    bool stream = false;                  // STREAM anywhere (§8.7)
+    std::optional<FieldRef> index_field;  // Mode::index: the field to index (a §3.3.6 candidate)
 };
 
 }  // namespace eventd::query

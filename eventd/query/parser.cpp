@@ -2,7 +2,7 @@
 // pattern, then clauses in any order, collected into the AST. Recursive descent over the
 // tokens of lexer.hpp; WHERE conditions with AND binding tighter than OR (§8.1).
 //
-//   query      := EVENTS [pattern] clause* | STATUS
+//   query      := EVENTS [pattern] clause* | EVENTS INDEX field | STATUS
 //   pattern    := word | string                    (not a clause keyword; STREAM may precede it)
 //   clause     := SINCE time | UNTIL time | WHERE or | SELECT fields | SORT key {, key}
 //               | SKIP n | TAKE n | COUNT [BY field] | TOP n BY field | DISTINCT field
@@ -23,6 +23,7 @@
 #include <limits>
 #include <utility>
 
+#include "eventd/index/candidates.hpp"
 #include "eventd/query/lexer.hpp"
 #include "eventd/query/time_literal.hpp"
 
@@ -175,13 +176,27 @@ private:
         if (is_keyword(keyword, "SORT")) return sort(keyword);
         if (is_keyword(keyword, "SKIP")) return count_limit(keyword, query_.skip);
         if (is_keyword(keyword, "TAKE")) return count_limit(keyword, query_.take);
-        if (is_keyword(keyword, "INDEX")) return kmes::Error{EINVAL, "INDEX is not supported"};
+        if (is_keyword(keyword, "INDEX")) return index_command();
         // The rest are aggregations: one per query.
         if (query_.aggregation.kind != Aggregation::Kind::none) return parse_error(keyword, kOneAggregation);
         if (is_keyword(keyword, "COUNT")) return count();
         if (is_keyword(keyword, "TOP")) return top();
         if (is_keyword(keyword, "DISTINCT")) return distinct();
         return group();
+    }
+
+    // §8.2.7: `EVENTS INDEX <field>`, alone — an administrative command, not a filter.
+    kmes::Status index_command() {
+        constexpr std::string_view kAlone = "INDEX stands alone: EVENTS INDEX <field>, without other clauses";
+        if (next_ != 2) return kmes::Error{EINVAL, std::string(kAlone)};  // not right after EVENTS
+        auto f = field("a field to index (a header column such as event_type, or a payload path such as user)");
+        if (!f) return f.error();
+        if (auto problem = index::candidate_problem(f->name))
+            return kmes::Error{EINVAL, "INDEX " + f->name + ": " + *problem};
+        if (peek().kind != TokenKind::end) return parse_error(peek(), "end of query (" + std::string(kAlone) + ")");
+        query_.mode = Mode::index;
+        query_.index_field = std::move(f.value());
+        return {};
     }
 
     kmes::Error duplicate(const Token& keyword) {

@@ -63,6 +63,7 @@ struct QueryServer::Impl {
         shared.store_dir = std::move(o.store_dir);
         shared.policy = o.policy;
         shared.daemon_status = std::move(o.daemon_status);
+        shared.index = std::move(o.index);
         shared.set_limits(o.limits);
     }
 

@@ -126,6 +126,7 @@ public:
 
 private:
     void run_status();
+    void run_index(const query::Query& q);
     void run_events(const query::Query& q);
     void follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access, StreamWake& wake,
                 uint64_t generation);
@@ -205,7 +206,26 @@ void Session::run(const std::string& text) {
         return fail(parsed.error().message);
     }
     if (parsed->mode == query::Mode::status) return run_status();
+    if (parsed->mode == query::Mode::index) return run_index(*parsed);
     run_events(*parsed);
+}
+
+// §8.2.7: authorised against admin_sd (not the read-path policy); {status:"end"} once the
+// desired set is persisted — the indexes themselves are built later, by the writers.
+void Session::run_index(const query::Query& q) {
+    if (!shared_.index.add) return fail("INDEX is not available in this server");
+    if (kmes::Status s = shared_.index.add(caller_, q.index_field->name, deadline_); !s) {
+        if (s.error().is_timed_out()) {
+            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        } else if (!s.error().is_cancelled()) {
+            shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (s.error().code == kmes::ErrorCode::access_denied)
+            spdlog::info("EVENTS INDEX {} refused for {}: not an administrator", q.index_field->name,
+                         caller_.user_name());
+        return fail(s.error().message);
+    }
+    send_final(end_frame());
 }
 
 void Session::run_status() {
@@ -222,6 +242,8 @@ void Session::run_status() {
 }
 
 void Session::run_events(const query::Query& q) {
+    // §8.6.5: every event query is counted — streaming or not, refused further down or not.
+    if (shared_.index.count) shared_.index.count(q);
     if (q.stream && !ticket_.add_stream(limits_.max_streaming_queries)) {
         shared_.counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
         return fail("too many concurrent streaming queries");

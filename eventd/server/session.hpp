@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -85,6 +86,17 @@ private:
     std::map<uid_t, uint32_t> per_user_;
 };
 
+// Adaptive indexing as the sessions see it (PSD-008 §8.6.5, §8.2.7); the daemon wires them to
+// eventd/index/. Either may be empty (a server without a daemon, in tests).
+struct IndexHooks {
+    // Every EVENTS query, before anything can refuse it: count the fields it filters on.
+    std::function<void(const query::Query&)> count;
+    // EVENTS INDEX: authorise `caller` against admin_sd, add `field`, return once persisted.
+    std::function<kmes::Status(const access::Caller& caller, const std::string& field,
+                               std::chrono::steady_clock::time_point deadline)>
+        add;
+};
+
 // State every session shares with the server.
 struct ServerShared {
     std::filesystem::path store_dir;
@@ -96,6 +108,7 @@ struct ServerShared {
     Admissions admissions;
     // The daemon's STATUS records (rings, shards, rates); the server adds {kind:"queries"}.
     std::function<std::vector<nlohmann::json>()> daemon_status;
+    IndexHooks index;
 
     ServerLimits limits() const {
         std::lock_guard lock(limits_mutex);

@@ -20,3 +20,32 @@ TEST_CASE("status cells show values as pretty does, strings unquoted", "[status]
 }
 
 }  // namespace eventctl::test
+
+namespace eventctl::test {
+
+TEST_CASE("status shows the adaptive index policy: settings, desired set, counters", "[status]") {
+    const Json record = {
+        {"kind", "index_policy"},
+        {"last_recompute_ns", 1764043709000000000},
+        {"interval_s", 3600.0},
+        {"window_s", 86400.0},
+        {"create_threshold", 100},
+        {"drop_threshold", 10},
+        {"meta_db", "/var/lib/eventd/events/eventd-meta.db"},
+        {"meta_db_problem", nullptr},
+        {"desired", {{{"field", "user"}, {"priority", 0}, {"is_expression", true}, {"manual", false}}}},
+        {"counters", {{{"field", "user"}, {"query_count", 123}, {"window_start_ns", 1764000000000000000}}}},
+        {"counted_fields", 1},
+        {"not_counted", 0}};
+    const std::string text = render_status({record});
+    INFO(text);
+    CHECK(text.find("Adaptive indexing") != std::string::npos);
+    CHECK(text.find("2025-11-25T04:08:29.000Z") != std::string::npos);
+    CHECK(text.find("problem") == std::string::npos);  // null: not shown
+    CHECK(text.find("Desired indexes") != std::string::npos);
+    CHECK(text.find("PRIORITY") != std::string::npos);
+    CHECK(text.find("123") != std::string::npos);
+    CHECK(text.find("Other") == std::string::npos);
+}
+
+}  // namespace eventctl::test

@@ -89,3 +89,90 @@ TEST_CASE("a changed store path or shard count is restart-only", "[config]") {
     CHECK(tuning_changes(*from, *to, &restart_only).empty());
     CHECK(restart_only == std::vector<std::string>{"EventStorePath", "StorageShards"});
 }
+
+TEST_CASE("the adaptive indexing and shedding keys take the §12.1 defaults and ranges", "[config][index]") {
+    auto d = parse_eventd_config(minimal());
+    REQUIRE(d.ok());
+    CHECK(d->config.adaptive_index_window_hours == 24);
+    CHECK(d->config.adaptive_index_policy_interval_minutes == 60);
+    CHECK(d->config.adaptive_index_create_threshold == 100);
+    CHECK(d->config.adaptive_index_drop_threshold == 10);
+    CHECK(d->config.shedding_window_seconds == 30);
+    CHECK(d->config.shedding_batch_percent == 75);
+    CHECK(d->config.emergency_shedding_buffer_percent == 75);
+
+    json doc = minimal();
+    doc["AdaptiveIndexWindowHours"] = 169;           // 1..168
+    doc["AdaptiveIndexPolicyIntervalMinutes"] = 59;  // 60..1440
+    doc["AdaptiveIndexCreateThreshold"] = 9;         // 10..10000
+    doc["AdaptiveIndexDropThreshold"] = 0;           // 1..1000
+    doc["SheddingWindowSeconds"] = 301;              // 10..300
+    doc["SheddingBatchPercent"] = 49;                // 50..100
+    doc["EmergencySheddingBufferPercent"] = 96;      // 50..95
+    auto r = parse_eventd_config(doc);
+    REQUIRE(r.ok());
+    CHECK(r->problems.size() == 7);
+    CHECK(r->config.adaptive_index_window_hours == 24);
+    CHECK(r->config.adaptive_index_policy_interval_minutes == 60);
+    CHECK(r->config.adaptive_index_create_threshold == 100);
+    CHECK(r->config.adaptive_index_drop_threshold == 10);
+    CHECK(r->config.emergency_shedding_buffer_percent == 75);
+
+    doc = minimal();
+    doc["AdaptiveIndexWindowHours"] = 168;
+    doc["AdaptiveIndexPolicyIntervalMinutes"] = 1440;
+    doc["AdaptiveIndexCreateThreshold"] = 10;
+    doc["AdaptiveIndexDropThreshold"] = 9;
+    doc["SheddingWindowSeconds"] = 10;
+    doc["SheddingBatchPercent"] = 100;
+    doc["EmergencySheddingBufferPercent"] = 95;
+    auto edges = parse_eventd_config(doc);
+    REQUIRE(edges.ok());
+    CHECK(edges->problems.empty());
+    CHECK(edges->config.adaptive_index_create_threshold == 10);
+    CHECK(edges->config.adaptive_index_drop_threshold == 9);
+    CHECK(edges->config.shedding_batch_percent == 100);
+}
+
+TEST_CASE("a drop threshold not below the create threshold keeps the pair in force", "[config][index]") {
+    eventd::EventdConfig in_force;
+    in_force.adaptive_index_create_threshold = 50;
+    in_force.adaptive_index_drop_threshold = 5;
+    for (auto [create, drop] : {std::pair{20, 20}, std::pair{20, 30}}) {
+        json doc = minimal();
+        doc["AdaptiveIndexCreateThreshold"] = create;
+        doc["AdaptiveIndexDropThreshold"] = drop;
+        auto r = parse_eventd_config(doc, in_force);
+        REQUIRE(r.ok());
+        CHECK(r->config.adaptive_index_create_threshold == 50);
+        CHECK(r->config.adaptive_index_drop_threshold == 5);
+        REQUIRE(r->problems.size() == 1);
+        CHECK(r->problems[0].key == "AdaptiveIndexDropThreshold");
+        CHECK_THAT(r->problems[0].message, Catch::Contains("not lower than AdaptiveIndexCreateThreshold"));
+    }
+    // Only the create threshold set, below the default drop (10): the pair is invalid too.
+    json doc = minimal();
+    doc["AdaptiveIndexCreateThreshold"] = 10;
+    auto r = parse_eventd_config(doc);
+    REQUIRE(r.ok());
+    CHECK(r->config.adaptive_index_create_threshold == 100);
+    CHECK(r->config.adaptive_index_drop_threshold == 10);
+}
+
+TEST_CASE("adaptive indexing and shedding keys are tuning keys: a reload records them", "[config][index]") {
+    json before = minimal();
+    json after = minimal();
+    after["AdaptiveIndexCreateThreshold"] = 200;
+    after["SheddingWindowSeconds"] = 60;
+    auto from = parse_eventd_config(before);
+    auto to = parse_eventd_config(after);
+    REQUIRE(from.ok());
+    REQUIRE(to.ok());
+    std::vector<std::string> restart_only;
+    const auto changes = tuning_changes(*from, *to, &restart_only);
+    REQUIRE(changes.size() == 2);
+    CHECK(changes[0].key == "AdaptiveIndexCreateThreshold");
+    CHECK(changes[0].new_value == 200);
+    CHECK(changes[1].key == "SheddingWindowSeconds");
+    CHECK(restart_only.empty());
+}

@@ -424,12 +424,43 @@ TEST_CASE("unsupported parts of the language say so", "[parser]") {
             {"EVENTS WHERE EVENT kacs.* EXISTS", "cross-type filters are not supported"},
             {"EVENTS WHERE LOG ERROR ONLY", "cross-type filters are not supported"},
             {"EVENTS WHERE a == 1 AND (log CONTAINING \"x\")", "cross-type filters are not supported"},
-            {"EVENTS INDEX user", "INDEX is not supported"},
-            {"EVENTS TAKE 1 index user", "INDEX is not supported"},
         },
         error_of);
     // A payload field named like a mode is still a field when an operator follows.
     CHECK(rendered("EVENTS WHERE event == 1 OR log IS NULL") == "EVENTS where=(or event == 1 log IS NULL)");
+}
+
+TEST_CASE("EVENTS INDEX takes one candidate field and nothing else", "[parser][index]") {
+    auto header = parse("EVENTS INDEX event_type", 0);
+    REQUIRE(header.ok());
+    CHECK(header->mode == Mode::index);
+    REQUIRE(header->index_field);
+    CHECK(header->index_field->name == "event_type");
+    CHECK(header->index_field->header.has_value());
+    auto path = parse("events index source.name", 0);
+    REQUIRE(path.ok());
+    CHECK(path->mode == Mode::index);
+    CHECK(path->index_field->name == "source.name");
+    CHECK(path->index_field->path == std::vector<std::string>{"source", "name"});
+    check_table(
+        {
+            {"EVENTS INDEX timestamp",
+             "INDEX timestamp: timestamp is always indexed (idx_events_timestamp); nothing to do"},
+            {"EVENTS INDEX sequence",
+             "INDEX sequence: sequence cannot be indexed; candidates are event_type, origin_class, cpu_id, "
+             "effective_token_guid, true_token_guid, process_guid, boot_id and payload paths"},
+            {"EVENTS INDEX payload",
+             "INDEX payload: the raw payload is never indexed; name a payload path such as user or source.name"},
+            {"EVENTS TAKE 1 index user", "INDEX stands alone: EVENTS INDEX <field>, without other clauses"},
+            {"EVENTS kacs.* INDEX user", "INDEX stands alone: EVENTS INDEX <field>, without other clauses"},
+            {"EVENTS INDEX user TAKE 1",
+             "parse error at position 19: expected end of query (INDEX stands alone: EVENTS INDEX <field>, without "
+             "other clauses), found 'TAKE'"},
+            {"EVENTS INDEX",
+             "parse error at position 13: expected a field to index (a header column such as "
+             "event_type, or a payload path such as user), found end of query"},
+        },
+        error_of);
 }
 
 TEST_CASE("malformed queries: position, what was expected, what was found", "[parser]") {

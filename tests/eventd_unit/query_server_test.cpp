@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -104,9 +105,10 @@ struct Server {
     access::PolicyHolder policy{access::Policy::parse(nullptr).value()};  // deny all: root reads
     std::unique_ptr<server::QueryServer> server;
 
-    Server() {
+    explicit Server(server::IndexHooks index = {}) {
         commit_row(dir.path(), 1);  // a shard to open, so the query checks its cancel flag
         server::ServerOptions options;
+        options.index = std::move(index);
         options.listen_fd = unix_socket(socket_path, true);
         options.store_dir = dir.path();
         options.shard_count = 1;
@@ -148,6 +150,52 @@ TEST_CASE("a query cancelled by shutdown is not counted as failed in the queries
     INFO(record.dump());
     CHECK(record.at("errors") == 0);
     CHECK(record.at("timeouts") == 0);
+}
+
+// One query on a new connection; every frame of the reply up to the final one.
+std::vector<json> ask(const fs::path& socket_path, const std::string& text) {
+    const int client = unix_socket(socket_path, false);
+    receive_timeout(client, 10);
+    const std::vector<uint8_t> request = server::encode_frame(json{{"query", text}});
+    REQUIRE(write(client, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+    std::vector<json> frames;
+    while (auto frame = read_frame(client)) {
+        frames.push_back(*frame);
+        if (frame->value("status", "") != "ok") break;
+    }
+    close(client);
+    return frames;
+}
+
+TEST_CASE("every EVENTS query is counted for adaptive indexing, failing ones too; INDEX goes to its hook",
+          "[server][index]") {
+    std::mutex mutex;
+    std::vector<std::string> counted;  // the first WHERE field of each counted query, or "-"
+    std::vector<std::string> indexed;
+    server::IndexHooks hooks;
+    hooks.count = [&](const query::Query& q) {
+        std::lock_guard lock(mutex);
+        counted.push_back(q.where.empty() ? "-" : q.where[0].comparison.field.name);
+    };
+    hooks.add = [&](const access::Caller& caller, const std::string& field, std::chrono::steady_clock::time_point) {
+        std::lock_guard lock(mutex);
+        indexed.push_back(field);
+        if (!caller.is_root()) return kmes::Status(kmes::Error{EACCES, "no"});
+        return field == "refused" ? kmes::Status(kmes::Error{EACCES, "access denied: INDEX needs administrator rights"})
+                                  : kmes::Status();
+    };
+    Server s(hooks);
+    CHECK(ask(s.socket_path, "EVENTS WHERE i == 1").back() == json({{"status", "end"}}));
+    CHECK(ask(s.socket_path, "EVENTS WHERE user == 1 COUNT").back() == json({{"status", "end"}}));
+    // Fails in the planner (a string compared with `>` on a number column): counted all the same.
+    CHECK(ask(s.socket_path, "EVENTS WHERE cpu_id > \"x\"").back().value("status", "") == "error");
+    CHECK(ask(s.socket_path, "EVENTS INDEX source.name").back() == json({{"status", "end"}}));
+    const json refused = ask(s.socket_path, "EVENTS INDEX refused").back();
+    CHECK(refused == json({{"status", "error"}, {"error", "access denied: INDEX needs administrator rights"}}));
+    CHECK(ask(s.socket_path, "STATUS").back().value("status", "") == "end");  // not an EVENTS query
+    std::lock_guard lock(mutex);
+    CHECK(counted == std::vector<std::string>{"i", "user", "cpu_id"});
+    CHECK(indexed == std::vector<std::string>{"source.name", "refused"});
 }
 
 TEST_CASE("a stream subscribes before its snapshot: a commit in between is delivered exactly once", "[server]") {

@@ -1,0 +1,271 @@
+// [index]: the policy half of adaptive indexing with a real eventd (PSD-008 §3.3.2, §3.3.8,
+// §3.3.9, §8.2.7, §8.6.5): eventd-meta.db as created, counted queries admitting a field and a
+// quiet window dropping it, EVENTS INDEX for root, a member of group adm and (refused) nobody,
+// admin_sd changed with sqlite3 + SIGHUP, persistence across a restart, and a corrupt meta
+// database set aside while the shards and ingestion carry on. The policy interval and window
+// are shortened with the test-only EVENTD_TEST_INDEX_* variables (eventd/test_hooks.hpp).
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "local_users.hpp"
+#include "query_env.hpp"
+
+namespace eventd::query_it {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+// Set test-only variables for the eventd processes this test starts (they inherit them).
+class ScopedEnv {
+public:
+    ScopedEnv(std::vector<std::pair<std::string, std::string>> vars) : vars_(std::move(vars)) {
+        for (const auto& [k, v] : vars_) ::setenv(k.c_str(), v.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        for (const auto& [k, v] : vars_) ::unsetenv(k.c_str());
+    }
+
+private:
+    std::vector<std::pair<std::string, std::string>> vars_;
+};
+
+// Rows of `sql` on eventd-meta.db, each row's columns joined with '|' (read-only connection;
+// WAL lets it read while eventd writes).
+std::vector<std::string> rows(const fs::path& db, const std::string& sql) {
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    sqlite3_busy_timeout(raw, 2000);
+    sqlite3_stmt* stmt = nullptr;
+    const int rc = sqlite3_prepare_v2(raw, sql.c_str(), -1, &stmt, nullptr);
+    INFO(sql << ": " << sqlite3_errmsg(raw));
+    REQUIRE(rc == SQLITE_OK);
+    std::vector<std::string> out;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+        std::string row;
+        for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
+            const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
+            row += (i ? "|" : "") + std::string(t ? t : "NULL");
+        }
+        out.push_back(row);
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(raw);
+    return out;
+}
+
+void write_sql(const fs::path& db, const std::string& sql) {
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
+    sqlite3_busy_timeout(raw, 2000);
+    const int rc = sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr);
+    INFO(sql << ": " << sqlite3_errmsg(raw));
+    sqlite3_close(raw);
+    REQUIRE(rc == SQLITE_OK);
+}
+
+std::vector<std::string> desired(QueryEnv& env) {
+    return rows(fs::path(env.store()) / "eventd-meta.db",
+                "SELECT field_path, priority, is_expression FROM desired_indexes ORDER BY priority");
+}
+
+// Poll `done` every 50 ms until it holds or `limit` passes; the last answer.
+template <class F>
+bool eventually(F done, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    const auto deadline = Clock::now() + limit;
+    while (!done()) {
+        if (Clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+}
+
+json index_status(QueryEnv& env) {
+    const RunResult r = env.query("STATUS");
+    REQUIRE(r.exit_code == 0);
+    for (const json& rec : parse_jsonl(r.out))
+        if (rec.value("kind", "") == "index_policy") return rec;
+    FAIL("no {kind: index_policy} record in STATUS: " << r.out);
+    return {};
+}
+
+RunResult index_as(QueryEnv& env, const std::string& field, const char* user) {
+    std::optional<RunAs> as;
+    if (user) as = lookup_user(user);
+    return env.query("EVENTS INDEX " + field, as);
+}
+
+int64_t count(QueryEnv& env, const std::string& query) {
+    const RunResult r = env.query(query);
+    INFO(query << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto records = parse_jsonl(r.out);
+    REQUIRE(records.size() == 1);
+    return records[0]["count"].get<int64_t>();
+}
+
+// Names in `dir` starting with `prefix` (and ending with `suffix`).
+std::set<std::string> files_named(const std::string& dir, const std::string& prefix, const std::string& suffix = "") {
+    std::set<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind(prefix, 0) == 0 && name.size() >= suffix.size() &&
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+            out.insert(name);
+    }
+    return out;
+}
+
+TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field, a quiet window drops it", "[index]") {
+    // Policy every 100 ms, windows of 3 s: a whole enter/leave cycle within seconds.
+    ScopedEnv vars({{"EVENTD_TEST_INDEX_POLICY_INTERVAL_MS", "100"}, {"EVENTD_TEST_INDEX_WINDOW_MS", "3000"}});
+    QueryEnv env(EnvOptions{.eventd = {{"AdaptiveIndexCreateThreshold", 10}, {"AdaptiveIndexDropThreshold", 5}}});
+    const fs::path meta = fs::path(env.store()) / "eventd-meta.db";
+
+    // §3.3.9: schema, pragmas, mode, owner, rows.
+    struct stat st {};
+    REQUIRE(::stat(meta.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(st.st_uid == ::geteuid());
+    CHECK(rows(meta, "PRAGMA journal_mode") == std::vector<std::string>{"wal"});
+    CHECK(rows(meta, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") ==
+          std::vector<std::string>{"desired_indexes", "index_counters", "meta"});
+    const auto meta_rows = rows(meta, "SELECT key, value FROM meta ORDER BY key");
+    REQUIRE(meta_rows.size() == 3);
+    CHECK(meta_rows[0] == "admin_sd|[\"group:adm\"]");
+    CHECK_THAT(meta_rows[1], Catch::Matches(R"(created_at\|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"));
+    CHECK(meta_rows[2] == "schema_version|1");
+    CHECK(desired(env).empty());
+    // The meta database is not a shard: the fixture's counts are unchanged by it.
+    CHECK(count(env, "EVENTS app.login COUNT") == 10);
+
+    // §8.6.5: ten queries filtering on `user` (plain, aggregate, one refused by access control
+    // for nobody) → at the create threshold within the window.
+    for (int i = 0; i < 8; ++i) REQUIRE(env.query("EVENTS WHERE user == \"alice\" COUNT").exit_code == 0);
+    REQUIRE(env.query("EVENTS app.login WHERE user == \"bob\" TAKE 1").exit_code == 0);
+    ensure_test_users();
+    env.query("EVENTS app.login WHERE user == \"bob\" TAKE 1", lookup_user("nobody"));
+    CHECK(eventually([&] { return desired(env) == std::vector<std::string>{"user|0|1"}; }));
+    const json status = index_status(env);
+    CHECK(status["desired"] ==
+          json::array({{{"field", "user"}, {"priority", 0}, {"is_expression", true}, {"manual", false}}}));
+    CHECK_FALSE(status["last_recompute_ns"].is_null());
+    bool counted = false;
+    for (const json& c : status["counters"])
+        if (c["field"] == "user") counted = c["query_count"].get<int>() >= 10;
+    CHECK(counted);
+    CHECK(rows(meta, "SELECT field_path FROM index_counters WHERE field_path = 'user'") ==
+          std::vector<std::string>{"user"});
+
+    // §3.3.8: the next windows hold fewer than 5 queries on user → it leaves at a window's end.
+    for (int i = 0; i < 2; ++i) REQUIRE(env.query("EVENTS WHERE user == \"alice\" COUNT").exit_code == 0);
+    CHECK(eventually([&] { return desired(env).empty(); }));
+    CHECK(index_status(env)["desired"] == json::array());
+}
+
+TEST_CASE(
+    "EVENTS INDEX: root and group adm may, nobody may not; admin_sd changes with SIGHUP; a restart keeps "
+    "the set and the counters",
+    "[index]") {
+    ensure_test_users();
+    QueryEnv env;
+    const fs::path meta = fs::path(env.store()) / "eventd-meta.db";
+
+    // {status:"end"} only after the set is persisted: the rows are there at once.
+    RunResult r = index_as(env, "source.name", nullptr);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.empty());
+    CHECK(desired(env) == std::vector<std::string>{"source.name|0|1"});
+    r = index_as(env, "event_type", "eventd-adm");  // adm is a supplementary group of eventd-adm
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(desired(env) == std::vector<std::string>{"event_type|0|0", "source.name|1|1"});
+    r = index_as(env, "cpu_id", "nobody");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("INDEX needs administrator rights"));
+    r = index_as(env, "timestamp", nullptr);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("timestamp is always indexed"));
+    CHECK(desired(env) == std::vector<std::string>{"event_type|0|0", "source.name|1|1"});
+
+    // Counters live in memory between passes; shutdown saves them.
+    for (int i = 0; i < 3; ++i) REQUIRE(env.query("EVENTS WHERE host == \"a\" COUNT").exit_code == 0);
+    env.stop_eventd();
+    CHECK(rows(meta, "SELECT query_count FROM index_counters WHERE field_path = 'host'") ==
+          std::vector<std::string>{"3"});
+    env.start_eventd();
+    CHECK(desired(env) == std::vector<std::string>{"event_type|0|0", "source.name|1|1"});
+    const json status = index_status(env);
+    CHECK(status["desired"].size() == 2);
+    CHECK(status["desired"][0]["field"] == "event_type");
+    CHECK(rows(meta, "SELECT query_count FROM index_counters WHERE field_path = 'host'") ==
+          std::vector<std::string>{"3"});
+
+    // §12.1: the thresholds are tuning keys — applied on reload and recorded.
+    env.reload({{"AdaptiveIndexCreateThreshold", 20}, {"AdaptiveIndexDropThreshold", 5}},
+               "AdaptiveIndexCreateThreshold");
+    CHECK(eventually([&] {
+        const json s = index_status(env);
+        return s["create_threshold"] == 20 && s["drop_threshold"] == 5;
+    }));
+    CHECK(eventually([&] {
+        return count(env, "EVENTS synthetic.config_change WHERE key == \"AdaptiveIndexDropThreshold\" COUNT") == 1;
+    }));
+
+    // admin_sd: an operator's UPDATE and SIGHUP.
+    write_sql(meta, R"(UPDATE meta SET value = '["user:nobody"]' WHERE key = 'admin_sd')");
+    env.eventd().signal(SIGHUP);
+    CHECK(eventually([&] { return index_as(env, "cpu_id", "nobody").exit_code == 0; }));
+    CHECK(index_as(env, "origin_class", "eventd-adm").exit_code == 1);  // adm is no longer listed
+    CHECK(desired(env).front() == "cpu_id|0|0");
+    // An invalid admin_sd: logged, the default (group adm) applies.
+    write_sql(meta, R"(UPDATE meta SET value = 'group:adm' WHERE key = 'admin_sd')");
+    env.eventd().signal(SIGHUP);
+    CHECK(eventually([&] { return index_as(env, "origin_class", "eventd-adm").exit_code == 0; }));
+    CHECK_THAT(env.eventd().log(), Catch::Contains("admin_sd: not JSON"));
+}
+
+TEST_CASE("a corrupt or unknown-version eventd-meta.db is set aside and recreated; shards and ingestion carry on",
+          "[index]") {
+    QueryEnv env;
+    const fs::path meta = fs::path(env.store()) / "eventd-meta.db";
+    REQUIRE(index_as(env, "user", nullptr).exit_code == 0);
+    const auto shards = files_named(env.store(), "shard-", ".db");
+    const int64_t startups = count(env, "EVENTS synthetic.startup COUNT");
+    const int64_t logins = count(env, "EVENTS app.login COUNT");
+
+    SECTION("garbage bytes") {
+        env.stop_eventd();
+        std::ofstream(meta, std::ios::trunc) << std::string(4096, '\x5a');
+    }
+    SECTION("schema_version 99") {
+        env.stop_eventd();
+        write_sql(meta, "UPDATE meta SET value = '99' WHERE key = 'schema_version'");
+    }
+    env.start_eventd();
+    CHECK(files_named(env.store(), "eventd-meta.db.corrupt-", "").size() == 1);
+    CHECK(rows(meta, "SELECT value FROM meta WHERE key = 'schema_version'") == std::vector<std::string>{"1"});
+    CHECK(desired(env).empty());
+    CHECK_THAT(env.eventd().log(), Catch::Contains("is unusable"));
+    // The shards are the same files, their rows intact, and the new startup record got written.
+    auto now_shards = files_named(env.store(), "shard-", ".db");
+    CHECK(now_shards == shards);
+    CHECK(count(env, "EVENTS app.login COUNT") == logins);
+    CHECK(eventually([&] { return count(env, "EVENTS synthetic.startup COUNT") == startups + 1; }));
+}
+
+}  // namespace
+}  // namespace eventd::query_it
