@@ -18,7 +18,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "eventd/query/parser.hpp"
+#include "eventd/query/planner.hpp"
 #include "local_users.hpp"
+#include "store/shard_snapshot.hpp"
 #include "query_env.hpp"
 
 namespace eventd::query_it {
@@ -128,6 +131,29 @@ std::set<std::string> files_named(const std::string& dir, const std::string& pre
     return out;
 }
 
+// The secondary indexes of one shard file, from its schema.
+std::vector<std::string> shard_indexes(QueryEnv& env, const std::string& file) {
+    return rows(fs::path(env.store()) / file,
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND name != 'idx_events_timestamp' "
+                "ORDER BY name");
+}
+
+// SQLite's plan for the planner's own SQL of `text` on one shard file (read-only, as queries).
+std::string explain(QueryEnv& env, const std::string& file, const std::string& text) {
+    auto parsed = query::parse(text, 0);
+    REQUIRE(parsed.ok());
+    auto plan = query::plan_query(*parsed, false);
+    REQUIRE(plan.ok());
+    auto snapshot = store::ShardSnapshot::open(store::ShardFile{fs::path(env.store()) / file, file, 0}, {});
+    REQUIRE(snapshot.ok());
+    REQUIRE(snapshot->begin().ok());
+    auto steps = snapshot->explain(plan->read);
+    REQUIRE(steps.ok());
+    std::string all;
+    for (const std::string& s : *steps) all += s + "\n";
+    return all;
+}
+
 TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field, a quiet window drops it", "[index]") {
     // Policy every 100 ms, windows of 3 s: a whole enter/leave cycle within seconds.
     ScopedEnv vars({{"EVENTD_TEST_INDEX_POLICY_INTERVAL_MS", "100"}, {"EVENTD_TEST_INDEX_WINDOW_MS", "3000"}});
@@ -153,7 +179,9 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
 
     // §8.6.5: ten queries filtering on `user` (plain, aggregate, one refused by access control
     // for nobody) → at the create threshold within the window.
-    for (int i = 0; i < 8; ++i) REQUIRE(env.query("EVENTS WHERE user == \"alice\" COUNT").exit_code == 0);
+    const int64_t alice = count(env, "EVENTS WHERE user == \"alice\" COUNT");  // without an index
+    CHECK(alice == 5);
+    for (int i = 0; i < 7; ++i) REQUIRE(env.query("EVENTS WHERE user == \"alice\" COUNT").exit_code == 0);
     REQUIRE(env.query("EVENTS app.login WHERE user == \"bob\" TAKE 1").exit_code == 0);
     ensure_test_users();
     env.query("EVENTS app.login WHERE user == \"bob\" TAKE 1", lookup_user("nobody"));
@@ -169,10 +197,25 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
     CHECK(rows(meta, "SELECT field_path FROM index_counters WHERE field_path = 'user'") ==
           std::vector<std::string>{"user"});
 
+    // §3.3.3: every active shard converges in a quiet period, under the §3.3.7 name; the
+    // historical shard (shard-0002, never written) does not. The planner's SQL uses it.
+    const std::vector<std::string> built = {"idx_events_payload_user"};
+    CHECK(eventually([&] {
+        return shard_indexes(env, "shard-0000.db") == built && shard_indexes(env, "shard-0001.db") == built;
+    }));
+    CHECK(shard_indexes(env, "shard-0002.db").empty());
+    CHECK_THAT(explain(env, "shard-0001.db", "EVENTS WHERE user == \"alice\" TAKE 100"),
+               Catch::Contains("USING INDEX idx_events_payload_user (<expr>=?)"));
+    CHECK(count(env, "EVENTS WHERE user == \"alice\" COUNT") == alice);  // the same answer through the index
+
     // §3.3.8: the next windows hold fewer than 5 queries on user → it leaves at a window's end.
     for (int i = 0; i < 2; ++i) REQUIRE(env.query("EVENTS WHERE user == \"alice\" COUNT").exit_code == 0);
     CHECK(eventually([&] { return desired(env).empty(); }));
     CHECK(index_status(env)["desired"] == json::array());
+    // … and the writers drop it.
+    CHECK(eventually([&] {
+        return shard_indexes(env, "shard-0000.db").empty() && shard_indexes(env, "shard-0001.db").empty();
+    }));
 }
 
 TEST_CASE(
