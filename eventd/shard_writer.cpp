@@ -183,7 +183,13 @@ void ShardWriter::run() {
             commit_batch();
             db_lock.unlock();
             report_storage_error();
-            if (!finishing_.load()) after_commit(batch_count_);
+            if (!finishing_.load()) {
+                after_commit(batch_count_);
+                // Nothing waiting right after a commit is a quiet period too: under a steady
+                // trickle the idle wait below never times out, and indexes must still be
+                // built. A build then holds the trickle back only until pressure cancels it.
+                if (handoff_.empty()) quiet_period();
+            }
         }
     }
 }

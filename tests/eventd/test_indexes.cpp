@@ -1,0 +1,307 @@
+// Secondary indexes under write pressure, with the real daemons (PSD-008 §3.3.3–§3.3.5,
+// §11.1 "writer stall during an index build"; issue 10):
+//   - a build on a shard of 2 million rows is cancelled by a flood of new events, costs no
+//     event (the same flood without index work loses none either), and is built later;
+//   - graduated shedding under a slow writer drops the lowest-priority index at commits, and
+//     the index comes back once the pressure is gone;
+//   - emergency shedding on ring pressure drops every secondary index at once.
+// The slow writer is the test-only EVENTD_TEST_COMMIT_DELAY_FILE (builds with sync points).
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "kmes/kmes.h"
+#include "pipeline.hpp"
+#include "store/shard_db.hpp"
+#include "store_reader.hpp"
+
+using namespace eventd::it;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+
+// eventctl --format jsonl QUERY against this pipeline's eventd; the records printed.
+std::vector<json> eventctl(Pipeline& p, const std::string& query, int* exit_code = nullptr) {
+    const char* binary = std::getenv("EVENTCTL");
+    REQUIRE(binary);
+    const std::string command =
+        std::string(binary) + " --socket " + p.dir() + "/query.sock --format jsonl '" + query + "' 2>&1";
+    FILE* out = ::popen(command.c_str(), "r");
+    REQUIRE(out);
+    std::string text;
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, out)) > 0;) text.append(buffer, n);
+    const int status = ::pclose(out);
+    if (exit_code) *exit_code = WEXITSTATUS(status);
+    std::vector<json> records;
+    size_t start = 0;
+    for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+        const std::string line = text.substr(start, end - start);
+        json parsed = json::parse(line, nullptr, false);
+        if (!parsed.is_discarded()) records.push_back(std::move(parsed));
+    }
+    INFO(query << " → " << text);
+    if (!exit_code) REQUIRE(WEXITSTATUS(status) == 0);
+    return records;
+}
+
+// The STATUS record {kind: "shard_indexes"} of shard 0.
+json shard_indexes(Pipeline& p) {
+    for (const json& r : eventctl(p, "STATUS"))
+        if (r.value("kind", "") == "shard_indexes" && r.value("shard", -1) == 0) return r;
+    FAIL("no shard_indexes record in STATUS");
+    return {};
+}
+
+template <class F>
+bool eventually(F done, Clock::duration limit) {
+    const auto deadline = Clock::now() + limit;
+    while (!done()) {
+        if (Clock::now() > deadline) return false;
+        std::this_thread::sleep_for(milliseconds(50));
+    }
+    return true;
+}
+
+bool has_index(const json& status, const std::string& name) {
+    return status["indexes"].get<std::string>().find(name) != std::string::npos;
+}
+
+// Shard 0 created by the store's own code, then filled with `rows` events of an earlier boot
+// (from one hour ago, so retention leaves them) with payloads {"user": "uNNNNNN"} — in one
+// SQL statement: the C++ insert path in a debug build would take a minute.
+void prefill_shard(const std::string& store_dir, uint64_t rows) {
+    std::filesystem::create_directories(store_dir);
+    REQUIRE(eventd::store::ShardDb::open(store_dir, 0).ok());  // schema, then closed
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((store_dir + "/shard-0000.db").c_str(), &db) == SQLITE_OK);
+    const int64_t base =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count() -
+        3'600'000'000'000;
+    const std::string boot = "x'0123456789abcdef0123456789abcdef'";
+    const std::string sql = "BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " +
+                            std::to_string(rows) +
+                            ") INSERT INTO events(boot_id, timestamp, cpu_id, sequence, origin_class, event_type, "
+                            "payload) SELECT " +
+                            boot + ", " + std::to_string(base) +
+                            " + i * 1000, 0, i, 0, 'test.old', x'81a475736572a7' || CAST(printf('u%06d', i % "
+                            "1000000) AS BLOB) FROM n; INSERT INTO sequence_state VALUES (" +
+                            boot + ", 0, 1, " + std::to_string(rows) + "); COMMIT;";
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+    INFO((error ? error : ""));
+    sqlite3_free(error);
+    sqlite3_close(db);
+    REQUIRE(rc == SQLITE_OK);
+}
+
+// Emits `rate` events per second from this process (root: no rate limit) through the shim's
+// socket, in batches every 5 ms, until destroyed. Type test.flood, payload {"user": "flood"}.
+class PacedEmitter {
+public:
+    explicit PacedEmitter(uint32_t rate) : rate_(rate), thread_([this] { run(); }) {}
+    ~PacedEmitter() {
+        stop_.store(true);
+        thread_.join();
+    }
+    uint64_t emitted() const { return emitted_.load(); }
+
+private:
+    void run() {
+        static const uint8_t kPayload[] = {0x81, 0xa4, 'u', 's', 'e', 'r', 0xa5, 'f', 'l', 'o', 'o', 'd'};
+        static const char kType[] = "test.flood";
+        const uint32_t per_tick = std::max<uint32_t>(1, rate_ / 200);
+        std::vector<kmes_emit_entry> entries(std::min<uint32_t>(per_tick, 256));
+        for (auto& e : entries) {
+            e = kmes_emit_entry{};
+            e.event_type = kType;
+            e.event_type_len = sizeof kType - 1;
+            e.payload = kPayload;
+            e.payload_len = sizeof kPayload;
+        }
+        auto next = Clock::now();
+        while (!stop_.load()) {
+            for (uint32_t left = per_tick; left > 0;) {
+                const uint32_t n = std::min<uint32_t>(left, static_cast<uint32_t>(entries.size()));
+                uint32_t done = 0;
+                kmes_emit_batch(entries.data(), n, &done);
+                emitted_.fetch_add(done);
+                left -= n;
+            }
+            next += milliseconds(5);
+            std::this_thread::sleep_until(next);
+        }
+    }
+
+    uint32_t rate_;
+    std::atomic<bool> stop_{false};
+    std::atomic<uint64_t> emitted_{0};
+    std::thread thread_;
+};
+
+// Gap records eventd wrote for the live boot: events the rings lost.
+uint64_t gap_records(Pipeline& p) {
+    const auto n = query_text(
+        p.store() + "/shard-0000.db",
+        "SELECT count(*) FROM events WHERE event_type = 'synthetic.gap' AND timestamp > " + std::to_string(0));
+    REQUIRE(n);
+    return std::stoull(*n);
+}
+
+// The slow disk (eventd/test_hooks.hpp): eventd inherits the variable at spawn.
+class CommitDelay {
+public:
+    CommitDelay(const std::string& path, uint32_t ms) : path_(path) {
+        set(ms);
+        setenv("EVENTD_TEST_COMMIT_DELAY_FILE", path_.c_str(), 1);
+    }
+    ~CommitDelay() { unsetenv("EVENTD_TEST_COMMIT_DELAY_FILE"); }
+    void set(uint32_t ms) { std::ofstream(path_) << ms; }
+
+private:
+    std::string path_;
+};
+
+}  // namespace
+
+TEST_CASE("an index build on 2 million rows yields to a flood: cancelled, nothing lost, built later", "[indexes]") {
+    Pipeline p({.cpus = 2,
+                .generate = "",
+                .kmes_config = {{"BufferCapacity", 1 << 20}},
+                .eventd = {{"StorageShards", 1}, {"MaxBatchSize", 2000}}});
+    prefill_shard(p.store(), 2'000'000);
+    p.start_eventd();
+
+    // The flood alone, no index work: the measure of what it costs by itself.
+    {
+        PacedEmitter flood(20000);
+        std::this_thread::sleep_for(seconds(2));
+    }
+    std::string progress;
+    REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), seconds(60), &progress));
+    const uint64_t lost_without_index = gap_records(p);
+    CHECK(lost_without_index == 0);
+
+    // EVENTS INDEX: the idle writer starts building at once (§3.3.3 quiet period).
+    REQUIRE(eventctl(p, "EVENTS INDEX user").empty());
+    REQUIRE(eventually([&] { return shard_indexes(p)["building"] == "idx_events_payload_user"; }, seconds(20)));
+
+    // The same flood during the build: the build is cancelled, ingestion goes on.
+    {
+        PacedEmitter flood(20000);
+        CHECK(eventually([&] { return shard_indexes(p)["builds_cancelled"].get<int>() >= 1; }, seconds(20)));
+        std::this_thread::sleep_for(seconds(2));
+    }
+    REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), seconds(60), &progress));
+    CHECK(gap_records(p) == lost_without_index);  // the build cost no event
+
+    // Idle again: the build is retried and completes.
+    const bool built = eventually([&] { return has_index(shard_indexes(p), "idx_events_payload_user"); }, seconds(120));
+    const json status = shard_indexes(p);
+    INFO(status.dump());
+    CHECK(built);
+    CHECK(status["builds_done"].get<int>() == 1);
+    CHECK(status["missing"] == "none");
+    const std::string log = p.stop_eventd();
+    CHECK(log.find("build of index idx_events_payload_user (desired) cancelled") != std::string::npos);
+}
+
+#ifdef KMES_SYNC_POINTS
+TEST_CASE("graduated shedding under a slow writer drops the lowest-priority index; it comes back after", "[indexes]") {
+    Pipeline p({.cpus = 2,
+                .generate = "",
+                .kmes_config = {{"BufferCapacity", 16 << 20}},
+                .eventd = {{"StorageShards", 1},
+                           {"MaxBatchSize", 100},
+                           {"SheddingWindowSeconds", 10},
+                           {"SheddingBatchPercent", 50},
+                           {"EmergencySheddingBufferPercent", 95}}});
+    CommitDelay delay(p.dir() + "/commit-delay-ms", 0);
+    p.start_eventd();
+    REQUIRE(eventctl(p, "EVENTS INDEX user").empty());
+    REQUIRE(eventctl(p, "EVENTS INDEX event_type").empty());  // INDEX'd last = highest priority
+    REQUIRE(eventually(
+        [&] {
+            const json s = shard_indexes(p);
+            return has_index(s, "idx_events_payload_user") && has_index(s, "idx_events_event_type");
+        },
+        seconds(20)));
+
+    // Every commit now waits 200 ms and every batch is full (100 > 75 % of MaxBatchSize).
+    delay.set(200);
+    {
+        PacedEmitter load(2000);
+        REQUIRE(eventually([&] { return shard_indexes(p)["sheds_graduated"].get<int>() >= 1; }, seconds(20)));
+        const json first = shard_indexes(p);
+        INFO(first.dump());
+        CHECK_FALSE(has_index(first, "idx_events_payload_user"));  // the lower priority goes first
+        // The pressure lasts: the next-lowest at a later commit.
+        CHECK(eventually([&] { return shard_indexes(p)["sheds_graduated"].get<int>() == 2; }, seconds(20)));
+        CHECK(shard_indexes(p)["indexes"] == "none");
+    }
+    CHECK(shard_indexes(p)["sheds_emergency"] == 0);
+
+    // Pressure gone: both come back, highest priority first, a shedding window later.
+    delay.set(0);
+    REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), seconds(60), nullptr));
+    CHECK(eventually([&] { return shard_indexes(p)["restored"].get<int>() == 2; }, seconds(60)));
+    const json after = shard_indexes(p);
+    INFO(after.dump());
+    CHECK(has_index(after, "idx_events_payload_user"));
+    CHECK(has_index(after, "idx_events_event_type"));
+    const std::string log = p.stop_eventd();
+    const auto type_restored = log.find("index idx_events_event_type built (restore after shedding)");
+    const auto user_restored = log.find("index idx_events_payload_user built (restore after shedding)");
+    CHECK(type_restored != std::string::npos);
+    CHECK(user_restored != std::string::npos);
+    CHECK(type_restored < user_restored);
+    CHECK(gap_records(p) == 0);  // the big ring absorbed the slow phase
+}
+
+TEST_CASE("emergency shedding on ring pressure drops every secondary index at once", "[indexes]") {
+    Pipeline p({.cpus = 2,
+                .generate = "",
+                .kmes_config = {{"BufferCapacity", 65536}},
+                .eventd = {{"StorageShards", 1},
+                           {"MaxBatchSize", 100},
+                           {"SheddingBatchPercent", 100},  // graduated shedding never triggers
+                           {"EmergencySheddingBufferPercent", 50}}});
+    CommitDelay delay(p.dir() + "/commit-delay-ms", 0);
+    p.start_eventd();
+    REQUIRE(eventctl(p, "EVENTS INDEX user").empty());
+    REQUIRE(eventctl(p, "EVENTS INDEX cpu_id").empty());
+    REQUIRE(eventually(
+        [&] {
+            const json s = shard_indexes(p);
+            return has_index(s, "idx_events_payload_user") && has_index(s, "idx_events_cpu_id");
+        },
+        seconds(20)));
+
+    delay.set(200);
+    {
+        PacedEmitter load(4000);  // ~8× what the slowed writer commits: the 64 KiB ring fills
+        REQUIRE(eventually([&] { return shard_indexes(p)["sheds_emergency"].get<int>() == 2; }, seconds(20)));
+    }
+    const json shed = shard_indexes(p);
+    INFO(shed.dump());
+    CHECK(shed["indexes"] == "none");
+    CHECK(shed["sheds_graduated"] == 0);
+    delay.set(0);
+    const std::string log = p.stop_eventd();
+    CHECK(log.find("index idx_events_payload_user dropped (emergency shedding)") != std::string::npos);
+    CHECK(log.find("index idx_events_cpu_id dropped (emergency shedding)") != std::string::npos);
+}
+#endif
