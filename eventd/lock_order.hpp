@@ -7,7 +7,8 @@
 //   rank                     mutex                                   held while taking
 //   10 config                Daemon::config_mutex_                   retention, urgent (reload)
 //   20 retention             Daemon::retention_mutex_                —
-//   30 shard_db              ShardWriter::db_mutex_ (whole txn)      urgent (own), Handoff (leaf)
+//   30 shard_db              ShardWriter::db_mutex_ (whole txn, or   urgent (own), Handoff (leaf)
+//                            one index statement)
 //   40 urgent                ShardWriter::urgent_mutex_              —
 //   50 commit_subscribers    CommitSignal::mutex_                    stream_wake (dispatch)
 //   60 stream_wake           StreamWake::mutex_                      —
@@ -16,8 +17,9 @@
 //
 // reload() holds config_mutex_ (10) while it hands new settings to the policy thread (70).
 //
-// Unranked mutexes (Handoff::mutex_, PolicyHolder, index::DesiredSetHolder, the rates and failure mutexes, the query
-// server's workers_mutex) are leaves: nothing is locked while one is held.
+// Unranked mutexes (Handoff::mutex_, PolicyHolder, index::DesiredSetHolder,
+// ShardWriter::index_status_mutex_, the rates and failure mutexes, the query server's
+// workers_mutex) are leaves: nothing is locked while one is held.
 //
 // Consequences that the code keeps:
 // - A writer reports a failed commit (WriterHooks::on_storage_error, which posts to another
