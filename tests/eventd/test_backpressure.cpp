@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "commit_delay.hpp"
 #include "pipeline.hpp"
 
 using namespace eventd::it;
@@ -27,19 +28,6 @@ uint64_t stored_kmes_rows(const std::string& store, const Guid& boot) {
     return n;
 }
 
-// The slow disk: eventd inherits the variable at spawn; the file's content is the delay.
-class CommitDelay {
-public:
-    CommitDelay(const std::string& path, uint32_t ms) : path_(path) {
-        set(ms);
-        setenv("EVENTD_TEST_COMMIT_DELAY_FILE", path_.c_str(), 1);
-    }
-    ~CommitDelay() { unsetenv("EVENTD_TEST_COMMIT_DELAY_FILE"); }
-    void set(uint32_t ms) { std::ofstream(path_) << ms; }
-
-private:
-    std::string path_;
-};
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 #include <catch2/catch.hpp>
 
 #include "kmes/kmes.h"
+#include "commit_delay.hpp"
 #include "pipeline.hpp"
 #include "store/shard_db.hpp"
 #include "store_reader.hpp"
@@ -161,19 +162,6 @@ uint64_t gap_records(Pipeline& p) {
     return std::stoull(*n);
 }
 
-// The slow disk (eventd/test_hooks.hpp): eventd inherits the variable at spawn.
-class CommitDelay {
-public:
-    CommitDelay(const std::string& path, uint32_t ms) : path_(path) {
-        set(ms);
-        setenv("EVENTD_TEST_COMMIT_DELAY_FILE", path_.c_str(), 1);
-    }
-    ~CommitDelay() { unsetenv("EVENTD_TEST_COMMIT_DELAY_FILE"); }
-    void set(uint32_t ms) { std::ofstream(path_) << ms; }
-
-private:
-    std::string path_;
-};
 
 }  // namespace
 
