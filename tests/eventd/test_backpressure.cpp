@@ -28,7 +28,6 @@ uint64_t stored_kmes_rows(const std::string& store, const Guid& boot) {
     return n;
 }
 
-
 }  // namespace
 
 #ifdef KMES_SYNC_POINTS

@@ -162,7 +162,6 @@ uint64_t gap_records(Pipeline& p) {
     return std::stoull(*n);
 }
 
-
 }  // namespace
 
 TEST_CASE("an index build on 2 million rows yields to a flood: cancelled, nothing lost, built later", "[indexes]") {
