@@ -21,6 +21,12 @@
 //               period plus one query.
 //   rss         eventd's resident memory every second under a steady load (--rss-rate
 //               events/s for --rss-time seconds).
+//   index       issue 10, "ingest at saturation while an index build is pending or running":
+//               the throughput drain (StorageShards 1) into a store whose shard already holds
+//               2 M rows with a `user` payload field, alternately with no index work and with
+//               `EVENTS INDEX user` sent as soon as eventd is ready — the writer, busy with the
+//               backlog, keeps the build pending, and any build it starts in a gap is cancelled
+//               by the pressure. Same backlog, same run; rate ratio and gap records compared.
 //
 // Run as root (the per-process emit rate limit would cap a non-root emitter). The store goes
 // to --store-dir (default /var/tmp): it must be a real disk, since synchronous=FULL on tmpfs
@@ -45,8 +51,15 @@
 #include "kmes/ring_reader.hpp"
 #include "paced_emitter.hpp"
 #include "shim_process.hpp"
+#include <sqlite3.h>
+
 #include "sqlite_floor.hpp"
+#include "store/shard_db.hpp"
 #include "store_probe.hpp"
+
+#ifndef KMES_BENCH_EVENTCTL
+#define KMES_BENCH_EVENTCTL "eventctl"
+#endif
 
 namespace {
 
@@ -55,7 +68,7 @@ const std::string kType = "bench.eventd";
 
 constexpr const char* kUsage =
     "kmes-bench-eventd: eventd end to end against a bare SQLite loop (docs/PERFORMANCE.md §5)\n"
-    "  --only PART            throughput | sustained | latency | rss (repeatable; default all)\n"
+    "  --only PART            throughput | sustained | latency | rss | index (repeatable; default all)\n"
     "  --quick                short runs: 16 MiB backlog, 1 rep, 3 s trials, 10 s RSS\n"
     "  --time S               seconds per sustained trial (default 10; latency max(S, 10))\n"
     "  --reps N               backlog runs per configuration (default 3)\n"
@@ -64,7 +77,8 @@ constexpr const char* kUsage =
     "  --shards N --rate R    sustained: only StorageShards N; one trial at R events/s\n"
     "  --rss-time S           RSS run length (default 60)    --rss-rate R  events/s (default 20000)\n"
     "  --store-dir DIR        parent of the temporary stores (default /var/tmp; not tmpfs)\n"
-    "  --eventd PATH          eventd binary                --shimd PATH  kmes-shimd binary\n";
+    "  --eventd PATH          eventd binary                --shimd PATH  kmes-shimd binary\n"
+    "  --eventctl PATH        eventctl binary (the index part sends EVENTS INDEX)\n";
 
 struct Options {
     bool quick = false;
@@ -81,6 +95,7 @@ struct Options {
     std::set<std::string> parts;
     std::string eventd = KMES_BENCH_EVENTD;
     std::string shimd = KMES_BENCH_SHIMD;
+    std::string eventctl = KMES_BENCH_EVENTCTL;
 
     static Options parse(int argc, char** argv) {
         Options o;
@@ -122,13 +137,15 @@ struct Options {
                 o.eventd = value();
             else if (a == "--shimd")
                 o.shimd = value();
+            else if (a == "--eventctl")
+                o.eventctl = value();
             else if (a == "-h" || a == "--help") {
                 std::printf("%s", kUsage);
                 std::exit(0);
             } else
                 throw std::runtime_error("unknown argument " + a + " (try --help)");
         }
-        if (o.parts.empty()) o.parts = {"throughput", "sustained", "latency", "rss"};
+        if (o.parts.empty()) o.parts = {"throughput", "sustained", "latency", "rss", "index"};
         return o;
     }
     bool wants(const char* part) const { return parts.count(part) != 0; }
@@ -229,19 +246,35 @@ uint64_t store_bytes(const std::string& store) {
     return total;
 }
 
-DrainRun drain_backlog(const Options& o, const std::string& kmes_socket, uint32_t shards, uint64_t events) {
+// What a drain starts from besides the backlog (the index part): a store directory already
+// holding `prefilled` rows (none: a fresh store), and a field to send EVENTS INDEX for once
+// eventd is ready.
+struct DrainSetup {
+    std::string store_dir;
+    uint64_t prefilled = 0;
+    std::string index_field;
+};
+
+DrainRun drain_backlog(const Options& o, const std::string& kmes_socket, uint32_t shards, uint64_t events,
+                       const DrainSetup& setup = {}) {
     bench::EventdSettings s;
     s.binary = o.eventd;
     s.kmes_socket = kmes_socket;
     s.parent_dir = o.store_parent;
+    s.store_dir = setup.store_dir;
     s.storage_shards = shards;
     bench::EventdProcess eventd(s);
+    if (!setup.index_field.empty()) {
+        const std::string index =
+            o.eventctl + " --socket " + eventd.query_socket() + " 'EVENTS INDEX " + setup.index_field + "' > /dev/null";
+        if (std::system(index.c_str()) != 0) throw std::runtime_error("EVENTS INDEX failed");
+    }
     bench::StoreWatch watch(eventd.store());
     const double cpu_before = bench::cpu_seconds_of(eventd.pid());
     const auto start = Clock::now();
     std::vector<std::pair<double, uint64_t>> progress;
     for (;;) {
-        const uint64_t rows = watch.rows();
+        const uint64_t rows = watch.rows() - setup.prefilled;
         progress.emplace_back(since(start), rows);
         if (rows >= events + 1) break;  // + synthetic.startup
         if (since(start) > 300) throw std::runtime_error("eventd did not store the backlog within 300 s");
@@ -263,6 +296,69 @@ DrainRun drain_backlog(const Options& o, const std::string& kmes_socket, uint32_
     run.exact = summary.events() == events && summary.gap_records() == 0 && summary.accounted();
     run.bytes_per_event = double(store_bytes(eventd.store())) / double(events);
     return run;
+}
+
+// ---------------------------------------------------------------- index build pending (issue 10)
+
+constexpr uint64_t kIndexPrefillRows = 2'000'000;
+
+// A fresh store directory whose shard 0 holds `rows` rows of no KMES boot (sequence NULL, so
+// the accounting checks ignore them) with payloads {"user": "uNNNNNN"}: one SQL statement.
+std::string prefilled_store(const Options& o, uint64_t rows) {
+    char tmpl[4096];
+    std::snprintf(tmpl, sizeof tmpl, "%s/kmes-bench-index-store-XXXXXX", o.store_parent.c_str());
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp in " + o.store_parent + " failed");
+    const std::string dir = tmpl;
+    if (!eventd::store::ShardDb::open(dir, 0)) throw std::runtime_error("cannot create a shard in " + dir);
+    sqlite3* db = nullptr;
+    sqlite3_open((dir + "/shard-0000.db").c_str(), &db);
+    const std::string sql = "BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " +
+                            std::to_string(rows) +
+                            ") INSERT INTO events(boot_id, timestamp, event_type, payload) "
+                            "SELECT x'00000000000000000000000000000001', " +
+                            std::to_string(realtime_ns()) +
+                            " - 3600000000000 + i * 1000, 'bench.old', "
+                            "x'81a475736572a7' || CAST(printf('u%06d', i % 1000000) AS BLOB) FROM n; COMMIT;";
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    if (rc != SQLITE_OK) throw std::runtime_error("prefilling " + dir + " failed");
+    return dir;
+}
+
+void index_pending(const Options& o) {
+    const auto shim = start_shim(o, o.capacity_mib);
+    const std::vector<uint64_t> caps = ring_capacities();
+    const auto cpus = uint32_t(caps.size());
+    const std::vector<uint8_t> payload = bench::payload_64();
+    const uint64_t event_size = 29 + kType.size() + 48 + payload.size();
+    const uint64_t per_cpu = o.capacity_mib * (1 << 20) * 9 / 10 / event_size;
+    bench::fill_rings(cpus, per_cpu, kType, payload);
+    const uint64_t events = per_cpu * cpus;
+
+    std::vector<double> plain, pending, ratio;
+    bool exact = true;
+    for (int rep = 0; rep < o.reps; ++rep) {
+        DrainRun runs[2];
+        for (int with_index = 0; with_index < 2; ++with_index) {
+            DrainSetup setup{prefilled_store(o, kIndexPrefillRows), kIndexPrefillRows, with_index ? "user" : ""};
+            runs[with_index] = drain_backlog(o, shim->socket(), 1, events, setup);
+            std::filesystem::remove_all(setup.store_dir);
+            exact = exact && runs[with_index].exact;
+        }
+        plain.push_back(runs[0].rate);
+        pending.push_back(runs[1].rate);
+        ratio.push_back(runs[1].rate / runs[0].rate);
+    }
+    bench::Table table({"index work", "eventd ev/s (median)", "exact (no gap, every event once)", "vs no index work",
+                        "goal", "result"});
+    table.add({"none", k_per_s(bench::median(plain)), exact ? "yes" : "NO", "1.00x", "", ""});
+    table.add({"EVENTS INDEX user pending (2 M-row shard)", k_per_s(bench::median(pending)), exact ? "yes" : "NO",
+               bench::fmt("%.2fx", bench::median(ratio)), ">= 0.9x, no extra gap",
+               bench::verdict(bench::median(ratio) >= 0.9 && exact)});
+    table.print("eventd: draining a backlog at saturation while an index build is pending (same run, alternating)");
+    std::printf("\n%llu events per run, StorageShards 1, shard prefilled with %llu rows; %d run(s) of each.\n",
+                (unsigned long long)events, (unsigned long long)kIndexPrefillRows, o.reps);
+    std::fflush(stdout);
 }
 
 // The bare loop over the same rows, one thread and file per shard (rows split by CPU, as
@@ -656,6 +752,7 @@ int main(int argc, char** argv) {
         if (o.wants("sustained")) sustained(o, measured, cpus);
         if (o.wants("latency")) latency(o);
         if (o.wants("rss")) rss(o);
+        if (o.wants("index")) index_pending(o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "kmes-bench-eventd: %s\n", e.what());
         return 1;

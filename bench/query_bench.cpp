@@ -42,6 +42,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli.hpp"
@@ -79,6 +80,7 @@ struct Options {
     int runs = 5;
     bool sql_only = false;  // check the store and the SQL side without eventd
     std::vector<std::string> only;
+    std::string index;  // --index FIELD: the adaptive-index comparison instead (issue 10)
 };
 
 // The cases of make_cases, for --only.
@@ -110,6 +112,11 @@ Options parse(int argc, char** argv) {
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->allow_extra_args(false);
     app.add_flag("--sql-only", o.sql_only, "only the SQL side: checks the store and the SQL without eventd");
+    app.add_option("--index", o.index,
+                   "instead: time selective queries on FIELD (FIELD == 'mallory'), then EVENTS INDEX FIELD, wait "
+                   "until every shard has built it, and time them again (the store keeps the index and an "
+                   "eventd-meta.db: run it on a copy)")
+        ->type_name("FIELD");
     app.add_option("--eventctl", o.eventctl, "eventctl binary")->type_name("PATH")->capture_default_str();
     app.add_option("--eventd", o.eventd, "eventd binary")->type_name("PATH")->capture_default_str();
     app.add_option("--shimd", o.shimd, "kmes-shimd binary")->type_name("PATH")->capture_default_str();
@@ -263,6 +270,78 @@ struct Side {
     uint64_t records = 0;
 };
 
+// --- --index: the same queries without and with the adaptive index (issue 10) ----------------
+
+// Waits until every active shard lists `index_name` in STATUS; returns the seconds it took.
+double wait_for_index(const Options& o, const std::string& socket, const std::string& out_dir,
+                      const std::string& index_name, uint32_t shards) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<std::string> args{o.eventctl, "--socket", socket, "--format", "jsonl", "STATUS"};
+    for (;;) {
+        const RunResult r = run_process(args, out_dir + "/status.out", out_dir + "/stderr");
+        uint32_t built = 0;
+        std::ifstream in(r.output);
+        for (std::string line; std::getline(in, line);) {
+            const json rec = json::parse(line, nullptr, false);
+            if (rec.is_object() && rec.value("kind", "") == "shard_indexes" &&
+                rec.value("indexes", "").find(index_name) != std::string::npos)
+                ++built;
+        }
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (built >= shards) return waited;
+        if (waited > 3600) throw std::runtime_error("the index was not built within an hour");
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+}
+
+// Wall times of `runs` runs of eventctl QUERY (after one warm-up), and its record count.
+Side time_query(const Options& o, const std::string& socket, const std::string& out_dir, const std::string& query) {
+    const std::vector<std::string> args{o.eventctl, "--socket", socket, "--format", "jsonl", query};
+    Side side;
+    for (int run = -1; run < o.runs; ++run) {
+        const RunResult r = run_process(args, out_dir + "/eventctl.out", out_dir + "/stderr");
+        if (r.status != 0)
+            throw std::runtime_error(query + ": eventctl exited " + std::to_string(r.status) + ": " +
+                                     slurp(out_dir + "/stderr"));
+        if (run < 0) {
+            side.records = count_records(r.output);
+            continue;
+        }
+        side.seconds.push_back(r.seconds);
+    }
+    return side;
+}
+
+void compare_with_index(const Options& o, const std::string& socket, const std::string& out_dir, uint32_t shards) {
+    const std::string field = o.index;
+    const std::vector<std::string> queries = {"EVENTS WHERE " + field + " == 'mallory' TAKE 100",
+                                              "EVENTS WHERE " + field + " == 'mallory' COUNT",
+                                              "EVENTS WHERE " + field + " == 'mallory'"};
+    std::vector<Side> without;
+    for (const std::string& q : queries) without.push_back(time_query(o, socket, out_dir, q));
+
+    const RunResult index = run_process({o.eventctl, "--socket", socket, "EVENTS INDEX " + field},
+                                        out_dir + "/index.out", out_dir + "/stderr");
+    if (index.status != 0) throw std::runtime_error("EVENTS INDEX failed: " + slurp(out_dir + "/stderr"));
+    const double build_s = wait_for_index(o, socket, out_dir, "idx_events_payload_" + field, shards);
+
+    bench::Table table({"query", "records", "no index ms (median)", "with index ms (median)", "speed-up"});
+    for (size_t i = 0; i < queries.size(); ++i) {
+        const Side with = time_query(o, socket, out_dir, queries[i]);
+        const double before = bench::median(without[i].seconds), after = bench::median(with.seconds);
+        const std::string records =
+            with.records == without[i].records
+                ? std::to_string(with.records)
+                : std::to_string(with.records) + " (without: " + std::to_string(without[i].records) + "!)";
+        table.add({"`" + queries[i] + "`", records, bench::fmt("%.1f", before * 1e3), bench::fmt("%.1f", after * 1e3),
+                   bench::fmt("%.0fx", before / after)});
+    }
+    std::printf("\nEVENTS INDEX %s: built in all %u shards %.1f s later (the writers build in quiet periods)\n",
+                field.c_str(), shards, build_s);
+    table.print("Adaptive index on `" + field + "`: eventctl end to end, " + std::to_string(o.runs) +
+                " runs per side after a warm-up (median)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -299,6 +378,13 @@ int main(int argc, char** argv) try {
     if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
     const std::string out_dir = tmpl;
     const std::string err_file = out_dir + "/stderr";
+    if (!o.index.empty()) {
+        if (socket.empty()) throw std::runtime_error("--index needs eventd (not --sql-only)");
+        compare_with_index(o, socket, out_dir, active);
+        std::error_code ec;
+        fs::remove_all(out_dir, ec);
+        return 0;
+    }
 
     std::vector<std::string> sql_base{o.sqlite3, "-readonly", "-json", files[0].path.string()};
     for (size_t i = 1; i < files.size(); ++i)
