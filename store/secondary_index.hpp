@@ -36,7 +36,8 @@ bool is_valid_payload_path(std::string_view path);
 
 // §3.3.7: idx_events_<column>, idx_events_payload_<path with dots as underscores>.
 std::string index_name(const SecondaryIndex& index);
-// CREATE INDEX IF NOT EXISTS … ON events(<column or payload expression> [COLLATE NOCASE]).
+// CREATE INDEX IF NOT EXISTS … ON events(<column or payload expression> [COLLATE NOCASE],
+// timestamp): searchable by the field, and newest first within one value of it.
 // nullopt for a field that is not a candidate (the raw payload column never gets an index).
 std::optional<std::string> create_index_sql(const SecondaryIndex& index);
 std::string drop_index_sql(std::string_view name);

@@ -45,12 +45,13 @@ TEST_CASE("convergence builds the most important missing index first, and drops 
     CHECK(step->kind == IndexStep::Kind::create);
     CHECK(step->name == "idx_events_payload_user");
     CHECK(step->sql ==
-          "CREATE INDEX IF NOT EXISTS idx_events_payload_user ON events(msgpack_extract(payload, '$.user') COLLATE NOCASE)");
+          "CREATE INDEX IF NOT EXISTS idx_events_payload_user ON events(msgpack_extract(payload, '$.user') COLLATE NOCASE, "
+          "timestamp)");
     shard.done(*step, Outcome::done, t0);
 
     step = shard.next_quiet_step(set, t0);
     REQUIRE(step);
-    CHECK(step->sql == "CREATE INDEX IF NOT EXISTS idx_events_event_type ON events(event_type COLLATE NOCASE)");
+    CHECK(step->sql == "CREATE INDEX IF NOT EXISTS idx_events_event_type ON events(event_type COLLATE NOCASE, timestamp)");
     shard.done(*step, Outcome::done, t0);
     CHECK_FALSE(shard.next_quiet_step(set, t0));
     CHECK(shard.missing(set).empty());
