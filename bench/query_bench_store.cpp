@@ -16,10 +16,8 @@
 //   kmes-bench-query-store --out DIR [--events N] [--shards S] [--end-ns NS] [--seed N] [--force]
 #include <sqlite3.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -29,20 +27,22 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "synthetic_events.hpp"
 #include "kmes/guid.hpp"
 #include "store/event_columns.hpp"
 #include "store/shard_db.hpp"
 
 namespace fs = std::filesystem;
+using bench::synthetic::kCpus;
+using bench::synthetic::kPoolPerType;
+using bench::synthetic::kTypes;
 using nlohmann::json;
 
 namespace {
 
 constexpr const char* kMarker = "query-bench-store.json";
-constexpr uint32_t kCpus = 4;
 constexpr uint64_t kSpanNs = 24ull * 3600 * 1'000'000'000;
 constexpr size_t kBatchRows = 200'000;
-constexpr size_t kPoolPerType = 2048;
 
 struct Options {
     fs::path out;
@@ -89,124 +89,6 @@ void check(int rc, int want, sqlite3* db, const std::string& what) {
 }
 void exec(sqlite3* db, const std::string& sql) {
     check(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK, db, sql);
-}
-
-kmes::Guid guid_of(std::mt19937_64& rng) {
-    kmes::Guid g;
-    const uint64_t a = rng(), b = rng();
-    std::memcpy(g.data(), &a, 8);
-    std::memcpy(g.data() + 8, &b, 8);
-    g[6] = static_cast<uint8_t>((g[6] & 0x0f) | 0x40);  // looks like a v4 GUID
-    g[8] = static_cast<uint8_t>((g[8] & 0x3f) | 0x80);
-    return g;
-}
-
-// ~20 event types with skewed frequencies (weights), origin class by family.
-struct EventType {
-    const char* name;
-    uint8_t origin;
-    uint32_t weight;
-    enum Shape { access, process, file, net, login, ring, raw, none } shape;
-};
-constexpr EventType kTypes[] = {
-    {"kacs.access.check", 2, 250, EventType::access}, {"kacs.access.denied", 2, 20, EventType::access},
-    {"kacs.token.create", 2, 30, EventType::login},   {"kacs.token.adjust", 2, 10, EventType::login},
-    {"kacs.privilege.use", 2, 15, EventType::access}, {"lcs.process.start", 3, 120, EventType::process},
-    {"lcs.process.exit", 3, 120, EventType::process}, {"lcs.file.open", 3, 180, EventType::file},
-    {"lcs.file.write", 3, 60, EventType::file},       {"lcs.file.unlink", 3, 8, EventType::file},
-    {"lcs.net.connect", 3, 70, EventType::net},       {"lcs.net.accept", 3, 30, EventType::net},
-    {"lcs.module.load", 3, 2, EventType::file},       {"kmes.ring.resize", 1, 1, EventType::ring},
-    {"kmes.reader.attach", 1, 2, EventType::ring},    {"app.login.success", 0, 40, EventType::login},
-    {"app.login.failure", 0, 8, EventType::login},    {"app.audit.raw", 0, 10, EventType::raw},
-    {"app.heartbeat", 0, 20, EventType::none},        {"app.config.change", 0, 4, EventType::login},
-};
-constexpr size_t kTypeCount = std::size(kTypes);
-
-constexpr const char* kUsers[] = {"root",  "alice", "bob",   "carol",  "dave",   "erin",    "frank",
-                                  "grace", "heidi", "ivan",  "judy",   "mike",   "niaj",    "olivia",
-                                  "peggy", "sybil", "trent", "victor", "walter", "www-data"};
-constexpr const char* kPrograms[] = {"sshd",     "systemd", "cron",     "bash",        "nginx",
-                                     "postgres", "python3", "curl",     "sudo",        "git",
-                                     "make",     "gcc",     "journald", "dbus-daemon", "NetworkManager"};
-constexpr const char* kPaths[] = {"/etc/passwd",
-                                  "/etc/shadow",
-                                  "/var/log/syslog",
-                                  "/home/alice/notes.txt",
-                                  "/usr/bin/python3",
-                                  "/var/lib/postgresql/data/base/16384/2619",
-                                  "/tmp/build-1234/main.o",
-                                  "/etc/ssl/certs/ca-certificates.crt",
-                                  "/proc/self/status",
-                                  "/srv/www/index.html"};
-
-// One payload per (type, pool slot): maps shaped by the type's family; the rare user
-// "mallory" (~0.1 % of rows) is what the benchmark's payload WHERE looks for.
-std::vector<uint8_t> make_payload(const EventType& t, std::mt19937_64& rng) {
-    auto pick = [&](auto& list) { return list[rng() % std::size(list)]; };
-    const bool mallory = rng() % 1000 == 0;
-    const std::string user = mallory ? "mallory" : pick(kUsers);
-    const uint64_t uid = mallory ? 6666 : (user == "root" ? 0 : 1000 + rng() % 20);
-    const uint64_t pid = 100 + rng() % 60000;
-    json source = {{"name", pick(kPrograms)}, {"pid", pid}};
-    json p;
-    switch (t.shape) {
-        case EventType::access:
-            p = {{"user", user},
-                 {"uid", uid},
-                 {"object", pick(kPaths)},
-                 {"desired_access", rng() % 2 ? "read" : "read,write"},
-                 {"granted", rng() % 10 != 0},
-                 {"source", source},
-                 {"duration_us", double(rng() % 100000) / 1000.0}};
-            break;
-        case EventType::process:
-            p = {{"user", user},
-                 {"uid", uid},
-                 {"pid", pid},
-                 {"ppid", 1 + rng() % 5000},
-                 {"exe", std::string("/usr/bin/") + pick(kPrograms)},
-                 {"argv", json::array({pick(kPrograms), "--verbose", std::to_string(rng() % 100)})},
-                 {"exit_code", rng() % 20 == 0 ? 1 : 0},
-                 {"source", source}};
-            break;
-        case EventType::file:
-            p = {{"user", user},
-                 {"uid", uid},
-                 {"path", pick(kPaths)},
-                 {"flags", rng() % 4},
-                 {"bytes", rng() % 1'000'000},
-                 {"source", source}};
-            break;
-        case EventType::net:
-            p = {{"user", user},
-                 {"uid", uid},
-                 {"addr", "10.0." + std::to_string(rng() % 256) + "." + std::to_string(rng() % 256)},
-                 {"port", rng() % 2 ? 443 : 1024 + rng() % 60000},
-                 {"bytes_sent", rng() % 100000},
-                 {"bytes_received", rng() % 1000000},
-                 {"source", source}};
-            break;
-        case EventType::login:
-            p = {{"user", user},
-                 {"uid", uid},
-                 {"session", rng() % 100000},
-                 {"tty", "pts/" + std::to_string(rng() % 8)},
-                 {"remote", "192.168.1." + std::to_string(rng() % 256)},
-                 {"source", source}};
-            break;
-        case EventType::ring:
-            p = {{"cpu", rng() % kCpus}, {"capacity", 4194304}, {"fill_percent", double(rng() % 1000) / 10.0}};
-            break;
-        case EventType::raw: {  // not msgpack at all: raw bytes, as KMES producers may send
-            std::vector<uint8_t> bytes(24 + rng() % 40);
-            for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-            bytes[0] = 0xc1;  // never a valid msgpack start
-            return bytes;
-        }
-        case EventType::none:
-            return {};
-    }
-    return json::to_msgpack(p);
 }
 
 struct ShardWriter {
@@ -271,17 +153,7 @@ int main(int argc, char** argv) try {
     }
 
     std::mt19937_64 rng(o.seed);
-    // Pools: payloads, tokens (one per user session), process GUIDs, two boots.
-    std::vector<std::vector<std::vector<uint8_t>>> payloads(kTypeCount);
-    for (size_t t = 0; t < kTypeCount; ++t)
-        for (size_t i = 0; i < kPoolPerType; ++i) payloads[t].push_back(make_payload(kTypes[t], rng));
-    std::vector<kmes::Guid> tokens(64), processes(4096);
-    for (auto& g : tokens) g = guid_of(rng);
-    for (auto& g : processes) g = guid_of(rng);
-    const kmes::Guid boots[2] = {guid_of(rng), guid_of(rng)};
-    std::vector<uint32_t> cumulative;
-    uint32_t total_weight = 0;
-    for (const auto& t : kTypes) cumulative.push_back(total_weight += t.weight);
+    const bench::synthetic::Pools pools(rng);
 
     const uint64_t start_ns = o.end_ns - kSpanNs;
     const uint64_t reboot_at = o.events / 3;  // the first third ran under the previous boot
@@ -291,15 +163,13 @@ int main(int argc, char** argv) try {
         const uint32_t cpu = static_cast<uint32_t>(rng() % kCpus);
         const uint64_t ts =
             start_ns + static_cast<uint64_t>(static_cast<unsigned __int128>(kSpanNs) * i / o.events) + rng() % 1000;
-        const uint32_t r = static_cast<uint32_t>(rng() % total_weight);
-        const size_t type =
-            static_cast<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), r) - cumulative.begin());
-        const auto& payload = payloads[type][rng() % kPoolPerType];
-        const kmes::Guid& token = tokens[rng() % tokens.size()];
-        const kmes::Guid& process = processes[rng() % processes.size()];
+        const size_t type = pools.pick_type(rng);
+        const auto& payload = pools.payloads[type][rng() % kPoolPerType];
+        const kmes::Guid& token = pools.tokens[rng() % pools.tokens.size()];
+        const kmes::Guid& process = pools.processes[rng() % pools.processes.size()];
         ShardWriter& w = shards[cpu % o.shards];
         sqlite3_stmt* st = w.insert;
-        sqlite3_bind_blob(st, 1, boots[boot].data(), 16, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 1, pools.boots[boot].data(), 16, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, static_cast<int64_t>(ts));
         sqlite3_bind_int(st, 3, static_cast<int>(cpu));
         sqlite3_bind_int64(st, 4, static_cast<int64_t>(++sequence[boot][cpu]));
@@ -334,7 +204,7 @@ int main(int argc, char** argv) try {
         for (int boot = 0; boot < 2; ++boot)
             for (uint32_t cpu = s; cpu < kCpus; cpu += o.shards) {
                 if (sequence[boot][cpu] == 0) continue;
-                sqlite3_bind_blob(st, 1, boots[boot].data(), 16, SQLITE_STATIC);
+                sqlite3_bind_blob(st, 1, pools.boots[boot].data(), 16, SQLITE_STATIC);
                 sqlite3_bind_int(st, 2, static_cast<int>(cpu));
                 sqlite3_bind_int64(st, 3, static_cast<int64_t>(sequence[boot][cpu]));
                 check(sqlite3_step(st), SQLITE_DONE, w.db, "insert sequence_state");

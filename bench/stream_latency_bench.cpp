@@ -64,6 +64,7 @@
 #endif
 
 namespace fs = std::filesystem;
+using bench::percentile;
 using nlohmann::json;
 
 namespace {
@@ -227,13 +228,6 @@ private:
 };
 
 // --- statistics -----------------------------------------------------------------------------
-
-double percentile(std::vector<double> v, double p) {  // nearest rank
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    const size_t rank = size_t(std::ceil(p / 100.0 * double(v.size())));
-    return v[std::min(v.size() - 1, rank ? rank - 1 : 0)];
-}
 
 }  // namespace
 
