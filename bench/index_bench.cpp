@@ -26,8 +26,9 @@
 //           of chunks), per-batch times, and the ratio to k = 0 (median of the ratios of the
 //           chunks of one round).
 //
-//   query, ingest: with/without-index query speed and ingest at saturation while a build is
-//           pending are parts to be added separately (docs/PERFORMANCE.md §8).
+//   The other two parts of ./scripts/bench index run real daemons and live beside their kin:
+//   query speed with and without the index (kmes-bench-query --index FIELD) and ingest at
+//   saturation while a build is pending (kmes-bench-eventd --only index).
 //
 //   kmes-bench-index [--only cancel|cost]… [--quick] [--runs N] [--max-delay-ms MS] [--rows N] [--time S]
 //                    [--cost-rows N] [--store-dir DIR] [--seed N]
@@ -484,9 +485,6 @@ int main(int argc, char** argv) try {
     const bench::synthetic::Pools pools(rng);
     if (o.wants("cancel")) run_cancel(o, pools);
     if (o.wants("cost")) run_cost(o, pools);
-    std::printf(
-        "\n- query speed with/without index and ingest at saturation while a build is pending: measured by "
-        "the `query`/`ingest` parts, added separately\n");
     return 0;
 } catch (const std::exception& e) {
     std::fprintf(stderr, "kmes-bench-index: %s\n", e.what());
