@@ -63,23 +63,25 @@ std::optional<std::string> key_text(Bytes key) {
     }
 }
 
-// The payload's pairs as fields of `fields`: every string key, then every scalar non-string
-// key by its text unless a string key already has that text; the first of repeated keys
-// wins (as in WHERE: store/msgpack_extract.cpp). False when the payload is not exactly one
-// map within kMergeMaxDepth, or has a key without a text.
+// The payload's pairs as fields of `fields` (a fresh object): every string key, then every
+// scalar non-string key by its text unless a string key already has that text; the first of
+// repeated keys wins (as in WHERE: store/msgpack_extract.cpp). False when the payload is not
+// exactly one map within kMergeMaxDepth, or has a key without a text.
 bool payload_fields(Bytes payload, Record& fields) {
-    msgpack::Reader check(payload, kMergeMaxDepth, msgpack::MapKeys::any);
-    if (!check.next_is_map() || !check.skip() || !check.at_end()) return false;
+    // One walk checks the bytes as it goes (each value within the depth limit, nothing after
+    // the map); on any failure the caller discards what `fields` holds so far.
     msgpack::Reader in(payload, kMergeMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();
     if (!pairs) return false;
     std::vector<std::pair<std::string, Bytes>> other_keys;  // merged after every string key
     for (uint32_t i = 0; i < pairs.value(); ++i) {
         if (in.next_is_string()) {
-            const std::string key(in.string().value());
+            auto key = in.string();
+            if (!key) return false;
+            const std::string name(key.value());
             auto value = next_value(in, payload, 1);
             if (!value) return false;
-            if (!fields.contains(key)) fields[key] = tree_value(*value);
+            if (!fields.contains(name)) fields[name] = tree_value(*value);
             continue;
         }
         auto key_bytes = next_value(in, payload, 1);
@@ -88,6 +90,7 @@ bool payload_fields(Bytes payload, Record& fields) {
         if (!key || !value) return false;
         other_keys.emplace_back(std::move(*key), *value);
     }
+    if (!in.at_end()) return false;  // trailing bytes: not one map
     for (auto& [key, value] : other_keys) {
         if (!fields.contains(key)) fields[key] = tree_value(value);
     }
