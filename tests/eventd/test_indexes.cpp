@@ -21,11 +21,13 @@
 
 #include "kmes/kmes.h"
 #include "commit_delay.hpp"
+#include "eventually.hpp"
 #include "pipeline.hpp"
 #include "store/shard_db.hpp"
 #include "store_reader.hpp"
 
 using namespace eventd::it;
+using kmes::it::eventually;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -64,16 +66,6 @@ json shard_indexes(Pipeline& p) {
         if (r.value("kind", "") == "shard_indexes" && r.value("shard", -1) == 0) return r;
     FAIL("no shard_indexes record in STATUS");
     return {};
-}
-
-template <class F>
-bool eventually(F done, Clock::duration limit) {
-    const auto deadline = Clock::now() + limit;
-    while (!done()) {
-        if (Clock::now() > deadline) return false;
-        std::this_thread::sleep_for(milliseconds(50));
-    }
-    return true;
 }
 
 bool has_index(const json& status, const std::string& name) {
@@ -155,9 +147,15 @@ private:
 
 // Gap records eventd wrote for the live boot: events the rings lost.
 uint64_t gap_records(Pipeline& p) {
-    const auto n = query_text(
-        p.store() + "/shard-0000.db",
-        "SELECT count(*) FROM events WHERE event_type = 'synthetic.gap' AND timestamp > " + std::to_string(0));
+    std::string boot;
+    for (const uint8_t b : p.boot()) {
+        char hex[3];
+        std::snprintf(hex, sizeof hex, "%02x", b);
+        boot += hex;
+    }
+    const auto n =
+        query_text(p.store() + "/shard-0000.db",
+                   "SELECT count(*) FROM events WHERE event_type = 'synthetic.gap' AND boot_id = x'" + boot + "'");
     REQUIRE(n);
     return std::stoull(*n);
 }

@@ -20,6 +20,7 @@
 
 #include "eventd/query/parser.hpp"
 #include "eventd/query/planner.hpp"
+#include "eventually.hpp"
 #include "local_users.hpp"
 #include "store/shard_snapshot.hpp"
 #include "query_env.hpp"
@@ -27,6 +28,7 @@
 namespace eventd::query_it {
 namespace {
 
+using kmes::it::eventually;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
@@ -84,17 +86,6 @@ std::vector<std::string> desired(QueryEnv& env) {
                 "SELECT field_path, priority, is_expression FROM desired_indexes ORDER BY priority");
 }
 
-// Poll `done` every 50 ms until it holds or `limit` passes; the last answer.
-template <class F>
-bool eventually(F done, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-    const auto deadline = Clock::now() + limit;
-    while (!done()) {
-        if (Clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return true;
-}
-
 json index_status(QueryEnv& env) {
     const RunResult r = env.query("STATUS");
     REQUIRE(r.exit_code == 0);
@@ -134,7 +125,8 @@ std::set<std::string> files_named(const std::string& dir, const std::string& pre
 // The secondary indexes of one shard file, from its schema.
 std::vector<std::string> shard_indexes(QueryEnv& env, const std::string& file) {
     return rows(fs::path(env.store()) / file,
-                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND name != 'idx_events_timestamp' "
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND name != "
+                "'idx_events_timestamp' "
                 "ORDER BY name");
 }
 
@@ -200,9 +192,8 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
     // §3.3.3: every active shard converges in a quiet period, under the §3.3.7 name; the
     // historical shard (shard-0002, never written) does not. The planner's SQL uses it.
     const std::vector<std::string> built = {"idx_events_payload_user"};
-    CHECK(eventually([&] {
-        return shard_indexes(env, "shard-0000.db") == built && shard_indexes(env, "shard-0001.db") == built;
-    }));
+    CHECK(eventually(
+        [&] { return shard_indexes(env, "shard-0000.db") == built && shard_indexes(env, "shard-0001.db") == built; }));
     CHECK(shard_indexes(env, "shard-0002.db").empty());
     CHECK_THAT(explain(env, "shard-0001.db", "EVENTS WHERE user == \"alice\" TAKE 100"),
                Catch::Contains("USING INDEX idx_events_payload_user (<expr>=?)"));
@@ -213,9 +204,8 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
     CHECK(eventually([&] { return desired(env).empty(); }));
     CHECK(index_status(env)["desired"] == json::array());
     // … and the writers drop it.
-    CHECK(eventually([&] {
-        return shard_indexes(env, "shard-0000.db").empty() && shard_indexes(env, "shard-0001.db").empty();
-    }));
+    CHECK(eventually(
+        [&] { return shard_indexes(env, "shard-0000.db").empty() && shard_indexes(env, "shard-0001.db").empty(); }));
 }
 
 TEST_CASE(
