@@ -18,11 +18,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventd/query/parser.hpp"
-#include "eventd/query/planner.hpp"
 #include "eventually.hpp"
 #include "local_users.hpp"
-#include "store/shard_snapshot.hpp"
+#include "plan_explain.hpp"
 #include "query_env.hpp"
 
 namespace eventd::query_it {
@@ -130,22 +128,6 @@ std::vector<std::string> shard_indexes(QueryEnv& env, const std::string& file) {
                 "ORDER BY name");
 }
 
-// SQLite's plan for the planner's own SQL of `text` on one shard file (read-only, as queries).
-std::string explain(QueryEnv& env, const std::string& file, const std::string& text) {
-    auto parsed = query::parse(text, 0);
-    REQUIRE(parsed.ok());
-    auto plan = query::plan_query(*parsed, false);
-    REQUIRE(plan.ok());
-    auto snapshot = store::ShardSnapshot::open(store::ShardFile{fs::path(env.store()) / file, file, 0}, {});
-    REQUIRE(snapshot.ok());
-    REQUIRE(snapshot->begin().ok());
-    auto steps = snapshot->explain(plan->read);
-    REQUIRE(steps.ok());
-    std::string all;
-    for (const std::string& s : *steps) all += s + "\n";
-    return all;
-}
-
 TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field, a quiet window drops it", "[index]") {
     // Policy every 100 ms, windows of 3 s: a whole enter/leave cycle within seconds.
     ScopedEnv vars({{"EVENTD_TEST_INDEX_POLICY_INTERVAL_MS", "100"}, {"EVENTD_TEST_INDEX_WINDOW_MS", "3000"}});
@@ -195,7 +177,7 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
     CHECK(eventually(
         [&] { return shard_indexes(env, "shard-0000.db") == built && shard_indexes(env, "shard-0001.db") == built; }));
     CHECK(shard_indexes(env, "shard-0002.db").empty());
-    CHECK_THAT(explain(env, "shard-0001.db", "EVENTS WHERE user == \"alice\" TAKE 100"),
+    CHECK_THAT(explain_query(fs::path(env.store()) / "shard-0001.db", "EVENTS WHERE user == \"alice\" TAKE 100"),
                Catch::Contains("USING INDEX idx_events_payload_user (<expr>=?)"));
     CHECK(count(env, "EVENTS WHERE user == \"alice\" COUNT") == alice);  // the same answer through the index
 

@@ -27,10 +27,9 @@
 #include "eventd/query/executor.hpp"
 #include "eventd/query/parser.hpp"
 #include "fixture_store.hpp"
-#include "eventd/query/planner.hpp"
+#include "plan_explain.hpp"
 #include "store/secondary_index.hpp"
 #include "store/shard_db.hpp"
-#include "store/shard_snapshot.hpp"
 #include "tests/eventd_unit/unit_util.hpp"
 
 namespace eventd::query_it {
@@ -172,9 +171,6 @@ TEST_CASE("the planner's SQL searches the secondary indexes", "[store-cases]") {
     eventd_unit::TempDir dir;
     build_fixture_store(dir.path().string());
     build_every_index(dir.path());
-    auto snapshot = store::ShardSnapshot::open(store::ShardFile{dir.path() / "shard-0000.db", "shard-0000.db", 0}, {});
-    REQUIRE(snapshot.ok());
-    REQUIRE(snapshot->begin().ok());
     const std::pair<const char*, const char*> cases[] = {
         {"EVENTS WHERE user == \"alice\"", "USING INDEX idx_events_payload_user (<expr>=?)"},
         {"EVENTS WHERE user == \"alice\" TAKE 100", "USING INDEX idx_events_payload_user (<expr>=?)"},
@@ -182,7 +178,8 @@ TEST_CASE("the planner's SQL searches the secondary indexes", "[store-cases]") {
         {"EVENTS WHERE attempts > 2 TAKE 5", "USING INDEX idx_events_payload_attempts (<expr>>? AND <expr><?)"},
         {"EVENTS WHERE attempts <= 2 COUNT", "USING INDEX idx_events_payload_attempts (<expr><?)"},
         {"EVENTS WHERE user STARTS_WITH \"al\" TAKE 5", "USING INDEX idx_events_payload_user (<expr>>? AND <expr><?)"},
-        {"EVENTS WHERE source.name == \"web-1\" COUNT BY bytes", "USING INDEX idx_events_payload_source_name (<expr>=?)"},
+        {"EVENTS WHERE source.name == \"web-1\" COUNT BY bytes",
+         "USING INDEX idx_events_payload_source_name (<expr>=?)"},
         {"EVENTS app.login COUNT", "USING COVERING INDEX idx_events_event_type (event_type=?)"},
         {"EVENTS kacs.* TAKE 3", "USING INDEX idx_events_event_type (event_type>? AND event_type<?)"},
         {"EVENTS WHERE cpu_id == 1 COUNT", "USING COVERING INDEX idx_events_cpu_id (cpu_id=?)"},
@@ -191,14 +188,7 @@ TEST_CASE("the planner's SQL searches the secondary indexes", "[store-cases]") {
     };
     for (const auto& [text, expected] : cases) {
         INFO(text);
-        auto parsed = query::parse(text, now_ns());
-        REQUIRE(parsed.ok());
-        auto plan = query::plan_query(*parsed, false);
-        REQUIRE(plan.ok());
-        auto steps = snapshot->explain(plan->read);
-        REQUIRE(steps.ok());
-        std::string all;
-        for (const std::string& step : *steps) all += step + "\n";
+        const std::string all = explain_query(dir.path() / "shard-0000.db", text);
         INFO(all);
         CHECK(all.find(expected) != std::string::npos);
     }
