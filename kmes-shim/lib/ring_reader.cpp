@@ -164,7 +164,35 @@ void RingReader::seek_after_sequence(uint64_t after) {
     last_sequence_ = std::max(saved_last, after);
 }
 
-// PSD-003 §5.1.9.2 in the order of DESIGN.md §7.
+namespace {
+// The need_wake byte counts the consumers of this ring that are about to sleep or sleeping
+// (docs/ABI.md §3), so one consumer waking can never clear the flag of another that still
+// sleeps: the byte is non-zero — "the producer wakes" (§5.1.7) — exactly while any consumer
+// is inside its sleep window. A full byte (255 sleepers on one CPU) leaves the caller
+// uncounted: it then polls with a short timeout instead (kUncountedWait).
+constexpr uint8_t kMaxCountedSleepers = 255;
+constexpr auto kUncountedWait = std::chrono::milliseconds(10);
+
+// Seq_cst RMW; the caller's seq_cst fence after it orders it before the re-check loads.
+bool count_sleeper(std::atomic_ref<uint8_t> sleepers) {
+    uint8_t n = sleepers.load(std::memory_order_relaxed);
+    do {
+        if (n == kMaxCountedSleepers) return false;
+    } while (!sleepers.compare_exchange_weak(n, static_cast<uint8_t>(n + 1), std::memory_order_seq_cst));
+    return true;
+}
+
+// Relaxed: a count that stays high a moment longer only costs the producer a spurious wake.
+// Never below zero: a foreign consumer following the spec's 1/0 flag protocol may have
+// stored 0 meanwhile (then the count is only too low, as the flag protocol always was).
+void uncount_sleeper(std::atomic_ref<uint8_t> sleepers) {
+    uint8_t n = sleepers.load(std::memory_order_relaxed);
+    while (n != 0 && !sleepers.compare_exchange_weak(n, static_cast<uint8_t>(n - 1), std::memory_order_relaxed)) {
+    }
+}
+}  // namespace
+
+// PSD-003 §5.1.9.2 in the order of DESIGN.md §7, with need_wake as a sleeper count.
 WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
     const detail::RingView v = view(mapping_);
     auto data_ready = [&] {
@@ -172,37 +200,41 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
                v.generation().load(std::memory_order_acquire) != generation_;
     };
     if (data_ready()) return WaitResult::data_ready;
-    // Step 4's optional short spin, done before need_wake is raised: a producer publishing
-    // during the spin then sees need_wake == 0 and makes no FUTEX_WAKE call. Spinning with
-    // need_wake raised cost the producer a wake call for almost every event while nobody
-    // slept (bench/wakeup_bench.cpp, docs/PERFORMANCE.md). After the spin the handshake
-    // below runs unchanged, so this is only a longer poll of the drain loop.
+    // Step 4's optional short spin, done before the sleeper is counted: a producer publishing
+    // during the spin then sees need_wake == 0 and makes no FUTEX_WAKE call. Spinning while
+    // counted cost the producer a wake call for almost every event while nobody slept
+    // (bench/wakeup_bench.cpp, docs/PERFORMANCE.md). After the spin the handshake below runs
+    // unchanged, so this is only a longer poll of the drain loop.
     for (uint32_t i = 0; i < options_.spin_iterations; ++i) {
         _mm_pause();
         if (data_ready()) return WaitResult::data_ready;
     }
 
+    // Published before the interrupt check below (both seq_cst): an interrupt() after that
+    // check finds the word and wakes this sleep.
+    interrupt_->sleep_word.store(v.futex_word());
+    if (interrupt_->requested.load()) return WaitResult::woken;
+    const bool counted = count_sleeper(v.need_wake());
+    if (!counted) timeout = std::min<std::chrono::nanoseconds>(timeout, kUncountedWait);
     uint32_t counter = 0;
     if (options_.wait_order == WaitOrder::safe) {
-        v.need_wake().store(1, std::memory_order_relaxed);
-        // Full fence: the need_wake store is ordered before the loads below (StoreLoad).
-        // Pairs with the producer's seq_cst fence between its write_pos store and its
-        // need_wake load: at least one side sees the other's store.
+        // Full fence: the count is ordered before the loads below (StoreLoad). Pairs with the
+        // producer's seq_cst fence between its write_pos store and its need_wake load: at
+        // least one side sees the other's store.
         std::atomic_thread_fence(std::memory_order_seq_cst);
         // Read the counter *before* the final re-check: if the producer publishes after
         // the re-check, it also bumps the counter and futex_wait below returns at once.
         counter = v.futex_counter().load(std::memory_order_acquire);
         KMES_SYNC_POINT("RingReader::wait:after_counter_read");
         if (data_ready()) {
-            v.need_wake().store(0, std::memory_order_relaxed);  // relaxed: a stale 1 only costs a spurious wake
+            if (counted) uncount_sleeper(v.need_wake());
             return WaitResult::data_ready;
         }
     } else {
         // PSD-003 §5.1.9.2 read literally: re-check, then read the counter. An event
         // published between the two is missed until the next one (the test shows it).
-        v.need_wake().store(1, std::memory_order_release);
         if (data_ready()) {
-            v.need_wake().store(0, std::memory_order_relaxed);
+            if (counted) uncount_sleeper(v.need_wake());
             return WaitResult::data_ready;
         }
         KMES_SYNC_POINT("RingReader::wait:after_recheck");
@@ -216,8 +248,16 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
     };
     const int rc = detail::futex_wait(v.futex_word(), counter, &ts);
     const bool timed_out = rc != 0 && errno == ETIMEDOUT;
-    v.need_wake().store(0, std::memory_order_relaxed);
+    if (counted) uncount_sleeper(v.need_wake());
     return timed_out ? WaitResult::timed_out : WaitResult::woken;
+}
+
+void RingReader::interrupt() {
+    interrupt_->requested.store(true);
+    // The word may belong to a mapping a generation change has just unmapped: futex_wake
+    // then fails with EFAULT, or wakes an unrelated futex — a spurious wake-up, which every
+    // futex waiter tolerates. The caller repeats the call until the consumer has stopped.
+    if (const uint32_t* word = interrupt_->sleep_word.load()) detail::futex_wake_all(word);
 }
 
 }  // namespace kmes

@@ -138,3 +138,58 @@ TEST_CASE("the safe wait order returns at once when the write lands just before 
     CHECK(set->ring(0)->futex_wake_calls() == 1);
     CHECK(drain_sequences(reader) == std::vector<uint64_t>{1});
 }
+
+// docs/ABI.md §3: need_wake counts the consumers about to sleep or sleeping. With the one flag
+// of the spec, consumer A returning from its wait (here: a timeout) stored 0 over the 1 of
+// consumer B still asleep; the producer then skipped the wake-up and B slept to its timeout.
+TEST_CASE("two consumers of one CPU: one leaving its wait never cancels the other's wake-up", "[notification]") {
+    SyncPointGuard guard;
+    auto set = make_ring_set(kSmallRing);
+    RingReader a = reader_of(*set, 0);
+    RingReader b = reader_of(*set, 0);
+    std::atomic<std::thread::id> b_thread{};
+    std::atomic<bool> b_about_to_sleep{false};
+    sync::set_callback("RingReader::wait:before_futex_wait", [&] {
+        if (std::this_thread::get_id() == b_thread.load()) b_about_to_sleep.store(true);
+    });
+
+    WaitResult b_result = WaitResult::data_ready;
+    std::chrono::steady_clock::time_point b_woke;
+    std::thread sleeper([&] {
+        b_thread.store(std::this_thread::get_id());
+        b_result = b.wait(3s);
+        b_woke = std::chrono::steady_clock::now();
+    });
+    while (!b_about_to_sleep.load()) std::this_thread::sleep_for(1ms);
+    const uint8_t* sleepers = a.mapping().base() + KMES_OFF_NEED_WAKE;  // the shared consumer page
+    CHECK(*sleepers == 1);                        // B counted
+    CHECK(a.wait(30ms) == WaitResult::timed_out);  // A sleeps beside B and leaves
+    CHECK(*sleepers == 1);                        // … taking only its own count away
+    const auto written = std::chrono::steady_clock::now();
+    write_event(*set);
+    sleeper.join();
+
+    CHECK(b_result == WaitResult::woken);
+    CHECK(b_woke - written < 2s);  // by the write, not by its 3 s timeout
+    CHECK(*sleepers == 0);
+    CHECK(drain_sequences(b) == std::vector<uint64_t>{1});
+}
+
+TEST_CASE("interrupt() wakes a reader asleep in wait() and makes every later wait return at once", "[notification]") {
+    SyncPointGuard guard;
+    auto set = make_ring_set(kSmallRing);
+    RingReader reader = reader_of(*set, 0);
+    std::atomic<bool> about_to_sleep{false};
+    sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
+    WaitResult result = WaitResult::timed_out;
+    const auto started = std::chrono::steady_clock::now();
+    std::thread sleeper([&] { result = reader.wait(5s); });
+    while (!about_to_sleep.load()) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms);  // let it reach futex_wait
+    reader.interrupt();
+    sleeper.join();
+    CHECK(result == WaitResult::woken);
+    CHECK(std::chrono::steady_clock::now() - started < 4s);
+    CHECK(reader.wait(5s) == WaitResult::woken);  // at once: no sleep at all
+    CHECK(reader.mapping().base()[KMES_OFF_NEED_WAKE] == 0);
+}

@@ -12,9 +12,11 @@
 // same ring; each has its own read position.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -95,8 +97,15 @@ public:
     // ring holds nothing new. An Error only when a re-attach after a resize fails.
     Result<std::optional<EventView>> next();
 
-    // Sleep until new data may be there, or timeout. Returns at once if data is already there.
+    // Sleep until new data may be there, or timeout. Returns at once if data is already there,
+    // or if interrupt() was called.
     WaitResult wait(std::chrono::nanoseconds timeout);
+
+    // The one member safe to call from another thread: every later wait() returns at once,
+    // and a wait() already asleep is woken. A wait() between its last interrupt check and its
+    // futex_wait can still fall asleep (the wake cannot change the read-only futex word), so
+    // a thread stopping a consumer calls this again until the consumer has stopped.
+    void interrupt();
 
     uint32_t cpu() const { return cpu_; }
     uint64_t read_pos() const { return read_pos_; }
@@ -126,6 +135,12 @@ private:
     uint64_t last_sequence_ = 0;
     std::vector<uint8_t> copy_;  // copy-out buffer; grows to the largest event read
     ReaderStats stats_;
+    // Shared with interrupt() (another thread); on the heap so the reader stays movable.
+    struct Interrupt {
+        std::atomic<bool> requested{false};
+        std::atomic<const uint32_t*> sleep_word{nullptr};  // the futex word wait() sleeps on
+    };
+    std::unique_ptr<Interrupt> interrupt_ = std::make_unique<Interrupt>();
 };
 
 }  // namespace kmes
