@@ -91,6 +91,7 @@ public:
             number("Rate", spec.rate, 100'000'000);
             number("PayloadSize", spec.payload_size, 1u << 20);
             number("OriginClass", spec.origin_class, 255);
+            number("Count", spec.count, UINT64_MAX);
             if (g.contains("Types")) {
                 spec.types.clear();
                 const json& types = g["Types"];
@@ -178,6 +179,8 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
                 spec.payload_size = static_cast<uint32_t>(bounded(1u << 20));
             else if (key == "origin")
                 spec.origin_class = static_cast<uint8_t>(bounded(255));
+            else if (key == "count")
+                spec.count = bounded(UINT64_MAX);
             else if (key == "types") {
                 spec.types.clear();
                 std::istringstream list(value);
@@ -195,7 +198,7 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
         } catch (const std::exception&) {
             if (error)
                 *error = "bad --generate field '" + field +
-                         "' (want rate=0..100000000,payload=0..1048576,origin=0..255,types=a:3+b:1)";
+                         "' (want rate=0..100000000,payload=0..1048576,origin=0..255,count=N,types=a:3+b:1)";
             return std::nullopt;
         }
     }

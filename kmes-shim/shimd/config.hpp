@@ -27,6 +27,7 @@ struct GeneratorSpec {
     uint64_t rate = 1000;        // events per second per CPU; 0 = as fast as possible
     uint32_t payload_size = 64;  // bytes of msgpack payload (a bin value)
     uint8_t origin_class = KMES_ORIGIN_KACS;
+    uint64_t count = 0;          // events per CPU, then the CPU's thread stops; 0 = no end
     std::map<std::string, uint32_t> types{{"demo.event", 1}};  // type → weight
     bool operator==(const GeneratorSpec&) const = default;
 };

@@ -94,7 +94,12 @@ void Generator::run(uint32_t cpu) {
     auto next = Clock::now();
     const Identity kernel{};  // kernel emitters carry null identity GUIDs
     while (!stop_.load(std::memory_order_relaxed)) {
-        for (uint32_t i = 0; i < batch; ++i) {
+        // count=N: the last batch is cut to what is left, then this CPU's thread ends.
+        if (spec_.count != 0) {
+            if (counter == spec_.count) break;
+            events.resize(std::min<uint64_t>(batch, spec_.count - counter));
+        }
+        for (uint32_t i = 0; i < events.size(); ++i) {
             maker.make(++counter, payloads[i]);
             events[i] = EventInput{types[pick(rng)], payloads[i]};
         }

@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
     app.add_option("-s,--socket", socket_override, "socket path (overrides SocketPath)");
     app.add_option("--cpus", cpus_override, "number of rings (overrides Cpus; default: online CPUs)");
     app.add_option("-g,--generate", generate,
-                   "start a built-in kernel emitter on every CPU: rate=N,payload=BYTES,origin=N,types=a:3+b:1 "
-                   "(rate 0 = unlimited; repeatable)");
+                   "start a built-in kernel emitter on every CPU: rate=N,payload=BYTES,origin=N,count=N,types=a:3+b:1 "
+                   "(rate 0 = unlimited; count = events per CPU, 0 = no end; repeatable)");
     CLI11_PARSE(app, argc, argv);
 
     spdlog::set_default_logger(spdlog::stderr_color_mt("kmes-shimd"));

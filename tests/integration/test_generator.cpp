@@ -33,3 +33,25 @@ TEST_CASE("generator: --generate writes the configured types and origin class on
         CHECK(sequences(events) == one_to(events.size()));  // nothing lost while reading
     }
 }
+
+TEST_CASE("generator: count=N writes exactly N events on every ring, then stops", "[generator]") {
+    constexpr uint32_t kRings = 3;
+    constexpr size_t kCount = 1234;  // not a multiple of the 256-event batch
+    auto shim = ShimProcess::start({.cpus = kRings, .extra_args = {"--generate", "rate=0,count=1234,types=c"}});
+    for (uint32_t cpu = 0; cpu < kRings; ++cpu) {
+        INFO("ring " << cpu);
+        auto reader = kmes::RingReader::open(cpu);
+        REQUIRE(reader.ok());
+        std::vector<CapturedEvent> events;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (events.size() < kCount && std::chrono::steady_clock::now() < deadline) {
+            reader->wait(std::chrono::milliseconds(100));
+            const auto more = drain(*reader);
+            events.insert(events.end(), more.begin(), more.end());
+        }
+        // Nothing more comes after the count: a further wait times out with the ring unchanged.
+        CHECK(reader->wait(std::chrono::milliseconds(300)) == kmes::WaitResult::timed_out);
+        CHECK(drain(*reader).empty());
+        CHECK(sequences(events) == one_to(kCount));
+    }
+}
