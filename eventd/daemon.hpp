@@ -53,6 +53,9 @@ public:
     void reload(const std::string& config_path);
     // A drain thread lost its ring for good (shim stopped or restarted): main exits non-zero.
     bool failed() const { return failed_.load(); }
+    // Readable once failed() is true: main sleeps in poll() instead of checking failed() on a
+    // timer (an idle eventd should not wake for nothing).
+    int failure_fd() const { return failure_fd_; }
     std::string failure() const {
         std::lock_guard lock(failure_mutex_);
         return failure_;
@@ -132,6 +135,7 @@ private:
     std::atomic<bool> stopping_{false};
     std::atomic<bool> ready_{false};  // start() finished: drains_ and writers_ are complete
     std::atomic<bool> failed_{false};
+    int failure_fd_ = -1;  // eventfd, written by fail() after failed_ is set
     mutable std::mutex failure_mutex_;  // failure_: written by the failing thread, read by main (leaf)
     std::string failure_;
     bool shut_down_ = false;

@@ -1,6 +1,8 @@
 // eventd while running: configuration reload (tuning keys, query limits, the access policy),
 // daemon-wide records, storage-error handling, retention (PSD-008 §3.4).
 
+#include <sys/eventfd.h>
+
 #include <spdlog/spdlog.h>
 
 #include "daemon.hpp"
@@ -37,6 +39,7 @@ void Daemon::fail(const std::string& why) {
         failure_ = why;
     }
     failed_.store(true);
+    if (failure_fd_ >= 0) eventfd_write(failure_fd_, 1);  // wakes main's poll (seq_cst store before)
     spdlog::critical("{}", why);
 }
 

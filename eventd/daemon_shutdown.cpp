@@ -13,7 +13,10 @@
 
 namespace eventd {
 
-Daemon::~Daemon() { shutdown(false); }
+Daemon::~Daemon() {
+    shutdown(false);
+    if (failure_fd_ >= 0) close(failure_fd_);
+}
 
 void Daemon::shutdown(bool dump) {
     if (shut_down_) return;
@@ -32,6 +35,7 @@ void Daemon::shutdown(bool dump) {
     // 2. The policy thread saves the query counters a last time (no query counts any more).
     if (index_policy_) index_policy_->stop();
     // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
+    for (auto& d : drains_) d->request_stop();
     for (auto& d : drains_) d->stop();
     // 4. Final commits: writers commit what they hold and stop.
     for (auto& w : writers_) w->finish();
@@ -59,6 +63,7 @@ void Daemon::shutdown(bool dump) {
         spdlog::warn("shard {} could not take the shutdown record", w->index());
     }
     // 7–8. Close connections, unmap rings (destructors).
+    desired_set_.set_on_publish(nullptr);
     drains_.clear();
     writers_.clear();
     server_.reset();

@@ -3,6 +3,7 @@
 // count needs the CPU count when StorageShards is 0) → query socket → threads →
 // synthetic.startup. main signals READY=1 after start() succeeds.
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,7 +29,8 @@ using kmes::Error;
 using kmes::Result;
 using kmes::Status;
 
-Daemon::Daemon(const LoadedConfig& loaded) : config_(loaded.config), present_(loaded.present) {
+Daemon::Daemon(const LoadedConfig& loaded)
+    : config_(loaded.config), present_(loaded.present), failure_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     apply_writer_settings(config_, settings_);
 }
 
@@ -75,6 +77,11 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
 
     // Phase 6: threads — writers first, so drains always have somewhere to hand events.
     for (auto& w : d->writers_) w->start();
+    // Idle writers sleep until woken (ShardWriter::idle_wait): a new desired index set wakes
+    // them. writers_ is complete now and stays so until shutdown, after the policy thread.
+    d->desired_set_.set_on_publish([raw = d.get()] {
+        for (auto& w : raw->writers_) w->desired_set_changed();
+    });
     const auto routing = shards_of_cpus(cpus, shard_count);
     std::vector<synthetic::CpuSequence> resume_points;
     for (uint32_t cpu = 0; cpu < cpus; ++cpu) {

@@ -9,7 +9,12 @@
 namespace eventd {
 namespace {
 constexpr size_t kChunk = 256;                              // events handed over per channel lock
-constexpr auto kIdleWait = std::chrono::milliseconds(100);  // bounded: see docs/ABI.md (shared need_wake)
+// An idle drain sleeps until the shim wakes it: need_wake counts sleepers, so a wake-up is
+// never lost to another consumer of the ring (docs/ABI.md §3). The bound is only a safety net
+// against a foreign consumer clearing the count the spec's way (store 0), and costs nothing.
+constexpr auto kIdleWait = std::chrono::seconds(10);
+// How often stop() repeats its interrupt until the drain has ended (see RingReader::interrupt).
+constexpr auto kStopRetry = std::chrono::milliseconds(1);
 
 store::EventRow row_of(const kmes::EventView& e, const kmes::Guid& boot_id) {
     store::EventRow row;
@@ -55,12 +60,24 @@ void DrainThread::start() {
         run_guarded(
             "drain thread of cpu " + std::to_string(cpu_), [this] { run(); },
             [this](const std::string& why) { on_fatal_(why); });
+        ended_.store(true);
     });
+}
+
+void DrainThread::request_stop() {
+    stopping_.store(true);
+    // The drain may be asleep in reader_.wait() with no event coming: wake it.
+    reader_.interrupt();
 }
 
 void DrainThread::stop() {
     if (!thread_.joinable()) return;
-    stopping_.store(true);
+    request_stop();
+    // Again until it has ended: one interrupt can land just before its futex_wait and be lost.
+    while (!ended_.load()) {
+        std::this_thread::sleep_for(kStopRetry);
+        reader_.interrupt();
+    }
     thread_.join();
 }
 

@@ -38,6 +38,9 @@ public:
     void start();
     // Final drain cycle (§10.2 step 3), then stop. Blocks until the thread has ended.
     void stop();
+    // The same without waiting: stop() then finds the thread ended, or about to (shutdown asks
+    // every drain first, then waits for each).
+    void request_stop();
     const DrainStats& stats() const { return stats_; }
     uint32_t cpu() const { return cpu_; }
     uint64_t resume_point() const { return resume_point_; }  // highest accounted at startup
@@ -58,6 +61,7 @@ private:
     std::function<void(const std::string&)> on_fatal_;
     std::thread thread_;
     std::atomic<bool> stopping_{false};
+    std::atomic<bool> ended_{false};  // run() has returned (stop() interrupts the wait until then)
     DrainStats stats_;
 
     // Round-robin in contiguous runs over this CPU's shards.

@@ -15,6 +15,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSmoothing = 0.2;     // EWMA weight of a new observation
 constexpr size_t kMaxRetained = 1000;  // daemon-wide records kept from failed batches
+// An idle writer with work only a timed-out wait starts (idle_wait) looks again this often;
+// one with none sleeps kIdleWait, a bound that only limits how stale a missed wake could be.
+constexpr auto kRetryWait = std::chrono::milliseconds(100);
+constexpr auto kIdleWait = std::chrono::milliseconds(10000);
 
 std::string describe(const std::vector<Accounting>& ranges) {
     std::string out;
@@ -100,7 +104,7 @@ void ShardWriter::run() {
         }
 
         // Wait for events: long when idle, only until the latency bound inside a batch.
-        auto timeout = std::chrono::milliseconds(100);
+        auto timeout = idle_wait();
         if (in_transaction_) {
             const auto left =
                 std::chrono::duration_cast<std::chrono::milliseconds>(batch_started_ + latency - Clock::now());
@@ -120,7 +124,7 @@ void ShardWriter::run() {
             handoff_.pop(items, room, std::chrono::milliseconds(0));
 
         // §11.1: what failed batches left behind (lost ranges, daemon-wide records) is retried
-        // when idle too — at most every idle wait (100 ms) — so it is recorded once space
+        // when idle too — every kRetryWait (idle_wait) — so it is recorded once space
         // returns even if no new event ever arrives for this shard, and at shutdown.
         const bool retry = items.empty() && !in_transaction_ && (!lost_.empty() || !retained_.empty());
         const bool last_round = items.empty() && finishing_.load() && handoff_.empty();
@@ -193,6 +197,18 @@ void ShardWriter::run() {
         }
     }
 }
+
+std::chrono::milliseconds ShardWriter::idle_wait() const {
+    // Work only a timed-out wait starts: retrying what failed batches left (§11.1), and index
+    // statements, which run in quiet periods (§3.3.3) — including a build backing off or a
+    // shed index waiting for its restore. Without either an idle writer sleeps until events,
+    // a post, a changed desired set (desired_set_changed) or finish() wake it.
+    if (!lost_.empty() || !retained_.empty()) return kRetryWait;
+    if (indexes_ && !indexes_->converged(*desired_->current())) return kRetryWait;
+    return kIdleWait;
+}
+
+void ShardWriter::desired_set_changed() { handoff_.kick(); }
 
 // Gap records for the ranges of earlier failed batches, and the daemon-wide records those
 // batches held, first in the new transaction.

@@ -86,6 +86,8 @@ public:
     // build is cancelled; above EmergencySheddingBufferPercent every secondary index is dropped.
     void report_ring_fill(uint64_t fill, uint64_t capacity);
     ShardIndexStatus index_status() const;
+    // The desired index set was published anew: an idle writer wakes for a quiet period.
+    void desired_set_changed();
 
     // Retention runs its delete batches through this, between the writer's transactions
     // (PSD-008 §3.4 "per-shard mutex taken by retention for each batch"). Takes db_mutex_
@@ -105,6 +107,7 @@ private:
     void commit_batch();
     void fail_batch(const std::string& error);
     void report_storage_error();  // on_storage_error for a failed batch; db_mutex_ not held
+    std::chrono::milliseconds idle_wait() const;  // how long an idle writer waits for events
 
     // Index work (eventd/index/shard_indexes.hpp), always between transactions.
     void after_commit(size_t batch);  // shedding; db_mutex_ not held

@@ -3,10 +3,12 @@
 // convergence half (shard writers, which only read it).
 //
 // A DesiredSet is immutable once published; readers take a shared_ptr snapshot and never
-// see a half-updated list. The holder's mutex is a leaf: nothing else is taken under it.
+// see a half-updated list. The holder's mutex is a leaf: nothing else is taken under it (the
+// on_publish listener runs after it is released).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,16 +40,28 @@ public:
     }
     // Called by the policy thread only (and once at startup with the persisted set).
     void publish(std::vector<DesiredIndex> indexes) {
+        std::function<void()> listener;
+        {
+            std::lock_guard lock(mutex_);
+            auto next = std::make_shared<DesiredSet>();
+            next->indexes = std::move(indexes);
+            next->version = current_->version + 1;
+            current_ = std::move(next);
+            listener = on_publish_;
+        }
+        if (listener) listener();
+    }
+    // Called after every later publish, on the publishing thread, with no lock held: the
+    // daemon wakes its idle shard writers, which otherwise sleep until events arrive.
+    void set_on_publish(std::function<void()> listener) {
         std::lock_guard lock(mutex_);
-        auto next = std::make_shared<DesiredSet>();
-        next->indexes = std::move(indexes);
-        next->version = current_->version + 1;
-        current_ = std::move(next);
+        on_publish_ = std::move(listener);
     }
 
 private:
     mutable std::mutex mutex_;  // leaf
     std::shared_ptr<const DesiredSet> current_;
+    std::function<void()> on_publish_;
 };
 
 }  // namespace eventd::index

@@ -133,6 +133,12 @@ void ShardIndexes::done(const IndexStep& step, Outcome outcome, Clock::time_poin
     }
 }
 
+bool ShardIndexes::converged(const DesiredSet& desired) const {
+    const auto wanted = named(desired);
+    return wanted.size() == material_.size() &&
+           std::all_of(wanted.begin(), wanted.end(), [&](const auto& w) { return material_.contains(w.first); });
+}
+
 std::vector<std::string> ShardIndexes::missing(const DesiredSet& desired) const {
     std::vector<std::string> out;
     for (const auto& [name, index] : named(desired))

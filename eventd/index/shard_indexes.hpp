@@ -71,6 +71,9 @@ public:
     const std::set<std::string>& material() const { return material_; }
     // Desired indexes this shard lacks (invalid fields left out), in priority order.
     std::vector<std::string> missing(const DesiredSet& desired) const;
+    // The shard has exactly the desired set's valid members: no quiet period has work here
+    // (an idle writer need not wake for one).
+    bool converged(const DesiredSet& desired) const;
     const ShardIndexCounters& counters() const { return counters_; }
 
 private:

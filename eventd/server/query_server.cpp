@@ -28,7 +28,6 @@ namespace asio = boost::asio;
 using stream_protocol = asio::local::stream_protocol;
 using boost::system::error_code;
 
-constexpr auto kReapInterval = std::chrono::seconds(1);
 constexpr auto kStopGrace = std::chrono::milliseconds(500);    // for queries to end by themselves
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);  // after EMFILE and the like
 
@@ -59,7 +58,7 @@ struct Worker {
 
 struct QueryServer::Impl {
     explicit Impl(ServerOptions o)
-        : acceptor(io), commits(io), reap_timer(io), accept_retry(io), work(asio::make_work_guard(io)) {
+        : acceptor(io), commits(io), accept_retry(io), work(asio::make_work_guard(io)) {
         shared.store_dir = std::move(o.store_dir);
         shared.policy = o.policy;
         shared.daemon_status = std::move(o.daemon_status);
@@ -74,14 +73,12 @@ struct QueryServer::Impl {
     void refuse(const std::shared_ptr<Pending>& p, const std::string& message);
     void hand_off(const std::shared_ptr<Pending>& p, std::string text);
     void watch_commits();
-    void schedule_reap();
     void reap(bool all);
 
     ServerShared shared;
     asio::io_context io;
     stream_protocol::acceptor acceptor;
     asio::posix::stream_descriptor commits;
-    asio::steady_timer reap_timer;
     asio::steady_timer accept_retry;
     asio::executor_work_guard<asio::io_context::executor_type> work;
     std::thread io_thread;
@@ -197,6 +194,9 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, std::string 
                                              ::shutdown(fd, SHUT_RDWR);
                                          });
                                      done->store(true);
+                                     // Joined and closed by the io thread now, rather than by
+                                     // a periodic timer that would wake an idle eventd.
+                                     asio::post(io, [this] { reap(false); });
                                  })});
     } catch (const std::system_error& e) {
         // No thread (resource limit): the ticket moved into the failed lambda is released.
@@ -211,15 +211,6 @@ void QueryServer::Impl::watch_commits() {
         if (ec) return;
         shared.signal->dispatch();
         watch_commits();
-    });
-}
-
-void QueryServer::Impl::schedule_reap() {
-    reap_timer.expires_after(kReapInterval);
-    reap_timer.async_wait([this](error_code ec) {
-        if (ec) return;
-        reap(false);
-        schedule_reap();
     });
 }
 
@@ -262,12 +253,11 @@ kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions opti
     asio::post(raw->io, [raw] {
         raw->accept_next();
         raw->watch_commits();
-        raw->schedule_reap();
     });
     raw->io_thread = std::thread([raw] {
         // A handler that throws leaves run(); Asio allows calling run() again, so the server
         // goes on serving. The chain that handler belonged to (one connection — or, if it was
-        // the accept, commit or reap handler, that loop) has ended; the log says which thread.
+        // the accept or commit handler, that loop) has ended; the log says which thread.
         for (bool done = false; !done;) {
             done = true;
             run_guarded(
