@@ -11,8 +11,9 @@ namespace {
 constexpr size_t kChunk = 256;                              // events handed over per channel lock
 // An idle drain sleeps until the shim wakes it: need_wake counts sleepers, so a wake-up is
 // never lost to another consumer of the ring (docs/ABI.md §3). The bound is only a safety net
-// against a foreign consumer clearing the count the spec's way (store 0), and costs nothing.
-constexpr auto kIdleWait = std::chrono::seconds(10);
+// against a foreign consumer clearing the count the spec's way (store 0): at 256 rings a 10 s
+// bound alone cost 0.1 % of a core (docs/PERFORMANCE.md §9).
+constexpr auto kIdleWait = std::chrono::seconds(60);
 // How often stop() repeats its interrupt until the drain has ended (see RingReader::interrupt).
 constexpr auto kStopRetry = std::chrono::milliseconds(1);
 
@@ -73,7 +74,7 @@ void DrainThread::request_stop() {
 void DrainThread::stop() {
     if (!thread_.joinable()) return;
     request_stop();
-    // Again until it has ended: one interrupt can land just before its futex_wait and be lost.
+    // Again until it has ended: an interrupt landing just before its futex_wait is lost.
     while (!ended_.load()) {
         std::this_thread::sleep_for(kStopRetry);
         reader_.interrupt();

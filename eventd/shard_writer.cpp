@@ -18,7 +18,7 @@ constexpr size_t kMaxRetained = 1000;  // daemon-wide records kept from failed b
 // An idle writer with work only a timed-out wait starts (idle_wait) looks again this often;
 // one with none sleeps kIdleWait, a bound that only limits how stale a missed wake could be.
 constexpr auto kRetryWait = std::chrono::milliseconds(100);
-constexpr auto kIdleWait = std::chrono::milliseconds(10000);
+constexpr auto kIdleWait = std::chrono::milliseconds(60000);
 
 std::string describe(const std::vector<Accounting>& ranges) {
     std::string out;

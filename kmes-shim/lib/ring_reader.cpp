@@ -210,10 +210,7 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
         if (data_ready()) return WaitResult::data_ready;
     }
 
-    // Published before the interrupt check below (both seq_cst): an interrupt() after that
-    // check finds the word and wakes this sleep.
-    interrupt_->sleep_word.store(v.futex_word());
-    if (interrupt_->requested.load()) return WaitResult::woken;
+    sleep_word_->store(v.futex_word(), std::memory_order_relaxed);  // for interrupt(): an address only
     const bool counted = count_sleeper(v.need_wake());
     if (!counted) timeout = std::min<std::chrono::nanoseconds>(timeout, kUncountedWait);
     uint32_t counter = 0;
@@ -253,11 +250,10 @@ WaitResult RingReader::wait(std::chrono::nanoseconds timeout) {
 }
 
 void RingReader::interrupt() {
-    interrupt_->requested.store(true);
     // The word may belong to a mapping a generation change has just unmapped: futex_wake
     // then fails with EFAULT, or wakes an unrelated futex — a spurious wake-up, which every
     // futex waiter tolerates. The caller repeats the call until the consumer has stopped.
-    if (const uint32_t* word = interrupt_->sleep_word.load()) detail::futex_wake_all(word);
+    if (const uint32_t* word = sleep_word_->load(std::memory_order_relaxed)) detail::futex_wake_all(word);
 }
 
 }  // namespace kmes

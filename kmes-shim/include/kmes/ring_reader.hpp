@@ -97,14 +97,13 @@ public:
     // ring holds nothing new. An Error only when a re-attach after a resize fails.
     Result<std::optional<EventView>> next();
 
-    // Sleep until new data may be there, or timeout. Returns at once if data is already there,
-    // or if interrupt() was called.
+    // Sleep until new data may be there, or timeout. Returns at once if data is already there.
     WaitResult wait(std::chrono::nanoseconds timeout);
 
-    // The one member safe to call from another thread: every later wait() returns at once,
-    // and a wait() already asleep is woken. A wait() between its last interrupt check and its
-    // futex_wait can still fall asleep (the wake cannot change the read-only futex word), so
-    // a thread stopping a consumer calls this again until the consumer has stopped.
+    // The one member safe to call from another thread: wakes a wait() asleep now (it returns
+    // woken). A wait() about to call futex_wait can still fall asleep after it (the wake cannot
+    // change the read-only futex word), so a thread that needs the consumer to notice something
+    // calls this again until it has (eventd's shutdown: every millisecond).
     void interrupt();
 
     uint32_t cpu() const { return cpu_; }
@@ -135,12 +134,9 @@ private:
     uint64_t last_sequence_ = 0;
     std::vector<uint8_t> copy_;  // copy-out buffer; grows to the largest event read
     ReaderStats stats_;
-    // Shared with interrupt() (another thread); on the heap so the reader stays movable.
-    struct Interrupt {
-        std::atomic<bool> requested{false};
-        std::atomic<const uint32_t*> sleep_word{nullptr};  // the futex word wait() sleeps on
-    };
-    std::unique_ptr<Interrupt> interrupt_ = std::make_unique<Interrupt>();
+    // The futex word wait() sleeps on, for interrupt() on another thread; on the heap so the
+    // reader stays movable.
+    std::unique_ptr<std::atomic<const uint32_t*>> sleep_word_ = std::make_unique<std::atomic<const uint32_t*>>(nullptr);
 };
 
 }  // namespace kmes
