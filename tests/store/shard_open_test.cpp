@@ -1,6 +1,8 @@
 // Creating, opening, verifying and quarantining shard files (PSD-008 §3.1–§3.2, DESIGN.md §8).
 #include <cerrno>
 #include <regex>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "store_test_util.hpp"
 
@@ -231,4 +233,30 @@ TEST_CASE("a -wal left without its database is set aside before a new shard is c
         }
     }
     CHECK(set_aside);
+}
+
+// eventd at its RLIMIT_NOFILE cannot open a shard: that is the process's state, not the file's.
+// The code says so (EMFILE), so that startup stops instead of quarantining a good shard.
+TEST_CASE("a shard that cannot be opened for lack of descriptors is reported as such, not as broken", "[open]") {
+    TempDir dir;
+    open_shard(dir.path(), 0);  // exists, closed
+    rlimit saved{};
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    rlimit low = saved;
+    low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 256);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    std::vector<int> fillers;
+    for (int fd; (fd = dup(0)) >= 0;) fillers.push_back(fd);
+    auto existing = ShardDb::open(dir.path(), 0);
+    auto fresh = ShardDb::open(dir.path(), 1);
+    for (int fd : fillers) close(fd);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+
+    REQUIRE_FALSE(existing.ok());
+    CHECK(existing.error().code == kmes::ErrorCode::too_many_files);
+    CHECK_THAT(existing.error().message, Catch::Contains("out of file descriptors"));
+    REQUIRE_FALSE(fresh.ok());
+    CHECK(fresh.error().code == kmes::ErrorCode::too_many_files);
+    // Untouched, and it opens once descriptors are back.
+    CHECK(ShardDb::open(dir.path(), 0).ok());
 }
