@@ -112,14 +112,26 @@ void QueryServer::Impl::accept_next() {
             shed_connections();
             return retry_accept();
         }
+        if (ec) {
+            spdlog::warn("query socket: accept failed: {}; retrying", ec.message());
+            return retry_accept();
+        }
+        if (reserve_fd < 0 && (reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+            // The reserve was lost while out of descriptors (another thread took the number it
+            // freed) and this connection holds the last one: it is the one refused, so that
+            // the reserve is back before the next connection arrives.
+            send_now(socket.native_handle(), error_frame(query::kNoDescriptorForConnectionText));
+            error_code ignored;
+            socket.close(ignored);
+            ++shed;
+            shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
+            reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+            return accept_next();
+        }
         if (shed > 0) {
             spdlog::info("query socket: accepting connections again ({} refused while out of file descriptors)",
                          shed);
             shed = 0;
-        }
-        if (ec) {
-            spdlog::warn("query socket: accept failed: {}; retrying", ec.message());
-            return retry_accept();
         }
         on_accept(std::move(socket));
         accept_next();
