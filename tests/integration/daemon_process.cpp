@@ -255,6 +255,17 @@ std::set<std::string> open_sockets(pid_t pid) {
     return sockets;
 }
 
+std::string describe_fds(pid_t pid) {
+    std::string text;
+    for (int fd : open_fds(pid)) {
+        char target[512] = {};
+        const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+        const ssize_t len = ::readlink(link.c_str(), target, sizeof target - 1);
+        text += std::to_string(fd) + " -> " + (len > 0 ? std::string(target, size_t(len)) : "?") + "\n";
+    }
+    return text;
+}
+
 void stop_process(pid_t pid) {
     ::kill(pid, SIGSTOP);
     const auto deadline = Clock::now() + std::chrono::seconds(10);

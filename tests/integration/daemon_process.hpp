@@ -98,6 +98,8 @@ ProcessUsage process_usage(pid_t pid);
 // ("socket:[inode]").
 std::vector<int> open_fds(pid_t pid);
 std::set<std::string> open_sockets(pid_t pid);
+// "fd -> target" for every descriptor of `pid`, one per line (for failure messages).
+std::string describe_fds(pid_t pid);
 
 // SIGSTOP `pid` and wait until it is stopped; SIGCONT and wait until it is not.
 void stop_process(pid_t pid);

@@ -1,6 +1,11 @@
 #include "hostile_env.hpp"
 
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -41,6 +46,7 @@ HostileEnv::HostileEnv(EnvOptions options) {
     // Finished query threads are joined (and their sockets closed) once a second.
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     eventd_base_ = kmes::it::process_usage(eventd_pid());
+    eventd_base_retained_ = retained_shard_fds(eventd_pid());
     shim_base_ = kmes::it::process_usage(env_->shim().pid());
 }
 
@@ -59,7 +65,19 @@ void HostileEnv::check_still_serving() {
     CHECK(frames[1] == json({{"status", "end"}}));
 }
 
-void HostileEnv::check_recovered() {
+size_t retained_shard_fds(pid_t pid) {
+    static const std::regex active_shard(R"(.*/shard-\d{4}\.db)");
+    size_t n = 0;
+    for (int fd : kmes::it::open_fds(pid)) {
+        char target[512] = {};
+        const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+        const ssize_t len = ::readlink(link.c_str(), target, sizeof target - 1);
+        if (len > 0 && std::regex_match(std::string(target, size_t(len)), active_shard)) ++n;
+    }
+    return n;
+}
+
+void HostileEnv::check_recovered(size_t concurrent_readers) {
     const pid_t eventd = eventd_pid();
     const pid_t shim = env_->shim().pid();
     REQUIRE(env_->eventd().running());
@@ -70,16 +88,24 @@ void HostileEnv::check_recovered() {
 
     // Descriptors and threads exactly as before: no connection, worker or read connection
     // left behind. Reaping runs once a second, so this may take a moment.
+    // SQLite's parked descriptors (retained_shard_fds) are counted apart: at most one per
+    // active shard (2) for each query that read at the same time, and one writer's each.
     kmes::it::ProcessUsage now;
+    size_t retained = 0;
     const bool settled = kmes::it::eventually(
         [&] {
             now = kmes::it::process_usage(eventd);
-            return now.fds == eventd_base_.fds && now.threads == eventd_base_.threads;
+            retained = retained_shard_fds(eventd);
+            return now.fds - retained == eventd_base_.fds - eventd_base_retained_ &&
+                   now.threads == eventd_base_.threads;
         },
         seconds(15));
+    INFO("SQLite's parked shard descriptors: " << eventd_base_retained_ << " before, " << retained << " after");
+    CHECK(retained <= 2 + 2 * std::max<size_t>(concurrent_readers, 1));
     INFO("eventd before: " << eventd_base_.fds << " fds, " << eventd_base_.threads << " threads, "
                            << eventd_base_.rss_kib << " KiB; after: " << now.fds << " fds, " << now.threads
                            << " threads, " << now.rss_kib << " KiB");
+    INFO("eventd's descriptors now:\n" << kmes::it::describe_fds(eventd));
     CHECK(settled);
     CHECK(now.rss_kib <= eventd_base_.rss_kib + kRssSlackKib);
     kmes::it::ProcessUsage shim_now;

@@ -37,16 +37,27 @@ public:
 
     // EVENTS app.login COUNT on a fresh raw connection gives the fixture's 10.
     void check_still_serving();
-    // The end of every hostile case (see the top of this file).
-    void check_recovered();
+    // The end of every hostile case (see the top of this file). `concurrent_readers`: how many
+    // queries of the case read the store at the same time (see retained_shard_fds).
+    void check_recovered(size_t concurrent_readers = 1);
 
 private:
     std::unique_ptr<QueryEnv> env_;
     std::string socket_;
     std::unique_ptr<eventd::it::RingWatch> watch_;
     kmes::it::ProcessUsage eventd_base_;
+    size_t eventd_base_retained_ = 0;
     kmes::it::ProcessUsage shim_base_;
 };
+
+// Descriptors of `pid` on active shard files (shard-NNNN.db itself, not -wal/-shm) that SQLite
+// keeps after a read connection closed. SQLite's unix VFS must not close() a file while another
+// connection of the process holds a POSIX lock on it (closing would drop that lock), and a
+// shard's writer always holds one in WAL mode: the descriptor is parked, and the next read
+// connection of that file reuses it. So eventd keeps, per active shard, as many of these as
+// queries ever read that shard at the same time — a high-water mark, reused, never growing
+// with the number of queries. Counted apart from the exact descriptor baseline.
+size_t retained_shard_fds(pid_t pid);
 
 // The count of one `EVENTS … COUNT` query on a raw connection; -1 when it fails.
 int64_t wire_count(const std::string& socket, const std::string& query);

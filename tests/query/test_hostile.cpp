@@ -19,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "eventually.hpp"
 #include "hostile_env.hpp"
 #include "query_env.hpp"
 #include "wire_client.hpp"
@@ -233,23 +234,32 @@ TEST_CASE("clients that never read their results are closed at QueryTimeoutMs; o
           "[hostile]") {
     // 20,000 filler rows: a result of several MB, far beyond the socket buffers.
     HostileEnv h(EnvOptions{.eventd = {{"QueryTimeoutMs", 2000}}, .filler_rows = 20000});
-    std::vector<std::unique_ptr<WireClient>> deaf;
-    for (int i = 0; i < 8; ++i) {
-        deaf.push_back(std::make_unique<WireClient>(h.socket(), 4096));
-        REQUIRE(deaf.back()->send_query("EVENTS filler.row"));
-    }
-    const auto start = std::chrono::steady_clock::now();
-    h.check_still_serving();
-    CHECK(wire_count(h.socket(), "EVENTS filler.row COUNT") == 20000);
-    // eventd's blocked sends give up at the deadline; each connection is closed (after a cut
-    // frame, or an error frame if one still fitted) — it never waits for the client forever.
-    std::this_thread::sleep_for(milliseconds(2500));
-    for (auto& c : deaf) {
-        CHECK(c->wait_closed(seconds(10)));
-    }
-    CHECK(std::chrono::steady_clock::now() - start < seconds(15));
-    deaf.clear();
-    h.check_recovered();
+    auto attack = [&] {
+        std::vector<std::unique_ptr<WireClient>> deaf;
+        for (int i = 0; i < 8; ++i) {
+            deaf.push_back(std::make_unique<WireClient>(h.socket(), 4096));
+            REQUIRE(deaf.back()->send_query("EVENTS filler.row"));
+        }
+        const auto start = std::chrono::steady_clock::now();
+        h.check_still_serving();
+        CHECK(wire_count(h.socket(), "EVENTS filler.row COUNT") == 20000);
+        // eventd's blocked sends give up at the deadline; each connection is closed (after a
+        // cut frame, or an error frame if one still fitted) — it never waits for the client.
+        std::this_thread::sleep_for(milliseconds(2500));
+        for (auto& c : deaf) CHECK(c->wait_closed(seconds(10)));
+        CHECK(std::chrono::steady_clock::now() - start < seconds(15));
+    };
+    attack();
+    // The read connections' descriptors SQLite parks (retained_shard_fds) are reused by the
+    // next round, not added to.
+    REQUIRE(kmes::it::eventually([&] { return kmes::it::process_usage(h.eventd_pid()).threads ==
+                                              h.eventd_baseline().threads; }));
+    const size_t parked = retained_shard_fds(h.eventd_pid());
+    attack();
+    REQUIRE(kmes::it::eventually([&] { return kmes::it::process_usage(h.eventd_pid()).threads ==
+                                              h.eventd_baseline().threads; }));
+    CHECK(retained_shard_fds(h.eventd_pid()) <= parked);
+    h.check_recovered(8 + 2);
 }
 
 TEST_CASE("frames announcing 4 GiB are refused unread and allocate nothing", "[hostile]") {
