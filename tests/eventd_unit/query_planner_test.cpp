@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -444,24 +443,16 @@ TEST_CASE("out of file descriptors, a query fails with that reason and leaves no
     Store s;
     Query count;
     count.aggregation.kind = Aggregation::Kind::count;
-    rlimit saved{};
-    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
-    rlimit low = saved;
-    low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 256);
-    REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
-    std::vector<int> fillers;
-    for (int fd; (fd = dup(0)) >= 0;) fillers.push_back(fd);
+    eventd_unit::DescriptorsExhausted exhausted;
     const Run starved = run(count, s.path());
     // With a few descriptors free the directory lists and some shards open, others do not:
     // the whole result or the error, never the result of the shards that happened to open.
     std::vector<Run> partly;
     for (int free = 1; free <= 4; ++free) {
-        close(fillers.back());
-        fillers.pop_back();
+        exhausted.give_back(1);
         partly.push_back(run(Query{}, s.path()));
     }
-    for (int fd : fillers) close(fd);
-    REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+    exhausted.restore();
 
     REQUIRE_FALSE(starved.result.ok());
     CHECK(starved.result.error().code == kmes::ErrorCode::too_many_files);

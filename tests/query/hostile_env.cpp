@@ -55,8 +55,8 @@ HostileEnv::~HostileEnv() {
     env_.reset();
 }
 
-void HostileEnv::check_still_serving() {
-    WireClient client(socket_);
+void check_still_serving(const std::string& socket) {
+    WireClient client(socket);
     REQUIRE(client.send_query("EVENTS app.login COUNT"));
     const auto frames = client.read_reply(seconds(10));
     INFO("frames: " << json(frames).dump());

@@ -24,6 +24,10 @@ namespace eventd::query_it {
 // or a 4 GiB allocation.
 inline constexpr uint64_t kRssSlackKib = 32 * 1024;
 
+// A well-behaved query on a fresh raw connection still works: EVENTS app.login COUNT gives
+// the fixture's 10.
+void check_still_serving(const std::string& socket);
+
 class HostileEnv {
 public:
     // The QueryEnv with the generator at a modest rate, a first query answered, the baseline taken.
@@ -35,8 +39,7 @@ public:
     pid_t eventd_pid() { return env_->eventd().pid(); }
     const kmes::it::ProcessUsage& eventd_baseline() const { return eventd_base_; }
 
-    // EVENTS app.login COUNT on a fresh raw connection gives the fixture's 10.
-    void check_still_serving();
+    void check_still_serving() { query_it::check_still_serving(socket_); }
     // The end of every hostile case (see the top of this file). `concurrent_readers`: how many
     // queries of the case read the store at the same time (see retained_shard_fds).
     void check_recovered(size_t concurrent_readers = 1);

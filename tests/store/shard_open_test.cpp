@@ -1,10 +1,9 @@
 // Creating, opening, verifying and quarantining shard files (PSD-008 §3.1–§3.2, DESIGN.md §8).
 #include <cerrno>
 #include <regex>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "store_test_util.hpp"
+#include "tests/eventd_unit/unit_util.hpp"
 
 using namespace store_test;
 using eventd::store::quarantine_shard;
@@ -240,17 +239,10 @@ TEST_CASE("a -wal left without its database is set aside before a new shard is c
 TEST_CASE("a shard that cannot be opened for lack of descriptors is reported as such, not as broken", "[open]") {
     TempDir dir;
     open_shard(dir.path(), 0);  // exists, closed
-    rlimit saved{};
-    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
-    rlimit low = saved;
-    low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 256);
-    REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
-    std::vector<int> fillers;
-    for (int fd; (fd = dup(0)) >= 0;) fillers.push_back(fd);
+    eventd_unit::DescriptorsExhausted exhausted;
     auto existing = ShardDb::open(dir.path(), 0);
     auto fresh = ShardDb::open(dir.path(), 1);
-    for (int fd : fillers) close(fd);
-    REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+    exhausted.restore();
 
     REQUIRE_FALSE(existing.ok());
     CHECK(existing.error().code == kmes::ErrorCode::too_many_files);
