@@ -140,6 +140,12 @@ Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
 Status Daemon::open_shards(uint32_t count) {
     for (uint32_t index = 0; index < count; ++index) {
         auto db = store::ShardDb::open(config_.event_store_path, index);
+        if (!db && (db.error().code == kmes::ErrorCode::too_many_files ||
+                    db.error().code == kmes::ErrorCode::no_memory)) {
+            // A resource limit of this process, not a broken file: quarantining it would set a
+            // good shard aside (and the fresh file could not be opened either). Stop instead.
+            return Error{db.error().code, "cannot open shard " + std::to_string(index) + ": " + db.error().message};
+        }
         if (!db) {
             // DESIGN.md §8: never write it again, never delete it; a fresh file takes its place.
             const std::string error = db.error().message;

@@ -140,8 +140,11 @@ kmes::Result<ReadConnection> ReadConnection::open(const fs::path& file) {
     // A WAL file needs its -shm; a reader that may not create one (read-only directory or
     // file system) can still read the file as immutable — it then misses what only the WAL
     // holds. Only for that failure: immutable on a file a writer is changing could misread.
+    // Not when the process is out of descriptors: the immutable open could then take the one
+    // descriptor left and read the file without its WAL — stale answers instead of an error.
     const bool shm_problem =
-        (rc & 0xff) == SQLITE_CANTOPEN || rc == SQLITE_READONLY_CANTINIT || rc == SQLITE_READONLY_DIRECTORY;
+        ((rc & 0xff) == SQLITE_CANTOPEN || rc == SQLITE_READONLY_CANTINIT || rc == SQLITE_READONLY_DIRECTORY) &&
+        (!db.ok() && db.error().code != kmes::ErrorCode::too_many_files);
     std::error_code ec;
     if (!db && shm_problem && fs::is_regular_file(file, ec)) {
         int fallback_rc = SQLITE_OK;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <system_error>
 
 #include "read_sql.hpp"
@@ -29,8 +30,47 @@ struct SnapshotState {
             if (conn.cancelled()) return kmes::Error{ECANCELED, "reading " + file.name + " was cancelled"};
             return kmes::Error{ETIMEDOUT, "reading " + file.name + " passed its deadline"};
         }
+        if (auto e = too_complex(conn.get(), rc)) return *e;
+        if (detail::out_of_descriptors(conn.get(), rc))
+            return kmes::Error{EMFILE, "cannot read event store file " + file.name + ": out of file descriptors"};
         // sqlite3_errstr, not errmsg: the generic text never carries SQL or table names.
         return kmes::Error{EIO, "cannot read event store file " + file.name + ": " + sqlite3_errstr(rc)};
+    }
+
+    // SQLite refused the statement for its size, not for the file: a query error (EINVAL) that
+    // names the limit, never "cannot query event store file …". The planner's limits
+    // (eventd/query/planner.hpp) keep queries below these; this is the backstop for what they
+    // do not foresee. SQLite's messages for these cases are fixed texts (no SQL in them), so
+    // they are matched here and the limit in force is read with sqlite3_limit.
+    static std::optional<kmes::Error> too_complex(sqlite3* db, int rc) {
+        if ((rc & 0xff) == SQLITE_TOOBIG)
+            return kmes::Error{EINVAL, "query is too complex for the event store: a value or statement is larger "
+                                       "than SQLite's limit of " +
+                                           std::to_string(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) + " bytes"};
+        if ((rc & 0xff) != SQLITE_ERROR) return std::nullopt;
+        const std::string message = sqlite3_errmsg(db);
+        struct Known {
+            const char* starts;
+            const char* what;
+            int limit;
+        };
+        static const Known known[] = {
+            {"Expression tree is too large", "its conditions nest deeper than SQLite's expression depth limit of ",
+             SQLITE_LIMIT_EXPR_DEPTH},
+            {"parser stack overflow", "it nests deeper than SQLite's parser allows", -1},
+            {"too many terms in", "it has more SORT or GROUP terms than SQLite's limit of ", SQLITE_LIMIT_COLUMN},
+            {"too many columns", "it has more columns than SQLite's limit of ", SQLITE_LIMIT_COLUMN},
+            {"too many SQL variables", "it has more values than SQLite's limit of ", SQLITE_LIMIT_VARIABLE_NUMBER},
+            {"LIKE or GLOB pattern too complex", "a text match is longer than SQLite's limit of ",
+             SQLITE_LIMIT_LIKE_PATTERN_LENGTH},
+        };
+        for (const Known& k : known) {
+            if (message.rfind(k.starts, 0) != 0) continue;
+            std::string text = std::string("query is too complex for the event store: ") + k.what;
+            if (k.limit >= 0) text += std::to_string(sqlite3_limit(db, k.limit, -1));
+            return kmes::Error{EINVAL, text + "; simplify it (use IN (…) for many values of one field)"};
+        }
+        return std::nullopt;
     }
 };
 
@@ -104,7 +144,7 @@ void RowCursor::reset() { sqlite3_reset(stmt_); }
 
 kmes::Result<ShardSnapshot> ShardSnapshot::open(const ShardFile& file, ReadOptions options) {
     auto conn = ReadConnection::open(file.path);
-    if (!conn) return kmes::Error{EIO, conn.error().message};
+    if (!conn) return conn.error();  // its code too: out of descriptors is not a broken file
     auto state = std::make_unique<SnapshotState>(SnapshotState{file, std::move(*conn), std::move(options)});
     sqlite3* db = state->conn.get();
     state->conn.set_deadline(state->options.deadline, state->options.cancel);
@@ -182,6 +222,7 @@ kmes::Result<RowCursor> ShardSnapshot::run_sql(const SqlText& text) {
     const int rc = sqlite3_prepare_v2(s.conn.get(), text.sql.c_str(), static_cast<int>(text.sql.size()), &raw, nullptr);
     if (rc != SQLITE_OK) {
         sqlite3_finalize(raw);
+        if (auto e = SnapshotState::too_complex(s.conn.get(), rc)) return *e;
         // errstr, not errmsg: errors reach clients, and SQLite's message may quote the SQL.
         return kmes::Error{EIO, "cannot query event store file " + s.file.name + ": " + sqlite3_errstr(rc)};
     }

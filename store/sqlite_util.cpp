@@ -1,6 +1,7 @@
 #include "sqlite_util.hpp"
 
 #include <cerrno>
+#include <cstring>
 
 namespace eventd::store::detail {
 
@@ -12,8 +13,19 @@ kmes::Error sqlite_error(sqlite3* db, int rc, const std::filesystem::path& file,
         return {ENOSPC, file.string() + ": " + what + ": event store is full (SQLite: " + text +
                             "); free space or lower EventRetentionMaxBytes"};
     }
+    if (out_of_descriptors(db, rc)) {
+        return {EMFILE, file.string() + ": " + what + ": eventd is out of file descriptors (" +
+                            std::strerror(sys_errno) + "); close connections or raise its RLIMIT_NOFILE"};
+    }
     const int code = primary == SQLITE_NOMEM ? ENOMEM : EIO;
     return {code, file.string() + ": " + what + ": " + text + " (SQLite code " + std::to_string(rc) + ")"};
+}
+
+bool out_of_descriptors(sqlite3* db, int rc) {
+    const int primary = rc & 0xff;
+    if (!db || (primary != SQLITE_CANTOPEN && primary != SQLITE_IOERR)) return false;
+    const int sys_errno = sqlite3_system_errno(db);
+    return sys_errno == EMFILE || sys_errno == ENFILE;
 }
 
 kmes::Status exec(sqlite3* db, const char* sql, const std::filesystem::path& file) {

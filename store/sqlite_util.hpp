@@ -24,10 +24,16 @@ using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
 // Error for a failed SQLite call on `file` while doing `what`. A full disk (SQLITE_FULL, or
 // an I/O error whose errno is ENOSPC) becomes ENOSPC with "event store is full" in the
-// message (PSD-008 §11.1); everything else EIO with SQLite's own text.
+// message (PSD-008 §11.1); a file SQLite could not open because the process is out of file
+// descriptors (errno EMFILE/ENFILE) becomes EMFILE saying so — a resource state, never a sign
+// that the file is broken (no caller may quarantine or skip a shard for it); everything else
+// EIO with SQLite's own text.
 kmes::Error sqlite_error(sqlite3* db, int rc, const std::filesystem::path& file, const std::string& what);
 
 // Run SQL without results (pragmas with no interesting answer, BEGIN/COMMIT, DDL).
+// Whether the last failure on `db` was the process running out of file descriptors.
+bool out_of_descriptors(sqlite3* db, int rc);
+
 kmes::Status exec(sqlite3* db, const char* sql, const std::filesystem::path& file);
 
 kmes::Result<StmtPtr> prepare(sqlite3* db, const char* sql, const std::filesystem::path& file);

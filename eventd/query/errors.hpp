@@ -21,6 +21,21 @@ inline kmes::Error timeout_error(uint32_t timeout_ms) {
     return kmes::Error{kmes::ErrorCode::timed_out, timeout_text(timeout_ms)};
 }
 
+// eventd cannot open the shard files a query needs because it is at its RLIMIT_NOFILE (its
+// connections, shard files and WAL files hold every descriptor). Only this query fails;
+// ingestion goes on with the descriptors the writers already hold.
+inline constexpr const char* kOutOfDescriptorsText =
+    "eventd is out of file descriptors and cannot open the event store for this query; try again when "
+    "fewer connections are open (or raise eventd's RLIMIT_NOFILE, LimitNOFILE= in its unit)";
+
+// The connection itself could not be kept: accepted on the reserve descriptor (query_server.cpp),
+// told this, and closed.
+inline constexpr const char* kNoDescriptorForConnectionText =
+    "eventd is out of file descriptors and cannot take this connection now; try again when fewer connections "
+    "are open (or raise eventd's RLIMIT_NOFILE, LimitNOFILE= in its unit)";
+
+inline kmes::Error out_of_descriptors_error() { return kmes::Error{kmes::ErrorCode::too_many_files, kOutOfDescriptorsText}; }
+
 inline kmes::Error shutdown_error() { return kmes::Error{kmes::ErrorCode::cancelled, kShuttingDownText}; }
 
 }  // namespace eventd::query

@@ -35,10 +35,13 @@ kmes::Status check_time(const ExecutionContext& ctx) {
     return {};
 }
 
-// A store error in this query's words: its deadline and shutdown, not the shard's.
+// A store error in this query's words: its deadline and shutdown, not the shard's; running
+// out of file descriptors is eventd's momentary state, not the file's (and the query may be
+// asked again once connections close).
 Error query_error(const Error& e, const ExecutionContext& ctx) {
     if (e.is_cancelled()) return shutdown_error();
     if (e.is_timed_out()) return timeout_error(ctx.timeout_ms);
+    if (e.code == kmes::ErrorCode::too_many_files) return out_of_descriptors_error();
     return e;
 }
 
@@ -54,6 +57,12 @@ kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan&
                                               ExecutionContext& ctx, StreamStart& start) {
     auto snapshot = ShardSnapshot::open(file, store::ReadOptions{ctx.deadline, ctx.cancelled, visible});
     if (!snapshot) {
+        // Out of descriptors says nothing about the file (and may_skip_unreadable could not
+        // even read its header then): the query fails rather than silently leave a shard out.
+        if (snapshot.error().code == kmes::ErrorCode::too_many_files) {
+            spdlog::warn("query: cannot open event store file {}: {}", file.name, snapshot.error().message);
+            return out_of_descriptors_error();
+        }
         if (store::may_skip_unreadable(file)) {
             // A quarantined file is a known state (logged when it was quarantined): no
             // warning per query for it.
@@ -72,8 +81,13 @@ kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan&
     if (file.active_index) start.last_id[*file.active_index] = snapshot->watermark();
     auto cursor = snapshot->run(plan.read);
     if (!cursor) {
-        spdlog::error("query: {}", cursor.error().message);
-        return cursor.error();
+        // A query SQLite refuses for its size (EINVAL) is the query's problem, not eventd's.
+        if (cursor.error().code == kmes::ErrorCode::invalid) {
+            spdlog::info("query refused by SQLite: {}", cursor.error().message);
+        } else {
+            spdlog::error("query: {}", cursor.error().message);
+        }
+        return query_error(cursor.error(), ctx);
     }
     return std::optional<Shard>{Shard{std::move(*snapshot), std::move(*cursor), {}}};
 }
@@ -172,7 +186,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     auto plan = plan_query(q, restricted);
     if (!plan) return plan.error();
     auto files = store::list_shard_files(ctx.store_dir);
-    if (!files) return files.error();
+    if (!files) return query_error(files.error(), ctx);
 
     // eventd_visible's answer: the caller's type access (none asked for an unrestricted caller).
     store::TypeFilter visible;

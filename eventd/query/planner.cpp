@@ -415,6 +415,55 @@ kmes::Status check_condition_names(const Condition& c) {
     return {};
 }
 
+// The size limits of planner.hpp, in the words of the query.
+struct Size {
+    size_t conditions = 0;
+    size_t values = 0;
+    std::optional<std::string> long_match;  // the first text match over kMaxMatchTextBytes
+};
+
+void measure(const Condition& c, Size& size) {
+    if (c.kind != Condition::Kind::compare) {
+        for (const Condition& child : c.children) measure(child, size);
+        return;
+    }
+    ++size.conditions;
+    size.values += c.comparison.values.size();
+    const CompareOp op = c.comparison.op;
+    if (size.long_match || (op != CompareOp::starts_with && op != CompareOp::ends_with && op != CompareOp::contains))
+        return;
+    for (const Literal& v : c.comparison.values) {
+        const auto* text = std::get_if<std::string>(&v);
+        if (text && text->size() > kMaxMatchTextBytes)
+            size.long_match = "a text match on " + c.comparison.field.name + " of " + std::to_string(text->size()) +
+                              " bytes; at most " + std::to_string(kMaxMatchTextBytes);
+    }
+}
+
+Error too_complex(const std::string& what) { return Error{EINVAL, "query is too complex: " + what}; }
+
+kmes::Status check_size(const Query& q) {
+    Size size;
+    for (const Condition& c : q.where) measure(c, size);
+    if (size.conditions > kMaxWhereConditions)
+        return too_complex("WHERE has " + std::to_string(size.conditions) + " conditions (all WHERE clauses together); at most " +
+                           std::to_string(kMaxWhereConditions) + " — for many values of one field use IN (…)");
+    if (size.values > kMaxWhereValues)
+        return too_complex("WHERE has " + std::to_string(size.values) + " values; at most " +
+                           std::to_string(kMaxWhereValues));
+    if (size.long_match) return too_complex(*size.long_match);
+    if (q.type_pattern && q.type_pattern->size() > kMaxMatchTextBytes)
+        return too_complex("a type pattern of " + std::to_string(q.type_pattern->size()) + " bytes; at most " +
+                           std::to_string(kMaxMatchTextBytes));
+    if (q.sort.size() > kMaxSortKeys)
+        return too_complex("SORT has " + std::to_string(q.sort.size()) + " keys; at most " +
+                           std::to_string(kMaxSortKeys));
+    if (q.aggregation.fields.size() > kMaxGroupFields)
+        return too_complex("GROUP has " + std::to_string(q.aggregation.fields.size()) + " fields; at most " +
+                           std::to_string(kMaxGroupFields));
+    return {};
+}
+
 kmes::Status check_field_names(const Query& q) {
     for (const Condition& c : q.where)
         if (auto st = check_condition_names(c); !st) return st;
@@ -430,6 +479,7 @@ kmes::Status check_field_names(const Query& q) {
 
 kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be planned");
+    if (auto st = check_size(q); !st) return st.error();
     if (auto st = check_field_names(q); !st) return st.error();
     if (q.aggregation.kind == Aggregation::Kind::none) return plan_plain(q, restricted);
     return plan_aggregate(q, restricted);
@@ -437,6 +487,7 @@ kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
 
 kmes::Result<Plan> plan_live(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be streamed");
+    if (auto st = check_size(q); !st) return st.error();
     if (auto st = check_field_names(q); !st) return st.error();
     Plan plan;
     plan.read.shape = ReadPlan::Shape::live;

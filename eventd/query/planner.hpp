@@ -39,8 +39,22 @@ struct Plan {
     size_t group_columns = 0;
 };
 
+// How large a query may be (§8.6.3 leaves it to the implementation). Each WHERE condition adds a
+// level to the SQL expression a shard evaluates, and SQLite refuses expressions deeper than its
+// SQLITE_LIMIT_EXPR_DEPTH (1000 by default): 500 conditions leave room for the type pattern,
+// SINCE/UNTIL, visibility and the few levels one condition takes by itself. The other limits
+// keep below SQLite's own: 2000 terms in ORDER BY/GROUP BY, 50000 bytes of LIKE pattern (a
+// text match's operand doubles at worst when escaped), 32766 bound values.
+// Over a limit: EINVAL "query is too complex: …" naming the limit, before any SQL exists.
+inline constexpr size_t kMaxWhereConditions = 500;  // comparisons, all WHERE clauses together
+inline constexpr size_t kMaxWhereValues = 32000;    // literal values, IN lists included
+inline constexpr size_t kMaxMatchTextBytes = 16384; // operand of STARTS_WITH/ENDS_WITH/CONTAINS, type pattern
+inline constexpr size_t kMaxSortKeys = 64;
+inline constexpr size_t kMaxGroupFields = 64;
+
 // Plan the initial (or only) result of `q`. `restricted`: add the visibility predicate
-// (every caller but root). Errors: EINVAL with the decided texts (no SQL in them).
+// (every caller but root). Errors: EINVAL with the decided texts (no SQL in them), including
+// the size limits above.
 kmes::Result<Plan> plan_query(const Query& q, bool restricted);
 
 // Plan a stream's live reads: type pattern + WHERE + visibility, no SINCE/UNTIL/SORT/limits.

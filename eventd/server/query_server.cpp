@@ -1,5 +1,7 @@
 #include "eventd/server/query_server.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,6 +32,7 @@ using boost::system::error_code;
 
 constexpr auto kStopGrace = std::chrono::milliseconds(500);    // for queries to end by themselves
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);  // after EMFILE and the like
+constexpr int kShedPerRound = 64;  // connections refused per retry while out of descriptors
 
 // A short reply on a socket the io thread still owns: never waits (a fresh connection's send
 // buffer takes it whole; if not, the client gets nothing but the close).
@@ -67,6 +70,8 @@ struct QueryServer::Impl {
     }
 
     void accept_next();
+    void retry_accept();
+    void shed_connections();
     void on_accept(stream_protocol::socket socket);
     void read_header(const std::shared_ptr<Pending>& p);
     void read_body(const std::shared_ptr<Pending>& p);
@@ -86,22 +91,77 @@ struct QueryServer::Impl {
     std::mutex workers_mutex;
     std::list<Worker> workers;
     bool stopped = false;
+    // A descriptor held in reserve (/dev/null): when accept fails for lack of descriptors, it
+    // is closed so that the waiting connections can be accepted one by one, told why, and
+    // closed — instead of waiting in the backlog with no answer. io thread only.
+    int reserve_fd = -1;
+    uint64_t shed = 0;  // connections refused in the current out-of-descriptors episode
 };
 
 void QueryServer::Impl::accept_next() {
     acceptor.async_accept([this](error_code ec, stream_protocol::socket socket) {
         if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+        const bool no_descriptors = ec == asio::error::no_descriptors || ec.value() == ENFILE;
+        if (no_descriptors) {
+            // Logged once per episode, not per retry; the connections waiting get an answer.
+            if (shed == 0) spdlog::warn("query socket: out of file descriptors ({}); refusing new connections "
+                                        "with an error until descriptors free up", ec.message());
+            shed_connections();
+            return retry_accept();
+        }
         if (ec) {
             spdlog::warn("query socket: accept failed: {}; retrying", ec.message());
-            accept_retry.expires_after(kAcceptRetry);
-            accept_retry.async_wait([this](error_code e) {
-                if (!e) accept_next();
-            });
-            return;
+            return retry_accept();
+        }
+        if (reserve_fd < 0 && (reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+            // The reserve was lost while out of descriptors (another thread took the number it
+            // freed) and this connection holds the last one: it is the one refused, so that
+            // the reserve is back before the next connection arrives.
+            send_now(socket.native_handle(), error_frame(query::kNoDescriptorForConnectionText));
+            error_code ignored;
+            socket.close(ignored);
+            ++shed;
+            shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
+            reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+            return accept_next();
+        }
+        if (shed > 0) {
+            spdlog::info("query socket: accepting connections again ({} refused while out of file descriptors)",
+                         shed);
+            shed = 0;
         }
         on_accept(std::move(socket));
         accept_next();
     });
+}
+
+// Not at once: the listening socket stays readable while the backlog holds connections, so
+// an immediate retry would spin. A connection arriving meanwhile waits at most kAcceptRetry.
+void QueryServer::Impl::retry_accept() {
+    accept_retry.expires_after(kAcceptRetry);
+    accept_retry.async_wait([this](error_code e) {
+        if (!e) accept_next();
+    });
+}
+
+void QueryServer::Impl::shed_connections() {
+    const int listen_fd = acceptor.native_handle();
+    for (int i = 0; i < kShedPerRound; ++i) {
+        pollfd ready{listen_fd, POLLIN, 0};
+        if (::poll(&ready, 1, 0) != 1) break;  // nothing waiting: never block the io thread
+        if (reserve_fd >= 0) {
+            ::close(reserve_fd);
+            reserve_fd = -1;
+        }
+        const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) break;  // another thread took the freed descriptor first, or the client left
+        send_now(fd, error_frame(query::kNoDescriptorForConnectionText));
+        ::close(fd);
+        ++shed;
+        shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    if (reserve_fd < 0) reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 void QueryServer::Impl::on_accept(stream_protocol::socket socket) {
@@ -249,6 +309,7 @@ kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions opti
     if (commit_fd < 0) return kmes::errno_error("query server: dup of the commit eventfd");
     impl->commits.assign(commit_fd, ec);
     if (ec) return kmes::Error{ec.value(), "query server: cannot watch commits: " + ec.message()};
+    impl->reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     Impl* raw = impl.get();
     asio::post(raw->io, [raw] {
         raw->accept_next();
@@ -314,6 +375,8 @@ void QueryServer::stop() {
     d.work.reset();
     d.io.stop();
     if (d.io_thread.joinable()) d.io_thread.join();
+    if (d.reserve_fd >= 0) ::close(d.reserve_fd);
+    d.reserve_fd = -1;
 }
 
 }  // namespace eventd::server

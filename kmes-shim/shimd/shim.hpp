@@ -53,6 +53,7 @@ private:
     // shim_server.cpp
     Status listen_on(const std::string& path);
     void accept_loop();
+    void reap_connections();  // connections_mutex_ held
     void serve(int fd);
     wire::Reply attach(const PeerCredentials& peer, uint32_t cpu, std::shared_ptr<ProducerRing>& attached);
     void map(int fd, std::span<const uint8_t> body, const std::shared_ptr<ProducerRing>& attached);

@@ -1,6 +1,7 @@
 // The shim socket (DESIGN.md §2): one thread per connection, SOCK_SEQPACKET, the request
 // formats of wire.hpp. A connection that sent ATTACH *is* the attachment.
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@ namespace {
 // A thread per connection is simple and plenty for emitters and consumers; the cap keeps a
 // hostile local user from exhausting threads.
 constexpr size_t kMaxConnections = 1024;
+constexpr int kReapIntervalMs = 1000;
 
 wire::Reply error_reply(int code) {
     wire::Reply r{};
@@ -35,8 +37,30 @@ Status Shim::listen_on(const std::string& path) {
     return {};
 }
 
+// Join finished connection threads and close their sockets (a connection's fd stays open
+// until its thread is joined, so stop()'s shutdown() can never hit a reused descriptor).
+void Shim::reap_connections() {
+    for (auto it = connections_.begin(); it != connections_.end();) {
+        if (it->done.load()) {
+            it->thread.join();
+            close(it->fd);
+            it = connections_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
 void Shim::accept_loop() {
     for (;;) {
+        // Reaping waits for no accept: after a burst of short-lived emitters, their sockets
+        // and thread stacks are released within kReapInterval even if nobody connects again.
+        pollfd waiting{listen_fd_, POLLIN, 0};
+        if (poll(&waiting, 1, kReapIntervalMs) == 0) {
+            std::lock_guard lock(connections_mutex_);
+            reap_connections();
+            continue;
+        }
         int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (stopping_.load()) {
             if (fd >= 0) close(fd);
@@ -48,16 +72,7 @@ void Shim::accept_loop() {
             continue;
         }
         std::lock_guard lock(connections_mutex_);
-        // Reap finished connections.
-        for (auto it = connections_.begin(); it != connections_.end();) {
-            if (it->done.load()) {
-                it->thread.join();
-                close(it->fd);
-                it = connections_.erase(it);
-            } else {
-                ++it;
-            }
-        }
+        reap_connections();
         if (connections_.size() >= kMaxConnections) {
             spdlog::warn("connection refused: {} connections open (limit)", connections_.size());
             close(fd);

@@ -11,6 +11,8 @@
 // wake-up), 2000000 rounds failed about one run in five: repetitions make that near certain.
 #include <catch2/catch.hpp>
 
+#include "unit_util.hpp"
+
 #include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -159,21 +161,13 @@ TEST_CASE("commit signal: unsubscribed streams are not marked; wake_all reaches 
 }
 
 TEST_CASE("stream wake: out of file descriptors is an error value, not an exception", "[commit_signal]") {
-    rlimit saved{};
-    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
     // Fill the descriptor table up to a lowered soft limit, then ask for a wake-up.
-    rlimit low = saved;
-    low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 256);
-    REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
-    std::vector<int> fillers;
-    for (int fd; (fd = dup(0)) >= 0;) fillers.push_back(fd);
-    const int dup_errno = errno;
+    eventd_unit::DescriptorsExhausted exhausted;
     auto wake = StreamWake::create(4);
     auto signal = CommitSignal::create(4);
-    for (int fd : fillers) close(fd);
-    REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+    exhausted.restore();
 
-    CHECK(dup_errno == EMFILE);
+    CHECK(exhausted.fill_errno() == EMFILE);
     REQUIRE_FALSE(wake.ok());
     CHECK(wake.error().code == kmes::ErrorCode::too_many_files);
     CHECK_THAT(wake.error().message, Catch::Contains("out of file descriptors"));

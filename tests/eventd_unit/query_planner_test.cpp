@@ -16,12 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "eventd/access/policy.hpp"
+#include "eventd/query/errors.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query/live_feed.hpp"
 #include "eventd/query/planner.hpp"
 #include "store/secondary_index.hpp"
 #include "store/read_sql.hpp"
 #include "store/shard_db.hpp"
+#include "store/shard_snapshot.hpp"
 #include "unit_util.hpp"
 
 namespace fs = std::filesystem;
@@ -363,6 +365,112 @@ TEST_CASE("type pattern: exact, trailing and inner *, case-insensitive, _ litera
 }
 
 // --- injection ----------------------------------------------------------------------------
+
+// Thousands of ORs used to reach SQLite, which refused the statement ("Expression tree is too
+// large"), and the user read "cannot query event store file shard-0000.db: SQL logic error".
+TEST_CASE("a query over the size limits is refused by the planner, naming the limit", "[planner]") {
+    Store s;
+    auto ors = [](size_t n) {
+        std::vector<Condition> children;
+        for (size_t i = 0; i < n; ++i) children.push_back(cmp("n", CompareOp::eq, {int64_t(i)}));
+        return any_of(std::move(children));
+    };
+    // At the limit it runs (and SQLite takes it).
+    const Run at_limit = run(where(ors(kMaxWhereConditions)), s.path());
+    INFO((at_limit.result.ok() ? std::string("ok") : at_limit.result.error().message));
+    CHECK(at_limit.result.ok());
+    CHECK(at_limit.records.size() == 4);  // n = 1, 2, 5, 10 (not 7.5, -3, or the text "12")
+    CHECK(error_of(run(where(ors(5000)), s.path())) ==
+          "query is too complex: WHERE has 5000 conditions (all WHERE clauses together); at most 500 — for many "
+          "values of one field use IN (…)");
+    // Several WHERE clauses count together, for streams too.
+    Query split = where(ors(300));
+    split.where.push_back(ors(300));
+    CHECK_THAT(error_of(run(split, s.path())), Catch::Contains("WHERE has 600 conditions"));
+    split.stream = true;
+    auto live = plan_live(split, false);
+    REQUIRE_FALSE(live.ok());
+    CHECK(live.error().code == kmes::ErrorCode::invalid);
+
+    const std::string long_text(kMaxMatchTextBytes + 1, 'x');
+    CHECK(error_of(run(where(cmp("user", CompareOp::contains, {long_text})), s.path())) ==
+          "query is too complex: a text match on user of 16385 bytes; at most 16384");
+    Query pattern;
+    pattern.type_pattern = long_text + "*";
+    CHECK_THAT(error_of(run(pattern, s.path())), Catch::Contains("a type pattern of 16386 bytes; at most 16384"));
+    Query sort;
+    for (size_t i = 0; i <= kMaxSortKeys; ++i) sort.sort.push_back(SortKey{field("n"), false});
+    CHECK(error_of(run(sort, s.path())) == "query is too complex: SORT has 65 keys; at most 64");
+    Query group;
+    group.aggregation.kind = Aggregation::Kind::group;
+    for (size_t i = 0; i <= kMaxGroupFields; ++i) group.aggregation.fields.push_back(field("n"));
+    CHECK(error_of(run(group, s.path())) == "query is too complex: GROUP has 65 fields; at most 64");
+}
+
+// The store's backstop for what the planner's limits do not foresee: a plan SQLite refuses
+// for its size is a query error naming SQLite's limit, not a storage failure.
+TEST_CASE("a read plan SQLite refuses as too complex is a query error naming SQLite's limit", "[planner]") {
+    Store s;
+    eventd::store::ReadPlan plan;
+    plan.shape = eventd::store::ReadPlan::Shape::count;
+    eventd::store::Predicate any;
+    any.kind = eventd::store::Predicate::Kind::any_of;
+    for (int i = 0; i < 2000; ++i) {
+        eventd::store::Predicate p;
+        p.field = eventd::store::ReadField::of(eventd::store::EventColumn::sequence);
+        p.values.push_back(SqlParam{int64_t(i)});
+        any.children.push_back(std::move(p));
+    }
+    plan.where.push_back(std::move(any));
+    auto files = eventd::store::list_shard_files(s.path());
+    REQUIRE(files.ok());
+    REQUIRE_FALSE(files->empty());
+    auto snapshot = eventd::store::ShardSnapshot::open(files->front(), {});
+    REQUIRE(snapshot.ok());
+    REQUIRE(snapshot->begin().ok());
+    auto cursor = snapshot->run(plan);
+    REQUIRE_FALSE(cursor.ok());
+    CHECK(cursor.error().code == kmes::ErrorCode::invalid);
+    CHECK(cursor.error().message ==
+          "query is too complex for the event store: its conditions nest deeper than SQLite's expression depth "
+          "limit of 1000; simplify it (use IN (…) for many values of one field)");
+}
+
+// At RLIMIT_NOFILE a shard cannot be opened: the query fails saying so. The file is not
+// "unreadable" (it must be neither skipped nor reported broken), and the SQLite read-only
+// fallback must not read it without its WAL.
+TEST_CASE("out of file descriptors, a query fails with that reason and leaves no shard out", "[planner]") {
+    Store s;
+    Query count;
+    count.aggregation.kind = Aggregation::Kind::count;
+    eventd_unit::DescriptorsExhausted exhausted;
+    const Run starved = run(count, s.path());
+    // With a few descriptors free the directory lists and some shards open, others do not:
+    // the whole result or the error, never the result of the shards that happened to open.
+    std::vector<Run> partly;
+    for (int free = 1; free <= 4; ++free) {
+        exhausted.give_back(1);
+        partly.push_back(run(Query{}, s.path()));
+    }
+    exhausted.restore();
+
+    REQUIRE_FALSE(starved.result.ok());
+    CHECK(starved.result.error().code == kmes::ErrorCode::too_many_files);
+    CHECK(starved.result.error().message == kOutOfDescriptorsText);
+    CHECK(starved.records.empty());
+    bool saw_error = false;
+    for (const Run& r : partly) {
+        if (r.result.ok()) {
+            CHECK(r.records.size() == 9);
+        } else {
+            saw_error = true;
+            CHECK(r.result.error().message == kOutOfDescriptorsText);
+        }
+    }
+    CHECK(saw_error);
+    // Descriptors back: the same query counts every shard.
+    CHECK(run(count, s.path()).records == std::vector<Record>{json{{"count", 9}}});
+}
 
 TEST_CASE("values never reach the SQL text; field names only as identifier paths", "[planner]") {
     const std::string evil = "o'brien'; DROP TABLE events; --";

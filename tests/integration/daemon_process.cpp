@@ -1,5 +1,6 @@
 #include "daemon_process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -206,6 +208,62 @@ char process_state(pid_t pid) {
     const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
     if (close == std::string::npos || close + 2 >= text.size()) return '?';
     return text[close + 2];
+}
+
+ProcessUsage process_usage(pid_t pid) {
+    ProcessUsage usage;
+    usage.fds = open_fds(pid).size();
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+        if (line.rfind("Threads:", 0) == 0) usage.threads = std::stoul(line.substr(8));
+        if (line.rfind("VmRSS:", 0) == 0) usage.rss_kib = std::stoull(line.substr(6));
+    }
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close != std::string::npos) {
+        std::istringstream fields(text.substr(close + 2));
+        std::string field;
+        // state is field 3; utime and stime are fields 14 and 15 (proc(5)).
+        for (int n = 3; n <= 15 && fields >> field; ++n)
+            if (n == 14 || n == 15) usage.cpu_ticks += std::stoull(field);
+    }
+    return usage;
+}
+
+std::vector<int> open_fds(pid_t pid) {
+    std::vector<int> fds;
+    DIR* dir = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+    if (!dir) return fds;
+    while (const dirent* e = readdir(dir))
+        if (e->d_name[0] != '.') fds.push_back(std::atoi(e->d_name));
+    closedir(dir);
+    return fds;
+}
+
+// An accepted connection is a socket that was not there before — counting is not enough:
+// another socket (a readiness probe's connection, a closing client) may go away at the same
+// moment.
+std::set<std::string> open_sockets(pid_t pid) {
+    std::set<std::string> sockets;
+    for (int fd : open_fds(pid)) {
+        char target[64] = {};
+        const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+        const ssize_t len = ::readlink(link.c_str(), target, sizeof target - 1);
+        if (len > 0 && std::string_view(target, size_t(len)).starts_with("socket:")) sockets.insert(target);
+    }
+    return sockets;
+}
+
+std::string describe_fds(pid_t pid) {
+    std::string text;
+    for (int fd : open_fds(pid)) {
+        char target[512] = {};
+        const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+        const ssize_t len = ::readlink(link.c_str(), target, sizeof target - 1);
+        text += std::to_string(fd) + " -> " + (len > 0 ? std::string(target, size_t(len)) : "?") + "\n";
+    }
+    return text;
 }
 
 void stop_process(pid_t pid) {

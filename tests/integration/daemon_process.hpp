@@ -10,7 +10,9 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +85,22 @@ std::string describe_status(int status);
 
 // The state letter of /proc/<pid>/stat ('R', 'S', 'T', …), or '?' when the process is gone.
 char process_state(pid_t pid);
+// What a process holds, from /proc/<pid>: for "nothing leaks" checks after a hostile client
+// or an overload (descriptors, threads and resident memory back to where they were).
+struct ProcessUsage {
+    size_t fds = 0;        // entries of /proc/<pid>/fd
+    size_t threads = 0;    // "Threads:" of /proc/<pid>/status
+    uint64_t rss_kib = 0;  // "VmRSS:"
+    uint64_t cpu_ticks = 0;  // utime + stime of /proc/<pid>/stat (clock ticks): a busy loop shows here
+};
+ProcessUsage process_usage(pid_t pid);
+// The descriptors of `pid` (the names in /proc/<pid>/fd) and the sockets among them
+// ("socket:[inode]").
+std::vector<int> open_fds(pid_t pid);
+std::set<std::string> open_sockets(pid_t pid);
+// "fd -> target" for every descriptor of `pid`, one per line (for failure messages).
+std::string describe_fds(pid_t pid);
+
 // SIGSTOP `pid` and wait until it is stopped; SIGCONT and wait until it is not.
 void stop_process(pid_t pid);
 void continue_process(pid_t pid);

@@ -13,7 +13,9 @@
 namespace eventd::query_it {
 
 QueryEnv::QueryEnv(EnvOptions options) {
-    shim_ = kmes::it::ShimProcess::start(kmes::it::ShimOptions{.cpus = options.cpus});
+    kmes::it::ShimOptions shim{.cpus = options.cpus};
+    if (!options.generate.empty()) shim.extra_args = {"--generate", options.generate};
+    shim_ = kmes::it::ShimProcess::start(std::move(shim));
     if (options.fixture) fixture_ = build_fixture_store(store());
     if (options.filler_rows) add_filler_shard(store(), 3, options.filler_rows);
     // The fixture's timestamps reach back to 2026-03-01: retention must not touch them.

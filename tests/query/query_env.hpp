@@ -24,6 +24,7 @@ struct EnvOptions {
     bool fixture = true;                               // build the fixture store first
     uint32_t cpus = 2;
     uint64_t filler_rows = 0;  // add_filler_shard(store, 3, n) when > 0
+    std::string generate;      // kmes-shimd --generate spec (events on every ring); empty: quiet rings
 };
 
 class QueryEnv {

@@ -3,7 +3,6 @@
 // commit order) reach `eventctl` through a pipe one by one, in order, with WHERE and SELECT
 // applied; a client that stops reading is dropped while ingestion loses nothing; every query
 // limit answers with its exact text; shutdown ends streams with "eventd is shutting down".
-#include <dirent.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -254,30 +253,8 @@ TEST_CASE("QueryTimeoutMs stops a long query with its exact text", "[stream]") {
     CHECK(after.out == "{\"count\":10}\n");
 }
 
-// The descriptors of process `pid` (the entries of /proc/<pid>/fd).
-std::vector<int> open_fds(pid_t pid) {
-    std::vector<int> fds;
-    DIR* dir = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
-    if (!dir) return fds;
-    while (const dirent* e = readdir(dir))
-        if (e->d_name[0] != '.') fds.push_back(std::atoi(e->d_name));
-    closedir(dir);
-    return fds;
-}
-
-// The sockets `pid` holds ("socket:[inode]"). An accepted connection is a socket that was not
-// there before — counting is not enough: another socket (a readiness probe's connection, a
-// closing client) may go away at the same moment.
-std::set<std::string> open_sockets(pid_t pid) {
-    std::set<std::string> sockets;
-    for (int fd : open_fds(pid)) {
-        char target[64] = {};
-        const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
-        const ssize_t len = ::readlink(link.c_str(), target, sizeof target - 1);
-        if (len > 0 && std::string_view(target, size_t(len)).starts_with("socket:")) sockets.insert(target);
-    }
-    return sockets;
-}
+using kmes::it::open_fds;
+using kmes::it::open_sockets;
 
 bool has_new_socket(pid_t pid, const std::set<std::string>& before) {
     for (const std::string& s : open_sockets(pid))

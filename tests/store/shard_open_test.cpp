@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "store_test_util.hpp"
+#include "tests/eventd_unit/unit_util.hpp"
 
 using namespace store_test;
 using eventd::store::quarantine_shard;
@@ -231,4 +232,23 @@ TEST_CASE("a -wal left without its database is set aside before a new shard is c
         }
     }
     CHECK(set_aside);
+}
+
+// eventd at its RLIMIT_NOFILE cannot open a shard: that is the process's state, not the file's.
+// The code says so (EMFILE), so that startup stops instead of quarantining a good shard.
+TEST_CASE("a shard that cannot be opened for lack of descriptors is reported as such, not as broken", "[open]") {
+    TempDir dir;
+    open_shard(dir.path(), 0);  // exists, closed
+    eventd_unit::DescriptorsExhausted exhausted;
+    auto existing = ShardDb::open(dir.path(), 0);
+    auto fresh = ShardDb::open(dir.path(), 1);
+    exhausted.restore();
+
+    REQUIRE_FALSE(existing.ok());
+    CHECK(existing.error().code == kmes::ErrorCode::too_many_files);
+    CHECK_THAT(existing.error().message, Catch::Contains("out of file descriptors"));
+    REQUIRE_FALSE(fresh.ok());
+    CHECK(fresh.error().code == kmes::ErrorCode::too_many_files);
+    // Untouched, and it opens once descriptors are back.
+    CHECK(ShardDb::open(dir.path(), 0).ok());
 }
