@@ -2,7 +2,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <map>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -12,6 +15,24 @@
 #include "synthetic.hpp"
 
 namespace eventd {
+namespace {
+constexpr size_t kShardClosers = 16;
+
+// Closing a shard checkpoints its WAL into the database file and syncs it; one after another
+// that is most of a many-shard shutdown. Side by side the syncs overlap. Every writer has
+// finished already: nothing else touches them.
+void close_shards_side_by_side(std::vector<std::unique_ptr<ShardWriter>>& writers) {
+    std::atomic<size_t> next{0};
+    auto close_some = [&] {
+        for (size_t i = next++; i < writers.size(); i = next++) writers[i].reset();
+    };
+    std::vector<std::thread> closers;
+    for (size_t t = 1; t < std::min(kShardClosers, writers.size()); ++t) closers.emplace_back(close_some);
+    close_some();
+    for (auto& t : closers) t.join();
+    writers.clear();
+}
+}  // namespace
 
 Daemon::~Daemon() {
     shutdown(false);
@@ -65,7 +86,7 @@ void Daemon::shutdown(bool dump) {
     // 7–8. Close connections, unmap rings (destructors).
     desired_set_.set_on_publish(nullptr);
     drains_.clear();
-    writers_.clear();
+    close_shards_side_by_side(writers_);
     server_.reset();
     spdlog::info("eventd stopped");
 }
