@@ -45,6 +45,8 @@ public:
 private:
     void run();
     bool drain_available();  // false when the reader failed (shim gone)
+    // The shim closed our attachment: it died without retiring the ring (SIGKILL).
+    bool attachment_hung_up() const;
     void route(HandoffItem item);
     void publish_ring_state();
     bool flush();

@@ -57,6 +57,8 @@ public:
     // options and socket: a new boot id, sequences from 1, a new RingWatch. The old shim is
     // frozen first, so the returned highest sequences of its rings are exact. eventd, if it
     // runs, is left alone (it sees the rings retired and exits by itself, EVENTD.md §13).
+    // No ring swap may be under way: the RingWatch could not re-attach to a frozen shim (let
+    // a resize settle and call watch().highest() first; the same holds for stop_emission).
     Highest restart_shim();
 
     // Freeze the shim (its generators stop; the rings stay readable) and read the highest
