@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "store/msgpack_extract.hpp"
 #include "store/shard_db.hpp"
 
 namespace eventd::it {
@@ -17,6 +18,8 @@ void prefill_shard(const std::string& store_dir, const OldRows& old) {
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
+    // A shard with payload expression indexes needs the function their expressions call.
+    REQUIRE(eventd::store::register_msgpack_extract(db).ok());
     const int64_t base =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count() -
@@ -45,6 +48,35 @@ void prefill_shard(const std::string& store_dir, const OldRows& old) {
     sqlite3_free(error);
     sqlite3_close(db);
     REQUIRE(rc == SQLITE_OK);
+}
+
+std::string integrity_check(const std::string& file) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+        const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+        sqlite3_close(db);
+        return "cannot open: " + why;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    std::string result;
+    if (auto s = eventd::store::register_msgpack_extract(db); !s) {
+        result = "cannot register msgpack_extract: " + s.error().message;
+    } else {
+        char* error = nullptr;
+        const int rc = sqlite3_exec(
+            db, "PRAGMA integrity_check",
+            [](void* out, int, char** values, char**) {
+                auto& text = *static_cast<std::string*>(out);
+                if (!text.empty()) text += "; ";
+                text += values[0] ? values[0] : "NULL";
+                return 0;
+            },
+            &result, &error);
+        if (rc != SQLITE_OK) result = std::string("integrity_check failed: ") + (error ? error : sqlite3_errstr(rc));
+        sqlite3_free(error);
+    }
+    sqlite3_close(db);
+    return result;
 }
 
 }  // namespace eventd::it

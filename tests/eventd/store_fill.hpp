@@ -1,3 +1,6 @@
+// Test-side tools that need the store's own code (store/), beside the plain-sqlite3 reader
+// of store_reader.hpp.
+//
 // Rows of an earlier, made-up KMES boot written straight into a shard file with one SQL
 // statement (the C++ insert path of a debug build would take a minute for millions): what the
 // index tests build indexes over, and what the soak's retention runs delete. eventd must not
@@ -23,5 +26,9 @@ struct OldRows {
 
 // REQUIREs success.
 void prefill_shard(const std::string& store_dir, const OldRows& old);
+
+// PRAGMA integrity_check of one shard file (read-only; msgpack_extract registered, which the
+// payload expression indexes need): "ok", or every message it gave, or why it could not run.
+std::string integrity_check(const std::string& file);
 
 }  // namespace eventd::it

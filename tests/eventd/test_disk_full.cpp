@@ -18,6 +18,8 @@
 #include <catch2/catch.hpp>
 
 #include "pipeline.hpp"
+#include "sqlite_faults.hpp"
+#include "store_fill.hpp"
 
 using namespace eventd::it;
 
@@ -170,3 +172,88 @@ TEST_CASE("disk full: eventd survives, and once space returns the gap records de
         CHECK(e.payload["error"].get<std::string>().find("event store is full") != std::string::npos);
     }
 }
+
+#ifdef KMES_SYNC_POINTS
+namespace {
+
+size_t count_of(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+// PRAGMA integrity_check of every shard file, and none quarantined.
+void check_shard_files(const StoreContents& store, const std::string& dir) {
+    for (const std::string& file : store.files) {
+        INFO(file);
+        CHECK(file.find(".quarantined-") == std::string::npos);
+        CHECK(integrity_check(dir + "/" + file) == "ok");
+    }
+}
+
+}  // namespace
+
+TEST_CASE("injected ENOSPC and EIO on SQLite writes and fsyncs: eventd survives, losses become gap records, "
+          "nothing is stored twice, and ingestion resumes when the faults stop",
+          "[disk-full]") {
+    // The other half of §11.1 that a full tmpfs cannot give: I/O errors, and failures of
+    // fsync, at random points of the writers' transactions, WAL checkpoints, retention and
+    // index work (store/fault_vfs.hpp; 2 % of the writes and syncs of database and WAL files).
+    Pipeline p({.cpus = 2, .generate = "rate=2000,payload=64", .eventd = {{"StorageShards", 3}}});
+    SqliteFaults faults(p.dir() + "/sqlite-faults");
+    p.start_eventd();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+
+    // Faults while one eventd runs: every batch it logs as lost comes back as gap records.
+    faults.set(20000, 20261125);
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    REQUIRE(p.eventd().running());
+    faults.set(0, 0);
+    std::string progress;
+    const bool caught_up =
+        wait_accounted(p.store(), p.boot(), p.watch().highest(), std::chrono::seconds(60), &progress);
+    const std::string log = p.eventd().log();
+    INFO(progress << "eventd log:\n" << log);
+    REQUIRE(caught_up);
+    CHECK(log.find("test-only SQLite faults: 20000 per million") != std::string::npos);
+    const size_t failed_commits = count_of(log, "records failed: ");
+    CHECK(failed_commits > 0);
+    CHECK(log.find("I/O error") != std::string::npos);            // EIO …
+    CHECK(log.find("event store is full") != std::string::npos);  // … and ENOSPC both seen
+    {
+        const StoreContents store = read_store(p.store());
+        const AccountingReport report = account(store, p.boot(), p.watch().highest());
+        for (const auto& [shard, ranges] : logged_losses(log)) {
+            char name[32];
+            std::snprintf(name, sizeof name, "shard-%04u.db", shard);
+            std::vector<LostRange> recorded;
+            for (const auto& [cpu, a] : report.cpus)
+                for (const GapRecord& g : a.gaps)
+                    if (g.file == name && !g.last_seen_timestamp && g.first != 1) recorded.push_back({cpu, g.first, g.last});
+            INFO("shard " << shard);
+            CHECK(coalesce(recorded) == coalesce(ranges));
+        }
+    }
+
+    // Faults across SIGKILLs and restarts: startup, the restart's resume from the rings and
+    // failed commits interleave.
+    faults.set(20000, 7);
+    for (int kill = 0; kill < 5; ++kill) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300 + 150 * kill));
+        INFO("eventd log:\n" << p.eventd().log());
+        REQUIRE(p.eventd().running());  // never crashed by itself
+        p.kill_eventd();
+        p.start_eventd();
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    faults.set(0, 0);
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // ingestion resumes
+    const Highest highest = p.finish();
+    const StoreContents store = read_store(p.store());
+    REQUIRE(store.unreadable.empty());
+    const AccountingReport report = check_accounting(store, p.boot(), highest);
+    CHECK(report.lost() > 0);
+    check_sequence_state(p.store(), p.boot(), highest);
+    check_shard_files(store, p.store());
+}
+#endif

@@ -15,12 +15,17 @@
 //
 // Run by scripts/soak (see its --help, and docs/DEVELOPING.md "Soak"); its knobs come from the
 // environment: EVENTD_SOAK_KILLS (default 20), EVENTD_SOAK_SEED (default: from the clock;
-// always printed), EVENTD_SOAK_RATE (events/s per ring, default 1000).
+// always printed), EVENTD_SOAK_RATE (events/s per ring, default 1000), EVENTD_SOAK_FAULTS
+// (default 0: with F > 0, half of the eventd runs also get SQLite write and fsync errors at F
+// per million operations, sqlite_faults.hpp; the audit is the same).
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <cstdlib>
 #include <iostream>
 #include <list>
@@ -33,6 +38,7 @@
 
 #include "base/guid_text.hpp"
 #include "pipeline.hpp"
+#include "sqlite_faults.hpp"
 #include "store/secondary_index.hpp"
 #include "store/shard_db.hpp"
 #include "store_fill.hpp"
@@ -170,8 +176,11 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
     const uint64_t kills = env_number("EVENTD_SOAK_KILLS", 20);
     const uint64_t seed = env_number("EVENTD_SOAK_SEED", uint64_t(std::chrono::system_clock::now().time_since_epoch().count()) % 1000000000);
     const uint64_t rate = env_number("EVENTD_SOAK_RATE", 1000);
+    const uint64_t fault_rate = env_number("EVENTD_SOAK_FAULTS", 0);
     std::cout << "soak: seed " << seed << " (reproduce with --seed " << seed << "), " << kills << " kills, " << kCpus
-              << " rings at " << rate << " events/s each, " << kShards << " shards" << std::endl;
+              << " rings at " << rate << " events/s each, " << kShards << " shards";
+    if (fault_rate) std::cout << ", SQLite faults at " << fault_rate << " per million in half the runs";
+    std::cout << std::endl;
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
     auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
@@ -195,6 +204,9 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
     tally.expired_rows_written += 50'000;
 
     Clients clients(p.dir(), p.dir() + "/query.sock");
+    std::optional<SqliteFaults> faults;
+    if (fault_rate) faults.emplace(p.dir() + "/sqlite-faults");  // before the first eventd: it inherits the variable
+    uint64_t faulty_runs = 0;
     std::map<kmes::Guid, Highest> old_boots;  // boots of killed shims → their rings' highest sequences
     std::set<kmes::Guid> old_boots_with_eventd;  // boots whose shim died while eventd ran
     const auto started = Clock::now();
@@ -237,6 +249,11 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
         }
         if (chance(1.0 / 15)) tally.indexes_dropped += drop_secondary_indexes(p.store(), uint32_t(between(0, kShards - 1)));
 
+        if (faults) {
+            const bool on = chance(0.5);
+            faults->set(on ? uint32_t(fault_rate) : 0, rng());
+            faulty_runs += on;
+        }
         if (kill > 1 && chance(0.15)) {
             // Killed anywhere in its startup, before or after READY=1.
             p.spawn_eventd();
@@ -321,7 +338,8 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
         }
     }
 
-    // The last eventd runs to the end: everything still in the rings is stored.
+    // The last eventd runs to the end, without faults: everything still in the rings is stored.
+    if (faults) faults->set(0, 0);
     p.start_eventd();
     std::this_thread::sleep_for(milliseconds(500));
     settle_resize();
@@ -346,11 +364,11 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
             ++quarantined;
             problem(file + ": quarantined during the soak");
         }
-        const auto result = query_text(p.store() + "/" + file, "PRAGMA integrity_check");
+        const std::string result = integrity_check(p.store() + "/" + file);
         if (result == "ok")
             ++integrity_ok;
         else
-            problem(file + ": integrity_check says " + result.value_or("(unreadable)"));
+            problem(file + ": integrity_check says " + result);
     }
 
     uint64_t stored = 0, lost = 0, gap_records = 0, duplicates = 0, unaccounted = 0, tail_lost = 0;
@@ -392,6 +410,14 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
     check_sequence_state(p.store(), p.boot(), highest);
     const auto audit_seconds = std::chrono::duration<double>(Clock::now() - audit_started).count();
 
+    uint64_t failed_commits = 0;  // as every eventd of the soak logged them
+    for (const auto& entry : std::filesystem::directory_iterator(p.dir())) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("eventd-", 0) != 0 || entry.path().extension() != ".log") continue;
+        std::ifstream in(entry.path());
+        for (std::string line; std::getline(in, line);) failed_commits += line.find("records failed: ") != std::string::npos;
+    }
+
     std::ostringstream report;
     report << "soak report (seed " << seed << "):\n"
            << "  eventd SIGKILLs: " << tally.kills << " (" << tally.startup_kills << " during startup, "
@@ -402,6 +428,10 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
            << "  eventd reloads: " << tally.reloads << ", ring resizes: " << tally.resizes
            << ", index requests: " << tally.index_requests << ", secondary indexes dropped while down: "
            << tally.indexes_dropped << ", expired rows written for retention: " << tally.expired_rows_written << "\n"
+           << "  SQLite faults: " << (fault_rate ? std::to_string(fault_rate) + " per million writes and syncs in " +
+                                                        std::to_string(faulty_runs) + " runs"
+                                                  : std::string("none"))
+           << "; failed commits logged: " << failed_commits << "\n"
            << "  clients: " << clients.queries() << " queries, " << clients.streams() << " streams; "
            << clients.succeeded() << " ended 0, " << clients.failed() << " ended with an error (eventd killed under them), "
            << clients.crashes().size() << " crashed\n"
