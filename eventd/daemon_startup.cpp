@@ -133,8 +133,15 @@ Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
 Status Daemon::open_shards(uint32_t count) {
     for (uint32_t index = 0; index < count; ++index) {
         auto db = store::ShardDb::open(config_.event_store_path, index);
+        if (!db && db.error().code != kmes::ErrorCode::protocol) {
+            // A full disk, an I/O error, no memory or file descriptors: nothing is wrong with the
+            // file, so it is not set aside. eventd does not start; its restart tries again.
+            return Error{db.error().code, "shard " + std::to_string(index) + " cannot be opened now (" +
+                                              db.error().message + "); it is not set aside: nothing says it is damaged"};
+        }
         if (!db) {
-            // DESIGN.md §8: never write it again, never delete it; a fresh file takes its place.
+            // DESIGN.md §8: a damaged or unknown file (ErrorCode::protocol) is never written
+            // again and never deleted; a fresh file takes its place.
             const std::string error = db.error().message;
             auto moved = store::quarantine_shard(config_.event_store_path, index);
             if (!moved)

@@ -150,7 +150,7 @@ size_t drop_secondary_indexes(const std::string& store_dir, uint32_t shard) {
 }
 
 struct Tally {
-    uint64_t kills = 0, startup_kills = 0, index_kills = 0, retention_kills = 0;
+    uint64_t kills = 0, startup_kills = 0, index_kills = 0, retention_kills = 0, long_downtimes = 0;
     uint64_t shim_restarts = 0, shim_restarts_under_eventd = 0;
     uint64_t reloads = 0, resizes = 0, index_requests = 0, indexes_dropped = 0, expired_rows_written = 0;
 };
@@ -249,6 +249,11 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
         }
         if (chance(1.0 / 15)) tally.indexes_dropped += drop_secondary_indexes(p.store(), uint32_t(between(0, kShards - 1)));
 
+        if (chance(0.05)) {
+            // A long downtime: the smaller rings overrun meanwhile, so the restart records gaps.
+            std::this_thread::sleep_for(milliseconds(between(500, 3000)));
+            ++tally.long_downtimes;
+        }
         if (faults) {
             const bool on = chance(0.5);
             faults->set(on ? uint32_t(fault_rate) : 0, rng());
@@ -410,13 +415,22 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
     check_sequence_state(p.store(), p.boot(), highest);
     const auto audit_seconds = std::chrono::duration<double>(Clock::now() - audit_started).count();
 
-    uint64_t failed_commits = 0;  // as every eventd of the soak logged them
+    // What the eventd logs say happened: failed commits, index builds done and cancelled,
+    // retention runs that deleted rows.
+    uint64_t failed_commits = 0, builds_done = 0, builds_cancelled = 0, retention_runs = 0;
     for (const auto& entry : std::filesystem::directory_iterator(p.dir())) {
         const std::string name = entry.path().filename().string();
         if (name.rfind("eventd-", 0) != 0 || entry.path().extension() != ".log") continue;
         std::ifstream in(entry.path());
-        for (std::string line; std::getline(in, line);) failed_commits += line.find("records failed: ") != std::string::npos;
+        for (std::string line; std::getline(in, line);) {
+            failed_commits += line.find("records failed: ") != std::string::npos;
+            builds_done += line.find(" built (") != std::string::npos;
+            builds_cancelled += line.find(" cancelled after ") != std::string::npos;
+            retention_runs += line.find("retention deleted ") != std::string::npos;
+        }
     }
+    uint64_t expired_left = 0;
+    for (const StoredRow& r : store.rows) expired_left += r.boot_id == kExpiredBoot;
 
     std::ostringstream report;
     report << "soak report (seed " << seed << "):\n"
@@ -428,6 +442,10 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
            << "  eventd reloads: " << tally.reloads << ", ring resizes: " << tally.resizes
            << ", index requests: " << tally.index_requests << ", secondary indexes dropped while down: "
            << tally.indexes_dropped << ", expired rows written for retention: " << tally.expired_rows_written << "\n"
+           << "  eventd logs: " << builds_done << " index builds completed, " << builds_cancelled
+           << " cancelled; " << retention_runs << " retention runs deleted rows ("
+           << tally.expired_rows_written - expired_left << " of the " << tally.expired_rows_written
+           << " expired rows written are gone); " << tally.long_downtimes << " long downtimes (0.5-3 s)\n"
            << "  SQLite faults: " << (fault_rate ? std::to_string(fault_rate) + " per million writes and syncs in " +
                                                         std::to_string(faulty_runs) + " runs"
                                                   : std::string("none"))
