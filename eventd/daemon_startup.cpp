@@ -135,7 +135,9 @@ Status Daemon::open_shards(uint32_t count) {
         auto db = store::ShardDb::open(config_.event_store_path, index);
         if (!db && db.error().code != kmes::ErrorCode::protocol) {
             // A full disk, an I/O error, no memory or file descriptors: nothing is wrong with the
-            // file, so it is not set aside. eventd does not start; its restart tries again.
+            // file, so it is not set aside — §11.1 takes a shard out of the write path only when
+            // it fails the structural check ("SQLite corruption"), and a full disk is "Disk full".
+            // eventd does not start; its restart tries again (§10.2: no manual recovery).
             return Error{db.error().code, "shard " + std::to_string(index) + " cannot be opened now (" +
                                               db.error().message + "); it is not set aside: nothing says it is damaged"};
         }

@@ -60,6 +60,22 @@ uint64_t fill(const std::string& path) {
     return total;
 }
 
+bool require_root() {
+    if (geteuid() != 0) FAIL("mounting a tmpfs needs root: run the eventd suite as root");
+    return true;
+}
+
+// A pipeline (2 rings at 1000 events/s, 2 shards) whose store lives on a 16 MiB tmpfs.
+struct SmallDisk {
+    bool root = require_root();
+    kmes::it::TempDir mount_dir;
+    TmpfsMount mount{mount_dir.path(), "size=16m,mode=0755"};
+    Pipeline pipeline{{.cpus = 2,
+                       .generate = "rate=1000,payload=64",
+                       .eventd = {{"StorageShards", 2}},
+                       .store_dir = mount_dir / "events"}};
+};
+
 struct LostRange {
     uint16_t cpu;
     uint64_t first;
@@ -105,13 +121,9 @@ std::map<uint32_t, std::vector<LostRange>> logged_losses(const std::string& log)
 
 TEST_CASE("disk full: eventd survives, and once space returns the gap records describe exactly the lost batches",
           "[disk-full]") {
-    if (geteuid() != 0) FAIL("mounting a tmpfs needs root: run the eventd suite as root");
-    kmes::it::TempDir mount_dir;
-    TmpfsMount mount(mount_dir.path(), "size=16m,mode=0755");
-    Pipeline p({.cpus = 2,
-                .generate = "rate=1000,payload=64",
-                .eventd = {{"StorageShards", 2}},
-                .store_dir = mount_dir / "events"});
+    SmallDisk disk;
+    Pipeline& p = disk.pipeline;
+    const kmes::it::TempDir& mount_dir = disk.mount_dir;
     p.start_eventd();
     std::this_thread::sleep_for(std::chrono::seconds(1));
 
@@ -266,13 +278,9 @@ TEST_CASE("a full disk at startup quarantines no shard: eventd does not start, a
     // for want of space (SQLite must create the -shm and -wal of a cleanly closed shard) is
     // neither: renaming it would retire a healthy file and call it damaged. Found with the
     // soak work: every shard and eventd-meta.db (admin_sd, the desired index set) were set aside.
-    if (geteuid() != 0) FAIL("mounting a tmpfs needs root: run the eventd suite as root");
-    kmes::it::TempDir mount_dir;
-    TmpfsMount mount(mount_dir.path(), "size=16m,mode=0755");
-    Pipeline p({.cpus = 2,
-                .generate = "rate=1000,payload=64",
-                .eventd = {{"StorageShards", 2}},
-                .store_dir = mount_dir / "events"});
+    SmallDisk disk;
+    Pipeline& p = disk.pipeline;
+    const kmes::it::TempDir& mount_dir = disk.mount_dir;
     p.start_eventd();
     std::this_thread::sleep_for(std::chrono::seconds(1));
     p.stop_eventd();  // a clean close removes each shard's -wal and -shm
