@@ -15,6 +15,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSmoothing = 0.2;     // EWMA weight of a new observation
 constexpr size_t kMaxRetained = 1000;  // daemon-wide records kept from failed batches
+// At shutdown, further tries to record what failed batches lost (see run()).
+constexpr int kShutdownRetries = 5;
+constexpr auto kShutdownRetryWait = std::chrono::milliseconds(100);
 
 std::string describe(const std::vector<Accounting>& ranges) {
     std::string out;
@@ -133,17 +136,7 @@ void ShardWriter::run() {
             if (!items.empty()) last_arrival_ = now;
             if (!in_transaction_) {
                 db_lock.lock();  // retention waits between our transactions
-                in_transaction_ = true;
-                batch_failed_ = false;
-                batch_count_ = 0;
-                batch_accounting_.clear();
-                batch_records_.clear();
-                batch_started_ = now;
-                if (Status s = db_->begin(); !s) {
-                    batch_failed_ = true;
-                    batch_error_ = s.error().message;
-                }
-                write_lost_ranges();  // §11.1: before any new event
+                begin_batch(now);
             }
             for (HandoffItem& item : items) {
                 if (item.accounting)
@@ -163,6 +156,16 @@ void ShardWriter::run() {
         }
         if (last_round) {
             if (in_transaction_) commit_batch();
+            // §11.1 counts on the restart gap when the lost list dies with eventd, but after the
+            // shim's death no later eventd will ever read this boot again: what failed batches
+            // lost must be recorded now. A few more bounded tries (§10.2: shutdown is bounded);
+            // a store that still fails leaves it in the log line of each failed batch.
+            for (int attempt = 0; attempt < kShutdownRetries && (!lost_.empty() || !retained_.empty()); ++attempt) {
+                std::this_thread::sleep_for(kShutdownRetryWait);
+                if (!db_lock.owns_lock()) db_lock.lock();
+                begin_batch(Clock::now());
+                commit_batch();
+            }
             if (db_lock.owns_lock()) db_lock.unlock();
             report_storage_error();
             return;
@@ -192,6 +195,21 @@ void ShardWriter::run() {
             }
         }
     }
+}
+
+// A new transaction (db_mutex_ held): §11.1's gap records of earlier failed batches first.
+void ShardWriter::begin_batch(Clock::time_point now) {
+    in_transaction_ = true;
+    batch_failed_ = false;
+    batch_count_ = 0;
+    batch_accounting_.clear();
+    batch_records_.clear();
+    batch_started_ = now;
+    if (Status s = db_->begin(); !s) {
+        batch_failed_ = true;
+        batch_error_ = s.error().message;
+    }
+    write_lost_ranges();  // §11.1: before any new event
 }
 
 // Gap records for the ranges of earlier failed batches, and the daemon-wide records those

@@ -101,6 +101,7 @@ public:
 
 private:
     void run();
+    void begin_batch(std::chrono::steady_clock::time_point now);
     void write_lost_ranges();
     void commit_batch();
     void fail_batch(const std::string& error);
