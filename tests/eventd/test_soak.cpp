@@ -89,10 +89,6 @@ public:
         }));
         (stream ? streams_ : queries_)++;
     }
-    size_t streams_running() {
-        reap();
-        return running_.size();
-    }
     // Collect the clients that ended; count how.
     void reap() {
         for (auto it = running_.begin(); it != running_.end();) {
@@ -267,16 +263,20 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
         } else {
             p.start_eventd();
             // The run: a random life with random things happening in it.
-            const auto end = Clock::now() + milliseconds(between(50, 1500));
+            // A number of steps, not a duration, so that the seed alone fixes every choice
+            // (only the processes' own timing differs between two runs of one seed).
+            const int64_t steps = between(1, 28);  // ~50 ms each: runs of 50–1500 ms
+            int64_t streams_this_run = 0;
             bool shim_killed = false;
-            while (Clock::now() < end && p.eventd().running()) {
+            for (int64_t step = 0; step < steps && p.eventd().running(); ++step) {
                 const int what = int(between(0, 99));
                 if (what < 15) {
                     static const char* const kQueries[] = {
                         "EVENTS TAKE 50", "EVENTS soak.a WHERE cpu_id == 1 TAKE 200", "EVENTS COUNT BY event_type",
                         "EVENTS WHERE user == \"u000042\"", "EVENTS synthetic.gap", "STATUS"};
                     clients.launch(kQueries[between(0, 5)], false);
-                } else if (what < 22 && clients.streams_running() < 4) {
+                } else if (what < 22 && streams_this_run < 3) {
+                    ++streams_this_run;
                     static const char* const kStreams[] = {"EVENTS STREAM soak.b", "EVENTS STREAM WHERE cpu_id == 2",
                                                            "EVENTS STREAM synthetic.*"};
                     clients.launch(kStreams[between(0, 2)], true);
