@@ -33,7 +33,9 @@ void Daemon::shutdown(bool dump) {
     if (index_policy_) index_policy_->stop();
     // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
     for (auto& d : drains_) d->stop();
-    // 4. Final commits: writers commit what they hold and stop.
+    // 4. Final commits: writers commit what they hold and stop — all at once, so that their
+    // retries of failed batches at shutdown (up to 0.5 s each) overlap.
+    for (auto& w : writers_) w->request_finish();
     for (auto& w : writers_) w->finish();
     // 5–6. The sequence state was committed with every batch; synthetic.shutdown reports the
     // highest persisted sequence per CPU of this boot, written to shard 0 (or the lowest

@@ -75,10 +75,10 @@ void DrainThread::run() {
         if (reader_.wait(kIdleWait) != kmes::WaitResult::timed_out || !attachment_hung_up()) continue;
         // A SIGKILLed shim cannot retire its rings (docs/ABI.md "A stopping shim retires its
         // rings"): the ring is frozen — no generation change (§2.2.4) will ever come — and
-        // only the attachment's hang-up tells. A new shim is a new KMES boot (DESIGN.md §2). Drain what the
-        // ring still holds and hand it over first — drain_available() also follows a
-        // generation change, so the hang-up of an attachment a swap replaced is not taken for
-        // this — then leave as for a retired ring (EVENTD.md §13).
+        // only the attachment's hang-up tells; a new shim is a new KMES boot (DESIGN.md §2).
+        // Drain what the ring still holds and hand it over first — drain_available() also
+        // follows a generation change, so the hang-up of an attachment a swap replaced is not
+        // taken for this — then leave as for a retired ring (EVENTD.md §13).
         if (!drain_available()) return;
         publish_ring_state();
         if (!flush()) return;

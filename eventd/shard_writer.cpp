@@ -79,10 +79,14 @@ void ShardWriter::start() {
     });
 }
 
-void ShardWriter::finish() {
-    if (!thread_.joinable()) return;
+void ShardWriter::request_finish() {
     finishing_.store(true);
     handoff_.close();
+}
+
+void ShardWriter::finish() {
+    if (!thread_.joinable()) return;
+    request_finish();
     thread_.join();
 }
 

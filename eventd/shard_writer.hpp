@@ -78,6 +78,8 @@ public:
     void post(HandoffItem item);
     void start();
     // After every producer has stopped: commit what is queued, then stop the thread.
+    // request_finish() only asks (it returns at once); finish() asks and waits.
+    void request_finish();
     void finish();
     const WriterStats& stats() const { return stats_; }
 
