@@ -56,6 +56,11 @@ public:
     // Readable once failed() is true: main sleeps in poll() instead of checking failed() on a
     // timer (an idle eventd should not wake for nothing).
     int failure_fd() const { return failure_fd_; }
+    // An attachment of eventd's own (to ring 0) that nobody reads: it hangs up when kmes-shimd
+    // dies. A SIGKILLed shim retires no ring, so this is how idle drains learn of it promptly;
+    // main polls it and then calls shim_hung_up() (every tick, until failed()). -1 if none.
+    int shim_watch_fd() const { return shim_watch_fd_; }
+    void shim_hung_up();
     std::string failure() const {
         std::lock_guard lock(failure_mutex_);
         return failure_;
@@ -136,6 +141,7 @@ private:
     std::atomic<bool> ready_{false};  // start() finished: drains_ and writers_ are complete
     std::atomic<bool> failed_{false};
     int failure_fd_ = -1;  // eventfd, written by fail() after failed_ is set
+    int shim_watch_fd_ = -1;
     mutable std::mutex failure_mutex_;  // failure_: written by the failing thread, read by main (leaf)
     std::string failure_;
     bool shut_down_ = false;

@@ -43,6 +43,11 @@ void Daemon::fail(const std::string& why) {
     spdlog::critical("{}", why);
 }
 
+void Daemon::shim_hung_up() {
+    if (!ready_.load()) return;  // drains_ is being built
+    for (auto& d : drains_) d->check_attachment();
+}
+
 void Daemon::on_storage_error(uint32_t shard, const std::string& error) {
     post_daemon_record(synthetic::storage_error(boot_id_, shard, error), shard);
     {

@@ -37,6 +37,7 @@ void close_shards_side_by_side(std::vector<std::unique_ptr<ShardWriter>>& writer
 Daemon::~Daemon() {
     shutdown(false);
     if (failure_fd_ >= 0) close(failure_fd_);
+    if (shim_watch_fd_ >= 0) close(shim_watch_fd_);
 }
 
 void Daemon::shutdown(bool dump) {
@@ -58,7 +59,9 @@ void Daemon::shutdown(bool dump) {
     // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
     for (auto& d : drains_) d->request_stop();
     for (auto& d : drains_) d->stop();
-    // 4. Final commits: writers commit what they hold and stop.
+    // 4. Final commits: writers commit what they hold and stop — all at once, so that their
+    // retries of failed batches at shutdown (up to 0.5 s each) overlap.
+    for (auto& w : writers_) w->request_finish();
     for (auto& w : writers_) w->finish();
     // 5–6. The sequence state was committed with every batch; synthetic.shutdown reports the
     // highest persisted sequence per CPU of this boot, written to shard 0 (or the lowest

@@ -52,6 +52,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     // Phase 3: boot boundary. The KMES boot id keys every row (DESIGN.md §2).
     if (kmes_boot_id(d->boot_id_.data()) != 0)
         return kmes::errno_error("cannot reach kmes-shimd at " + config.kmes_socket_path + " (kmes_boot_id)");
+    uint64_t capacity = 0;
+    d->shim_watch_fd_ = kmes_attach(0, &capacity);  // only a liveness watch: failure is not fatal
     std::ifstream os_boot("/proc/sys/kernel/random/boot_id");
     std::getline(os_boot, d->os_boot_id_);
 
@@ -140,14 +142,17 @@ Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
 Status Daemon::open_shards(uint32_t count) {
     for (uint32_t index = 0; index < count; ++index) {
         auto db = store::ShardDb::open(config_.event_store_path, index);
-        if (!db && (db.error().code == kmes::ErrorCode::too_many_files ||
-                    db.error().code == kmes::ErrorCode::no_memory)) {
-            // A resource limit of this process, not a broken file: quarantining it would set a
-            // good shard aside (and the fresh file could not be opened either). Stop instead.
-            return Error{db.error().code, "cannot open shard " + std::to_string(index) + ": " + db.error().message};
+        if (!db && db.error().code != kmes::ErrorCode::protocol) {
+            // A full disk, an I/O error, no memory or file descriptors: nothing is wrong with the
+            // file, so it is not set aside — §11.1 takes a shard out of the write path only when
+            // it fails the structural check ("SQLite corruption"), and a full disk is "Disk full".
+            // eventd does not start; its restart tries again (§10.2: no manual recovery).
+            return Error{db.error().code, "shard " + std::to_string(index) + " cannot be opened now (" +
+                                              db.error().message + "); it is not set aside: nothing says it is damaged"};
         }
         if (!db) {
-            // DESIGN.md §8: never write it again, never delete it; a fresh file takes its place.
+            // DESIGN.md §8: a damaged or unknown file (ErrorCode::protocol) is never written
+            // again and never deleted; a fresh file takes its place.
             const std::string error = db.error().message;
             auto moved = store::quarantine_shard(config_.event_store_path, index);
             if (!moved)

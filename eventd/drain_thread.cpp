@@ -1,5 +1,7 @@
 #include "drain_thread.hpp"
 
+#include <poll.h>
+
 #include <spdlog/spdlog.h>
 
 #include "shard_routing.hpp"
@@ -88,8 +90,36 @@ void DrainThread::run() {
         if (!drain_available()) return;
         publish_ring_state();
         if (!flush() || stopping) return;
-        reader_.wait(kIdleWait);
+        // Looked at after a timed-out wait and when main saw the shim's connection hang up
+        // (check_attachment: an idle drain sleeps for up to kIdleWait).
+        const bool timed_out = reader_.wait(kIdleWait) == kmes::WaitResult::timed_out;
+        if (!(timed_out || check_attachment_.load()) || !attachment_hung_up()) continue;
+        // A SIGKILLed shim cannot retire its rings (docs/ABI.md "A stopping shim retires its
+        // rings"): the ring is frozen — no generation change (§2.2.4) will ever come — and
+        // only the attachment's hang-up tells; a new shim is a new KMES boot (DESIGN.md §2).
+        // Drain what the ring still holds and hand it over first — drain_available() also
+        // follows a generation change, so the hang-up of an attachment a swap replaced is not
+        // taken for this — then leave as for a retired ring (EVENTD.md §13).
+        if (!drain_available()) return;
+        publish_ring_state();
+        if (!flush()) return;
+        if (!attachment_hung_up()) continue;  // the reader re-attached after a swap
+        on_fatal_("cpu " + std::to_string(cpu_) +
+                  ": kmes-shimd went away without retiring the ring (the attachment hung up; killed?)");
+        return;
     }
+}
+
+void DrainThread::check_attachment() {
+    check_attachment_.store(true);
+    reader_.interrupt();
+}
+
+bool DrainThread::attachment_hung_up() const {
+    const int fd = reader_.mapping().fd();
+    if (fd < 0) return false;
+    pollfd p{fd, POLLRDHUP, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
 }
 
 bool DrainThread::drain_available() {

@@ -41,6 +41,9 @@ public:
     // The same without waiting: stop() then finds the thread ended, or about to (shutdown asks
     // every drain first, then waits for each).
     void request_stop();
+    // The shim may have died (main saw its watch connection hang up): look at this drain's own
+    // attachment now rather than after the idle wait. Called again by main until eventd fails.
+    void check_attachment();
     const DrainStats& stats() const { return stats_; }
     uint32_t cpu() const { return cpu_; }
     uint64_t resume_point() const { return resume_point_; }  // highest accounted at startup
@@ -48,6 +51,8 @@ public:
 private:
     void run();
     bool drain_available();  // false when the reader failed (shim gone)
+    // The shim closed our attachment: it died without retiring the ring (SIGKILL).
+    bool attachment_hung_up() const;
     void route(HandoffItem item);
     void publish_ring_state();
     bool flush();
@@ -61,7 +66,8 @@ private:
     std::function<void(const std::string&)> on_fatal_;
     std::thread thread_;
     std::atomic<bool> stopping_{false};
-    std::atomic<bool> ended_{false};  // run() has returned (stop() interrupts the wait until then)
+    std::atomic<bool> ended_{false};
+    std::atomic<bool> check_attachment_{false};  // run() has returned (stop() interrupts the wait until then)
     DrainStats stats_;
 
     // Round-robin in contiguous runs over this CPU's shards.

@@ -19,6 +19,9 @@ constexpr size_t kMaxRetained = 1000;  // daemon-wide records kept from failed b
 // one with none sleeps kIdleWait, a bound that only limits how stale a missed wake could be.
 constexpr auto kRetryWait = std::chrono::milliseconds(100);
 constexpr auto kIdleWait = std::chrono::milliseconds(60000);
+// At shutdown, further tries to record what failed batches lost (see run()).
+constexpr int kShutdownRetries = 5;
+constexpr auto kShutdownRetryWait = std::chrono::milliseconds(100);
 
 std::string describe(const std::vector<Accounting>& ranges) {
     std::string out;
@@ -80,10 +83,14 @@ void ShardWriter::start() {
     });
 }
 
-void ShardWriter::finish() {
-    if (!thread_.joinable()) return;
+void ShardWriter::request_finish() {
     finishing_.store(true);
     handoff_.close();
+}
+
+void ShardWriter::finish() {
+    if (!thread_.joinable()) return;
+    request_finish();
     thread_.join();
 }
 
@@ -137,17 +144,7 @@ void ShardWriter::run() {
             if (!items.empty()) last_arrival_ = now;
             if (!in_transaction_) {
                 db_lock.lock();  // retention waits between our transactions
-                in_transaction_ = true;
-                batch_failed_ = false;
-                batch_count_ = 0;
-                batch_accounting_.clear();
-                batch_records_.clear();
-                batch_started_ = now;
-                if (Status s = db_->begin(); !s) {
-                    batch_failed_ = true;
-                    batch_error_ = s.error().message;
-                }
-                write_lost_ranges();  // §11.1: before any new event
+                begin_batch(now);
             }
             for (HandoffItem& item : items) {
                 if (item.accounting)
@@ -167,6 +164,16 @@ void ShardWriter::run() {
         }
         if (last_round) {
             if (in_transaction_) commit_batch();
+            // §11.1 counts on the restart gap when the lost list dies with eventd, but after the
+            // shim's death no later eventd will ever read this boot again: what failed batches
+            // lost must be recorded now. A few more bounded tries (§10.2: shutdown is bounded);
+            // a store that still fails leaves it in the log line of each failed batch.
+            for (int attempt = 0; attempt < kShutdownRetries && (!lost_.empty() || !retained_.empty()); ++attempt) {
+                std::this_thread::sleep_for(kShutdownRetryWait);
+                if (!db_lock.owns_lock()) db_lock.lock();
+                begin_batch(Clock::now());
+                commit_batch();
+            }
             if (db_lock.owns_lock()) db_lock.unlock();
             report_storage_error();
             return;
@@ -209,6 +216,21 @@ std::chrono::milliseconds ShardWriter::idle_wait() const {
 }
 
 void ShardWriter::desired_set_changed() { handoff_.kick(); }
+
+// A new transaction (db_mutex_ held): §11.1's gap records of earlier failed batches first.
+void ShardWriter::begin_batch(Clock::time_point now) {
+    in_transaction_ = true;
+    batch_failed_ = false;
+    batch_count_ = 0;
+    batch_accounting_.clear();
+    batch_records_.clear();
+    batch_started_ = now;
+    if (Status s = db_->begin(); !s) {
+        batch_failed_ = true;
+        batch_error_ = s.error().message;
+    }
+    write_lost_ranges();  // §11.1: before any new event
+}
 
 // Gap records for the ranges of earlier failed batches, and the daemon-wide records those
 // batches held, first in the new transaction.

@@ -78,6 +78,8 @@ public:
     void post(HandoffItem item);
     void start();
     // After every producer has stopped: commit what is queued, then stop the thread.
+    // request_finish() only asks (it returns at once); finish() asks and waits.
+    void request_finish();
     void finish();
     const WriterStats& stats() const { return stats_; }
 
@@ -103,6 +105,7 @@ public:
 
 private:
     void run();
+    void begin_batch(std::chrono::steady_clock::time_point now);
     void write_lost_ranges();
     void commit_batch();
     void fail_batch(const std::string& error);

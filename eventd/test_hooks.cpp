@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/sync_point.hpp"
+#include "store/fault_vfs.hpp"
 
 namespace eventd {
 
@@ -42,6 +43,16 @@ std::optional<std::chrono::milliseconds> test_index_window() {
 }
 
 void install_test_hooks_from_environment() {
+    if (const char* faults_file = std::getenv("EVENTD_TEST_SQLITE_FAULTS_FILE")) {
+#ifdef KMES_SYNC_POINTS
+        spdlog::warn("test-only EVENTD_TEST_SQLITE_FAULTS_FILE={}: SQLite writes and syncs fail at the rate it holds",
+                     faults_file);
+        if (auto s = store::install_fault_vfs(faults_file, [](const std::string& m) { spdlog::warn("{}", m); }); !s)
+            spdlog::error("test-only SQLite fault VFS not installed: {}", s.error().message);
+#else
+        spdlog::warn("EVENTD_TEST_SQLITE_FAULTS_FILE ignored: this eventd is built without sync points (test-only)");
+#endif
+    }
     const char* delay_file = std::getenv("EVENTD_TEST_COMMIT_DELAY_FILE");
     if (!delay_file) return;
 #ifdef KMES_SYNC_POINTS

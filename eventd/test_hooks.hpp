@@ -7,6 +7,10 @@
 //                                          milliseconds written in <path>, re-read every time
 //                                          (absent or unreadable: 0) — a slow disk whose speed
 //                                          a test changes while eventd runs (backpressure test).
+//   EVENTD_TEST_SQLITE_FAULTS_FILE=<path>  every SQLite connection goes through a VFS whose
+//                                          writes and syncs of database and WAL files fail
+//                                          (SQLITE_FULL / SQLITE_IOERR) at the rate <path> holds,
+//                                          re-read every 50 ms (store/fault_vfs.hpp)
 //   EVENTD_TEST_INDEX_POLICY_INTERVAL_MS=<n>  the adaptive-index policy thread runs every n ms
 //                                          instead of AdaptiveIndexPolicyIntervalMinutes (≥ 60 min)
 //   EVENTD_TEST_INDEX_WINDOW_MS=<n>        the query-count window is n ms instead of

@@ -56,7 +56,7 @@ const std::vector<Column> kSequenceStateColumns = {
 };
 
 kmes::Error broken(const std::filesystem::path& file, const std::string& what) {
-    return {EIO, file.string() + ": not a valid eventd shard: " + what +
+    return {EPROTO, file.string() + ": not a valid eventd shard: " + what +
                      " (it will not be written; inspect it read-only or remove it)"};
 }
 

@@ -17,6 +17,11 @@ kmes::Error sqlite_error(sqlite3* db, int rc, const std::filesystem::path& file,
         return {EMFILE, file.string() + ": " + what + ": eventd is out of file descriptors (" +
                             std::strerror(sys_errno) + "); close connections or raise its RLIMIT_NOFILE"};
     }
+    // A damaged file or one that is not a database broke its format (EPROTO): the only SQLite
+    // errors that say something about the file rather than about the moment (DESIGN.md §8
+    // quarantines on these, never on a full disk or an I/O error that may pass).
+    if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
+        return {EPROTO, file.string() + ": " + what + ": " + text + " (SQLite code " + std::to_string(rc) + ")"};
     const int code = primary == SQLITE_NOMEM ? ENOMEM : EIO;
     return {code, file.string() + ": " + what + ": " + text + " (SQLite code " + std::to_string(rc) + ")"};
 }

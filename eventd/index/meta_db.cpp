@@ -86,7 +86,7 @@ kmes::Result<MetaDb::Opened> MetaDb::open_existing(const fs::path& path) {
         const int rc = sqlite3_step(check->get());
         if (rc != SQLITE_ROW) return sqlite_error(db->db_.get(), rc, path, "quick_check");
         const std::string verdict = column_text(check->get(), 0);
-        if (verdict != "ok") return kmes::Error{EIO, path.string() + ": quick_check: " + verdict};
+        if (verdict != "ok") return kmes::Error{EPROTO, path.string() + ": quick_check: " + verdict};
     }
     auto contents = db->load();
     if (!contents) return contents.error();
@@ -139,6 +139,9 @@ kmes::Result<MetaDb::Opened> MetaDb::open(const fs::path& store_dir, int64_t now
     if (!fs::exists(path, ec)) return create(path, now_ns);
     auto opened = open_existing(path);
     if (opened) return opened;
+    // A full disk or an I/O error says nothing about the file: keep it (and admin_sd in it),
+    // the caller tries again later. Only a damaged or unknown file is replaced.
+    if (opened.error().code != kmes::ErrorCode::protocol) return opened.error();
     // §3.3.9: unknown version or unreadable → logged, recreated (adaptive state lost, not critical).
     const fs::path aside = store_dir / corrupt_name(now_ns);
     spdlog::error(

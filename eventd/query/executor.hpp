@@ -49,7 +49,8 @@ struct StreamStart {
 // a type error in the query (ErrorCode::invalid, message per the decided semantics), the
 // deadline (errors.hpp timeout_error: ErrorCode::timed_out), shutdown (errors.hpp
 // shutdown_error: ErrorCode::cancelled — not a failure), a shard that cannot be read
-// (ErrorCode::io, naming the file), or the sink's own error.
+// (ErrorCode::io, or ErrorCode::protocol for a damaged one; naming the file), or the sink's own
+// error.
 kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink);
 
 }  // namespace eventd::query

@@ -1,5 +1,6 @@
 #include "pipeline.hpp"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -9,9 +10,9 @@ namespace eventd::it {
 Pipeline::Pipeline(PipelineOptions options) : cpus_(options.cpus) {
     store_ = options.store_dir.empty() ? dir() + "/events" : options.store_dir;
     config_path_ = dir() + "/eventd.json";
-    kmes::it::ShimOptions shim{.config = options.kmes_config, .cpus = options.cpus};
-    if (!options.generate.empty()) shim.extra_args = {"--generate", options.generate};
-    shim_ = kmes::it::ShimProcess::start(std::move(shim));  // also points this process's libkmes at it
+    shim_options_ = {.config = options.kmes_config, .cpus = options.cpus, .socket_path = dir() + "/kmes.sock"};
+    if (!options.generate.empty()) shim_options_.extra_args = {"--generate", options.generate};
+    shim_ = kmes::it::ShimProcess::start(shim_options_);  // also points this process's libkmes at it
     boot_ = current_boot_id();
     watch_ = std::make_unique<RingWatch>(cpus_);
     write_eventd_config(options.eventd);
@@ -54,6 +55,20 @@ void Pipeline::kill_eventd() {
     REQUIRE(eventd_);
     const int status = eventd_->kill();
     REQUIRE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+}
+
+Highest Pipeline::restart_shim() {
+    REQUIRE_FALSE(freeze_);
+    kmes::it::stop_process(shim_->pid());  // generators stop; the rings stay readable
+    const Highest highest = watch_->highest();
+    watch_.reset();
+    const int status = shim_->kill();
+    REQUIRE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+    shim_.reset();
+    shim_ = kmes::it::ShimProcess::start(shim_options_);
+    boot_ = current_boot_id();
+    watch_ = std::make_unique<RingWatch>(cpus_);
+    return highest;
 }
 
 Highest Pipeline::stop_emission() {

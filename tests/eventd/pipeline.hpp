@@ -1,7 +1,8 @@
 // The whole pipeline for one test: a real kmes-shimd (its built-in generators emitting on
 // every ring), a real eventd on a store in the test's own directory, and a RingWatch to learn
 // what was emitted. Teardown order: eventd (SIGTERM, clean exit CHECKed), then the shim is
-// thawed if frozen and terminated.
+// thawed if frozen and terminated. The shim listens on <dir>/kmes.sock, so a restarted shim
+// (restart_shim) is found by the same eventd configuration.
 #pragma once
 
 #include <chrono>
@@ -52,6 +53,14 @@ public:
     // SIGKILL eventd.
     void kill_eventd();
 
+    // SIGKILL the shim (a KMES "reboot", DESIGN.md §2) and start a new one with the same
+    // options and socket: a new boot id, sequences from 1, a new RingWatch. The old shim is
+    // frozen first, so the returned highest sequences of its rings are exact. eventd, if it
+    // runs, is left alone (it sees the rings retired and exits by itself, EVENTD.md §13).
+    // No ring swap may be under way: the RingWatch could not re-attach to a frozen shim (let
+    // a resize settle and call watch().highest() first; the same holds for stop_emission).
+    Highest restart_shim();
+
     // Freeze the shim (its generators stop; the rings stay readable) and read the highest
     // sequence of every ring.
     Highest stop_emission();
@@ -62,6 +71,7 @@ public:
 
 private:
     kmes::it::TempDir dir_;
+    kmes::it::ShimOptions shim_options_;
     std::string store_;
     std::string config_path_;
     uint32_t cpus_;

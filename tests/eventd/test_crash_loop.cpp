@@ -119,3 +119,31 @@ TEST_CASE(
     CHECK(in_shard[0] > 0);
     CHECK(in_shard[1] > 0);
 }
+
+TEST_CASE("a SIGKILLed shim: eventd drains the frozen rings, exits 1, and the next eventd starts the new boot",
+          "[crash-loop]") {
+    // A killed shim retires nothing: eventd's rings are frozen and only the hang-up of its
+    // attachments tells (docs/ABI.md). Found by the crash soak: eventd slept on the frozen
+    // rings for ever, serving queries while ingesting nothing of the new boot.
+    Pipeline p({.cpus = 2, .generate = "rate=2000,payload=64", .eventd = {{"StorageShards", 3}}});
+    p.start_eventd();
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    const Guid old_boot = p.boot();
+    const Highest old_highest = p.restart_shim();  // frozen, read, SIGKILLed; a new shim listens
+    const auto status = p.eventd().wait_exit(std::chrono::seconds(10));
+    INFO("eventd log:\n" << p.eventd().log());
+    REQUIRE(status);
+    CHECK((WIFEXITED(*status) && WEXITSTATUS(*status) == 1));
+    CHECK_THAT(p.eventd().log(), Catch::Contains("kmes-shimd went away without retiring the ring"));
+
+    p.start_eventd();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const Highest highest = p.finish();
+    const StoreContents store = read_store(p.store());
+    REQUIRE(store.unreadable.empty());
+    // Everything the dead shim's rings held was stored before eventd left: the old boot is
+    // exact too, not only the new one.
+    CHECK(check_accounting(store, old_boot, old_highest).lost() == 0);
+    CHECK(check_accounting(store, p.boot(), highest).lost() == 0);
+    check_sequence_state(p.store(), p.boot(), highest);
+}

@@ -5,6 +5,7 @@
 // starts with synthetic.gap records describing exactly the ranges it logged as lost.
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,8 @@
 #include <catch2/catch.hpp>
 
 #include "pipeline.hpp"
+#include "sqlite_faults.hpp"
+#include "store_fill.hpp"
 
 using namespace eventd::it;
 
@@ -56,6 +59,22 @@ uint64_t fill(const std::string& path) {
     close(fd);
     return total;
 }
+
+bool require_root() {
+    if (geteuid() != 0) FAIL("mounting a tmpfs needs root: run the eventd suite as root");
+    return true;
+}
+
+// A pipeline (2 rings at 1000 events/s, 2 shards) whose store lives on a 16 MiB tmpfs.
+struct SmallDisk {
+    bool root = require_root();
+    kmes::it::TempDir mount_dir;
+    TmpfsMount mount{mount_dir.path(), "size=16m,mode=0755"};
+    Pipeline pipeline{{.cpus = 2,
+                       .generate = "rate=1000,payload=64",
+                       .eventd = {{"StorageShards", 2}},
+                       .store_dir = mount_dir / "events"}};
+};
 
 struct LostRange {
     uint16_t cpu;
@@ -102,13 +121,9 @@ std::map<uint32_t, std::vector<LostRange>> logged_losses(const std::string& log)
 
 TEST_CASE("disk full: eventd survives, and once space returns the gap records describe exactly the lost batches",
           "[disk-full]") {
-    if (geteuid() != 0) FAIL("mounting a tmpfs needs root: run the eventd suite as root");
-    kmes::it::TempDir mount_dir;
-    TmpfsMount mount(mount_dir.path(), "size=16m,mode=0755");
-    Pipeline p({.cpus = 2,
-                .generate = "rate=1000,payload=64",
-                .eventd = {{"StorageShards", 2}},
-                .store_dir = mount_dir / "events"});
+    SmallDisk disk;
+    Pipeline& p = disk.pipeline;
+    const kmes::it::TempDir& mount_dir = disk.mount_dir;
     p.start_eventd();
     std::this_thread::sleep_for(std::chrono::seconds(1));
 
@@ -170,3 +185,171 @@ TEST_CASE("disk full: eventd survives, and once space returns the gap records de
         CHECK(e.payload["error"].get<std::string>().find("event store is full") != std::string::npos);
     }
 }
+
+#ifdef KMES_SYNC_POINTS
+namespace {
+
+size_t count_of(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+// PRAGMA integrity_check of every shard file, and none quarantined.
+void check_shard_files(const StoreContents& store, const std::string& dir) {
+    for (const std::string& file : store.files) {
+        INFO(file);
+        CHECK(file.find(".quarantined-") == std::string::npos);
+        CHECK(integrity_check(dir + "/" + file) == "ok");
+    }
+}
+
+}  // namespace
+
+TEST_CASE("injected ENOSPC and EIO on SQLite writes and fsyncs: eventd survives, losses become gap records, "
+          "nothing is stored twice, and ingestion resumes when the faults stop",
+          "[disk-full]") {
+    // The other half of §11.1 that a full tmpfs cannot give: I/O errors, and failures of
+    // fsync, at random points of the writers' transactions, WAL checkpoints, retention and
+    // index work (store/fault_vfs.hpp; 2 % of the writes and syncs of database and WAL files).
+    Pipeline p({.cpus = 2, .generate = "rate=2000,payload=64", .eventd = {{"StorageShards", 3}}});
+    SqliteFaults faults(p.dir() + "/sqlite-faults");
+    p.start_eventd();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+
+    // Faults while one eventd runs: every batch it logs as lost comes back as gap records.
+    faults.set(20000, 20261125);
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    REQUIRE(p.eventd().running());
+    faults.set(0, 0);
+    std::string progress;
+    const bool caught_up =
+        wait_accounted(p.store(), p.boot(), p.watch().highest(), std::chrono::seconds(60), &progress);
+    const std::string log = p.eventd().log();
+    INFO(progress << "eventd log:\n" << log);
+    REQUIRE(caught_up);
+    CHECK(log.find("test-only SQLite faults: 20000 per million") != std::string::npos);
+    const size_t failed_commits = count_of(log, "records failed: ");
+    CHECK(failed_commits > 0);
+    CHECK(log.find("I/O error") != std::string::npos);            // EIO …
+    CHECK(log.find("event store is full") != std::string::npos);  // … and ENOSPC both seen
+    {
+        const StoreContents store = read_store(p.store());
+        const AccountingReport report = account(store, p.boot(), p.watch().highest());
+        for (const auto& [shard, ranges] : logged_losses(log)) {
+            char name[32];
+            std::snprintf(name, sizeof name, "shard-%04u.db", shard);
+            std::vector<LostRange> recorded;
+            for (const auto& [cpu, a] : report.cpus)
+                for (const GapRecord& g : a.gaps)
+                    if (g.file == name && !g.last_seen_timestamp && g.first != 1) recorded.push_back({cpu, g.first, g.last});
+            // Every range logged as lost is inside a gap record of that shard. (Equality held
+            // in all but 2 of about 50 runs: then the store had one more gap range without
+            // last_seen_timestamp that no log line announced — properly accounted, as the
+            // exact accounting below shows, but not explained; see RELIABILITY.md.)
+            INFO("shard " << shard);
+            const auto have = coalesce(recorded);
+            for (const LostRange& r : coalesce(ranges))
+                CHECK(std::any_of(have.begin(), have.end(), [&](const LostRange& g) {
+                    return g.cpu == r.cpu && g.first <= r.first && r.last <= g.last;
+                }));
+        }
+    }
+
+    // Faults across SIGKILLs and restarts: startup, the restart's resume from the rings and
+    // failed commits interleave.
+    faults.set(20000, 7);
+    for (int kill = 0; kill < 5; ++kill) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300 + 150 * kill));
+        INFO("eventd log:\n" << p.eventd().log());
+        REQUIRE(p.eventd().running());  // never crashed by itself
+        p.kill_eventd();
+        p.start_eventd();
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    faults.set(0, 0);
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // ingestion resumes
+    const Highest highest = p.finish();
+    const StoreContents store = read_store(p.store());
+    REQUIRE(store.unreadable.empty());
+    const AccountingReport report = check_accounting(store, p.boot(), highest);
+    CHECK(report.lost() > 0);
+    check_sequence_state(p.store(), p.boot(), highest);
+    check_shard_files(store, p.store());
+}
+#endif
+
+TEST_CASE("a full disk at startup quarantines no shard: eventd does not start, and starts on the same shards once "
+          "space returns",
+          "[disk-full]") {
+    // DESIGN.md §8 quarantines a corrupt or unrecognised shard; a shard that cannot be opened
+    // for want of space (SQLite must create the -shm and -wal of a cleanly closed shard) is
+    // neither: renaming it would retire a healthy file and call it damaged. Found with the
+    // soak work: every shard and eventd-meta.db (admin_sd, the desired index set) were set aside.
+    SmallDisk disk;
+    Pipeline& p = disk.pipeline;
+    const kmes::it::TempDir& mount_dir = disk.mount_dir;
+    p.start_eventd();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    p.stop_eventd();  // a clean close removes each shard's -wal and -shm
+
+    const std::string filler = mount_dir / "filler";
+    fill(filler);
+    auto& eventd = p.spawn_eventd();
+    const auto status = eventd.wait_exit(std::chrono::seconds(30));
+    const std::string log = eventd.log();
+    INFO("eventd log:\n" << log);
+    REQUIRE(status);
+    CHECK((WIFEXITED(*status) && WEXITSTATUS(*status) == 1));
+    CHECK(log.find("quarantined") == std::string::npos);
+    CHECK(log.find("eventd-meta.db.corrupt") == std::string::npos);  // nor eventd-meta.db (admin_sd, index set)
+    CHECK(log.find("it is not set aside") != std::string::npos);
+    for (const std::string& file : shard_files(p.store())) CHECK(file.find(".quarantined-") == std::string::npos);
+    CHECK(shard_files(p.store()) == std::vector<std::string>{"shard-0000.db", "shard-0001.db"});
+
+    std::filesystem::remove(filler);
+    p.start_eventd();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const Highest highest = p.finish();
+    const StoreContents store = read_store(p.store());
+    REQUIRE(store.unreadable.empty());
+    CHECK(store.of_type("synthetic.storage_error").empty());
+    check_accounting(store, p.boot(), highest);
+    check_sequence_state(p.store(), p.boot(), highest);
+}
+
+#ifdef KMES_SYNC_POINTS
+TEST_CASE("failed batches are recorded at shutdown when the store recovers then: a shim killed under a failing "
+          "store leaves no unrecorded loss",
+          "[disk-full]") {
+    // §11.1 counts on the restart gap when the lost list dies with eventd, but a shim's death
+    // ends its boot: no later eventd reads it again. Found by `scripts/soak --faults`: the last
+    // events of such a boot were neither stored nor in a gap. eventd now retries recording the
+    // lost ranges a few times (100 ms apart) before it exits.
+    Pipeline p({.cpus = 2, .generate = "rate=2000,payload=64", .eventd = {{"StorageShards", 2}}});
+    SqliteFaults faults(p.dir() + "/sqlite-faults");
+    p.start_eventd();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    faults.set(1'000'000, 1);  // every write and fsync fails
+    REQUIRE(p.eventd().wait_log("records failed: ", std::chrono::seconds(10)));
+    const Guid old_boot = p.boot();
+    const Highest old_highest = p.restart_shim();
+    REQUIRE(p.eventd().wait_log("lost the KMES ring", std::chrono::seconds(10)));
+    // The store recovers while eventd shuts down: after its final commit has failed (at once)
+    // and before its last retry (500 ms later; the fault file is re-read every 50 ms).
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    faults.set(0, 0);
+    const auto status = p.eventd().wait_exit(std::chrono::seconds(30));
+    const std::string log = p.eventd().log();
+    INFO("eventd log:\n" << log);
+    REQUIRE(status);
+    CHECK(log.find("recorded earlier lost ranges as gaps") != std::string::npos);
+
+    p.start_eventd();
+    const Highest highest = p.finish();
+    const StoreContents store = read_store(p.store());
+    const AccountingReport old_report = check_accounting(store, old_boot, old_highest);  // exact, to the last event
+    CHECK(old_report.lost() > 0);
+    check_accounting(store, p.boot(), highest);
+}
+#endif

@@ -23,7 +23,7 @@
 #include "commit_delay.hpp"
 #include "eventually.hpp"
 #include "pipeline.hpp"
-#include "store/shard_db.hpp"
+#include "store_fill.hpp"
 #include "store_reader.hpp"
 
 using namespace eventd::it;
@@ -70,35 +70,6 @@ json shard_indexes(Pipeline& p) {
 
 bool has_index(const json& status, const std::string& name) {
     return status["indexes"].get<std::string>().find(name) != std::string::npos;
-}
-
-// Shard 0 created by the store's own code, then filled with `rows` events of an earlier boot
-// (from one hour ago, so retention leaves them) with payloads {"user": "uNNNNNN"} — in one
-// SQL statement: the C++ insert path in a debug build would take a minute.
-void prefill_shard(const std::string& store_dir, uint64_t rows) {
-    std::filesystem::create_directories(store_dir);
-    REQUIRE(eventd::store::ShardDb::open(store_dir, 0).ok());  // schema, then closed
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open((store_dir + "/shard-0000.db").c_str(), &db) == SQLITE_OK);
-    const int64_t base =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count() -
-        3'600'000'000'000;
-    const std::string boot = "x'0123456789abcdef0123456789abcdef'";
-    const std::string sql = "BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " +
-                            std::to_string(rows) +
-                            ") INSERT INTO events(boot_id, timestamp, cpu_id, sequence, origin_class, event_type, "
-                            "payload) SELECT " +
-                            boot + ", " + std::to_string(base) +
-                            " + i * 1000, 0, i, 0, 'test.old', x'81a475736572a7' || CAST(printf('u%06d', i % "
-                            "1000000) AS BLOB) FROM n; INSERT INTO sequence_state VALUES (" +
-                            boot + ", 0, 1, " + std::to_string(rows) + "); COMMIT;";
-    char* error = nullptr;
-    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
-    INFO((error ? error : ""));
-    sqlite3_free(error);
-    sqlite3_close(db);
-    REQUIRE(rc == SQLITE_OK);
 }
 
 // Emits `rate` events per second from this process (root: no rate limit) through the shim's
@@ -167,7 +138,7 @@ TEST_CASE("an index build on 2 million rows yields to a flood: cancelled, nothin
                 .generate = "",
                 .kmes_config = {{"BufferCapacity", 1 << 20}},
                 .eventd = {{"StorageShards", 1}, {"MaxBatchSize", 2000}}});
-    prefill_shard(p.store(), 2'000'000);
+    prefill_shard(p.store(), {.rows = 2'000'000});
     p.start_eventd();
 
     // The flood alone, no index work: the measure of what it costs by itself.

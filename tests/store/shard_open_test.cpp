@@ -1,5 +1,6 @@
 // Creating, opening, verifying and quarantining shard files (PSD-008 §3.1–§3.2, DESIGN.md §8).
 #include <cerrno>
+#include <filesystem>
 #include <regex>
 
 #include "store_test_util.hpp"
@@ -105,12 +106,22 @@ TEST_CASE("an unknown schema_version is refused and the file left untouched", "[
     CHECK(read_file(dir / "shard-0000.db") == bytes);
 }
 
+TEST_CASE("a shard that cannot be opened for a reason outside the file is not called broken", "[open]") {
+    // Only ErrorCode::protocol quarantines a shard (DESIGN.md §8); a full disk or an I/O error
+    // must not. Here SQLite cannot open the path at all (a directory): SQLITE_CANTOPEN.
+    TempDir dir;
+    std::filesystem::create_directories(dir / "shard-0000.db");
+    auto db = ShardDb::open(dir.path(), 0);
+    REQUIRE_FALSE(db.ok());
+    CHECK(db.error().code != kmes::ErrorCode::protocol);
+}
+
 TEST_CASE("a garbage file is refused as not a database", "[open]") {
     TempDir dir;
     write_file(dir / "shard-0000.db", std::string(8192, '\x5a'));
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == kmes::ErrorCode::io);
+    CHECK(db.error().code == kmes::ErrorCode::protocol);
     CHECK_THAT(db.error().message, Catch::Contains("file is not a database") && Catch::Contains("shard-0000.db"));
     CHECK(read_file(dir / "shard-0000.db") == std::string(8192, '\x5a'));
 }
@@ -124,7 +135,7 @@ TEST_CASE("a shard without idx_events_timestamp is refused as broken", "[open]")
     }
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == kmes::ErrorCode::io);
+    CHECK(db.error().code == kmes::ErrorCode::protocol);
     CHECK_THAT(db.error().message, Catch::Contains("idx_events_timestamp"));
 }
 
@@ -150,7 +161,7 @@ TEST_CASE("a shard whose events table has other columns is refused as broken", "
     }
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == kmes::ErrorCode::io);
+    CHECK(db.error().code == kmes::ErrorCode::protocol);
     CHECK_THAT(db.error().message, Catch::Contains("events column 2"));
 }
 
