@@ -2,7 +2,8 @@
 // arbitrary payloads, called directly and as the SQL functions a shard registers. The input
 // is the path text, a NUL byte, then the payload. Checked besides "no crash": invalid input
 // never raises an SQL error (one bad payload must not abort a query); the SQL function and
-// the C++ function agree; a BLOB result is a tagged one read_extracted_blob understands.
+// the C++ function agree (but for a NaN, which SQLite turns into NULL); a BLOB result is a
+// tagged one read_extracted_blob understands.
 #include <sqlite3.h>
 
 #include <cstddef>
@@ -59,11 +60,16 @@ store::ExtractValue column_value(sqlite3_stmt* stmt, int col) {
     }
 }
 
-bool same(const store::ExtractValue& a, const store::ExtractValue& b) {
+// `sql` (the SQL function's result) against `direct` (the C++ function's).
+bool same(const store::ExtractValue& sql, const store::ExtractValue& direct) {
+    const double* nan = std::get_if<double>(&direct);
+    if (nan != nullptr && *nan != *nan) return std::holds_alternative<store::ExtractNull>(sql);  // SQLite: NaN → NULL
+    const store::ExtractValue& a = sql;
+    const store::ExtractValue& b = direct;
     if (a.index() != b.index()) return false;
     if (const double* x = std::get_if<double>(&a)) {
         const double y = std::get<double>(b);
-        return std::memcmp(x, &y, sizeof y) == 0 || (*x != *x && y != y);  // NaN is NaN
+        return std::memcmp(x, &y, sizeof y) == 0;
     }
     return a == b;
 }
