@@ -7,6 +7,7 @@
 // and what it returns travels back unchanged through encode_frame; parse_reply's records are
 // each one msgpack map, and RecordBatcher packs them into frames parse_reply reads back the
 // same. A stream ending inside a header or a body is what a closed connection looks like.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>

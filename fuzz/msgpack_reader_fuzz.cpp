@@ -26,7 +26,7 @@ namespace msgpack = eventd::msgpack;
 bool walk(std::span<const uint8_t> bytes, int max_depth, msgpack::MapKeys keys) {
     msgpack::Reader in(bytes, max_depth, keys);
     // Items still expected by each open container; a map's count is doubled (key, value),
-    // and `key_next` marks where a key must come.
+    // so a key is due whenever an even number is left.
     struct Open {
         uint64_t left;
         bool map;
