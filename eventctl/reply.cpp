@@ -1,6 +1,8 @@
 #include "reply.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <optional>
 
 #include "msgpack/reader.hpp"
@@ -42,7 +44,10 @@ kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
         } else if (key.value() == "records") {
             auto n = in.array_header();
             if (!n) return bad_reply("'records' is not an array");
-            reply.records.reserve(n.value());
+            // A record takes at least one byte: a count past the bytes left is not believed
+            // (an array32 header of 0xffffffff had eventctl reserve 64 GiB; the walk below
+            // then fails on the missing records anyway).
+            reply.records.reserve(std::min<std::size_t>(n.value(), frame.size() - in.pos()));
             for (uint32_t r = 0; r < n.value(); ++r) {
                 if (!in.next_is_map()) return bad_reply("record " + std::to_string(r) + " is not a map");
                 const std::size_t start = in.pos();

@@ -21,8 +21,15 @@
 
 namespace eventctl {
 
+// A key that is not a string is written as the string of its own text, escaped once more
+// for each key it sits in: its text doubles (quotes and backslashes) per level, so keys
+// nested in keys grow the output as 2^levels — 100 bytes of msgpack wrote gigabytes and hung
+// eventctl (fuzz/eventctl_output_fuzz.cpp). Past this many levels the record is refused.
+inline constexpr int kMaxKeyNesting = 4;
+
+// `key_nesting`: how many keys that are not strings enclose this value.
 template <class Style>
-kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, int depth) {
+kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, int depth, int key_nesting = 0) {
     namespace msgpack = eventd::msgpack;
     auto next = in.next();
     if (!next) return next.error();
@@ -68,12 +75,16 @@ kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, 
                 } else {
                     // A key that is not a string (msgpack allows any): written as the string
                     // of its own text, 1 → "1", so that JSON output stays JSON.
+                    if (key_nesting == kMaxKeyNesting) {
+                        return kmes::Error{EPROTO, "map keys that are not strings nest more than " +
+                                                       std::to_string(kMaxKeyNesting) + " deep inside each other"};
+                    }
                     std::string key;
-                    if (auto st = append_walked_value<Style>(key, in, depth + 1); !st) return st;
+                    if (auto st = append_walked_value<Style>(key, in, depth + 1, key_nesting + 1); !st) return st;
                     Style::string(out, key);
                 }
                 out += ':';
-                if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
+                if (auto st = append_walked_value<Style>(out, in, depth + 1, key_nesting); !st) return st;
             }
             out += '}';
             return {};
@@ -81,7 +92,7 @@ kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, 
             out += '[';
             for (uint32_t i = 0; i < item.count; ++i) {
                 if (i > 0) out += ',';
-                if (auto st = append_walked_value<Style>(out, in, depth + 1); !st) return st;
+                if (auto st = append_walked_value<Style>(out, in, depth + 1, key_nesting); !st) return st;
             }
             out += ']';
             return {};

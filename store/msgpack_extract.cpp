@@ -194,6 +194,8 @@ void sql_msgpack_extract(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
         sqlite3_context* ctx;
         void operator()(const ExtractNull&) const { sqlite3_result_null(ctx); }
         void operator()(int64_t v) const { sqlite3_result_int64(ctx, v); }
+        // A NaN becomes NULL here: SQLite turns every NaN result into NULL, so in SQL (WHERE,
+        // SORT, indexes) a NaN payload value reads as a missing one. Frozen like the rest.
         void operator()(double v) const { sqlite3_result_double(ctx, v); }
         void operator()(const std::string& v) const {
             sqlite3_result_text64(ctx, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);

@@ -72,15 +72,36 @@ inline std::optional<EventView> RingReader::read_one() {
             read_pos_ = tail;
             continue;
         }
-        if (read_pos_ > write) {  // only a corrupt header can lead here
-            ++stats_.corrupt_skips;
+        if (read_pos_ > write) {
+            if (tail > write) {
+                // tail_pos beyond the write_pos of step 1: the producer wrote more than a ring
+                // between the two loads (write_pos has moved on), or its page is corrupt
+                // (tail_pos > write_pos for good). Jumping to tail_pos again would loop forever
+                // on the latter; there is nothing to read before write_pos moves, so wait there.
+                if (v.write_pos().load(std::memory_order_acquire) != write) continue;
+                ++stats_.corrupt_skips;
+                read_pos_ = write;
+                continue;
+            }
+            ++stats_.corrupt_skips;  // write_pos went back: only a corrupt header can lead here
             read_pos_ = tail;
+            continue;
+        }
+        // §5.1.8 step 6 keeps write_pos - tail_pos <= capacity, and read_pos >= tail_pos now
+        // (a tail_pos loaded after write_pos is only newer), so more than a ring's worth of bytes
+        // before write_pos means a corrupt producer page: a copy bounded by write_pos alone could
+        // run past the double mapping, and a drain would deliver stale bytes without end. The
+        // event boundaries are lost up to write_pos, as in step 6.
+        if (write - read_pos_ > mapping_.capacity()) {
+            ++stats_.corrupt_skips;
+            read_pos_ = write;
             continue;
         }
         const uint64_t saved_tail = tail;  // step 3
 
         // Step 4: read (copy out) the event. event_size is untrusted until step 5 says the
-        // bytes were not being overwritten, so the copy is bounded by what write_pos says exists.
+        // bytes were not being overwritten, so the copy is bounded by what write_pos says exists
+        // (at most capacity, checked above: the double mapping holds the whole copy).
         const uint8_t* src = v.at(read_pos_);
         const uint32_t event_size = detail::RingView::load_le<uint32_t>(src + KMES_HDR_EVENT_SIZE);
         const uint32_t header_size = detail::RingView::load_le<uint32_t>(src + KMES_HDR_HEADER_SIZE);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "eventctl/json_record.hpp"
+#include "eventctl/value_walk.hpp"
 #include "tree_reference.hpp"
 #include "value_cases.hpp"
 
@@ -59,6 +60,28 @@ TEST_CASE("JSON writes a nested key that is not a string as the string of its te
     // {"r": {1: "x", true: 2, [1]: 3}}: msgpack allows any key; JSON keys are strings.
     const Bytes record = {0x81, 0xa1, 'r', 0x83, 0x01, 0xa1, 'x', 0xc3, 0x02, 0x91, 0x01, 0x03};
     CHECK(json_of(record) == R"({"r":{"1":"x","true":2,"[1]":3}})");
+}
+
+namespace {
+
+// {"r": {{{…{"\"": 1}…: 1}: 1}: 1}}: `levels` maps, each the key of the one around it.
+Bytes keys_in_keys(int levels) {
+    Bytes key = cat({Bytes{0x81}, str("\""), Bytes{0x01}});
+    for (int i = 1; i < levels; ++i) key = cat({Bytes{0x81}, key, Bytes{0x01}});
+    return cat({Bytes{0x81}, str("r"), Bytes{0x81}, key, Bytes{0x01}});
+}
+
+}  // namespace
+
+// From fuzz/eventctl_output_fuzz.cpp (fuzz/corpus/eventctl_output/regression-keys-in-keys):
+// each level escapes the text inside it again, doubling it, so 100 bytes of keys nested in
+// keys wrote gigabytes and hung eventctl.
+TEST_CASE("JSON refuses map keys nested in map keys past kMaxKeyNesting instead of doubling per level", "[json]") {
+    CHECK(json_of(keys_in_keys(1)) == R"({"r":{"{\"\\\"\":1}":1}})");
+    CHECK(json_of(keys_in_keys(kMaxKeyNesting)).size() < 200);
+    std::string out;
+    CHECK_FALSE(append_json_record(out, keys_in_keys(kMaxKeyNesting + 1)).ok());
+    CHECK_FALSE(append_json_record(out, keys_in_keys(200)).ok());
 }
 
 TEST_CASE("JSON of malformed bytes is an error, not a crash", "[json]") {

@@ -148,6 +148,17 @@ TEST_CASE("extract from non-map and invalid payloads is NULL", "[store-read]") {
     CHECK(is_null(extract(std::vector<uint8_t>(raw.begin(), raw.end()), "$.a")));
 }
 
+// From fuzz/msgpack_extract_fuzz.cpp (fuzz/corpus/msgpack_extract/regression-nan-is-null):
+// the SQL function and the C++ one differ on a NaN, because SQLite turns a NaN result into NULL.
+TEST_CASE("a NaN payload value extracts as NaN in C++ and as NULL in SQL", "[store-read]") {
+    const std::vector<uint8_t> payload = {0x81, 0xa1, 'f', 0xca, 0xff, 0xff, 0xff, 0xff};  // {"f": float32 NaN}
+    const ExtractValue direct = extract(payload, "$.f");
+    REQUIRE(std::holds_alternative<double>(direct));
+    CHECK(std::isnan(std::get<double>(direct)));
+    MemDb mem;
+    CHECK(mem.run(&payload, "$.f").first == SQLITE_NULL);
+}
+
 TEST_CASE("hostile nesting neither crashes extract nor record decoding", "[store-read]") {
     // {a: [[[[…1 000 000 levels…]]]], b: 1}: the reader recurses per level; the depth limit stops it.
     std::vector<uint8_t> deep = {0x82, 0xa1, 'a'};

@@ -166,6 +166,46 @@ TEST_CASE("a corrupt event_size makes the reader skip instead of looping", "[pro
     CHECK(next_event(reader).sequence() == 5);
 }
 
+// The next two come from fuzz/ring_reader_fuzz.cpp (regression inputs in
+// fuzz/corpus/ring_reader/): a producer page the reader cannot trust must not make it loop or
+// read outside its mapping.
+TEST_CASE("a tail_pos beyond write_pos makes the reader stop instead of looping", "[protocol]") {
+    auto set = make_ring_set(kSmallRing);
+    RingReader reader = reader_of(*set, 0);
+    for (uint64_t sequence = 1; sequence <= 4; ++sequence) write_checked(*set, sequence);
+    const detail::RingView& producer = set->ring(0)->view();
+    producer.tail_pos().store(producer.write_pos().load() + 100);  // stands in for a corrupting producer
+
+    auto result = within(std::chrono::seconds(5), "RingReader::next with tail_pos > write_pos", [&] {
+        std::vector<bool> got;
+        for (int i = 0; i < 8; ++i) {
+            auto e = reader.next();
+            got.push_back(e.ok() && e.value().has_value());
+        }
+        return got;
+    });
+    CHECK(result == std::vector<bool>(8, false));
+    CHECK(reader.stats().corrupt_skips > 0);
+    CHECK(reader.read_pos() == reader.write_pos_now());  // waits there: wait() sleeps, no busy loop
+}
+
+TEST_CASE("a write_pos more than a ring ahead of tail_pos is corrupt, not a huge event", "[protocol]") {
+    auto set = make_ring_set(kSmallRing);
+    RingReader reader = reader_of(*set, 0);
+    for (uint64_t sequence = 1; sequence <= 4; ++sequence) write_checked(*set, sequence);
+    const detail::RingView& producer = set->ring(0)->view();
+    // An event_size that fits under the corrupt write_pos but not in the double mapping
+    // (data + 2 × capacity): copying it would read past the end of the mapping.
+    detail::RingView::store_le<uint32_t>(producer.at(2 * kEventSize), 2 * kSmallRing - 1);
+    producer.write_pos().store(4 * kSmallRing);
+
+    auto result = within(std::chrono::seconds(5), "RingReader::next with write_pos - tail_pos > capacity",
+                         [&] { return drain_sequences(reader, 100); });
+    CHECK(result.empty());  // nothing before write_pos can be trusted
+    CHECK(reader.stats().corrupt_skips > 0);
+    CHECK(reader.read_pos() == 4 * kSmallRing);
+}
+
 TEST_CASE("a batch shares one timestamp and becomes visible at once", "[protocol]") {
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);

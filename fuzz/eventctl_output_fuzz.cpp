@@ -1,0 +1,33 @@
+// eventctl's value writers (eventctl/json_record.hpp, eventctl/pretty_format.hpp) over
+// arbitrary msgpack: the bytes come from a reply frame, which a broken or hostile peer fills.
+// Checked besides "no crash": JSON output that the writer calls good parses as JSON (every
+// line parses, json_record.hpp); a pretty record or value never spans lines; both writers
+// agree on which bytes are one well-formed value.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "check.hpp"
+#include "eventctl/json_record.hpp"
+#include "eventctl/pretty_format.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::span<const uint8_t> bytes(data, size);
+    std::string json_text;
+    const bool json_ok = eventctl::append_json_record(json_text, bytes).ok();
+    if (json_ok) {
+        const auto parsed = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+        FUZZ_CHECK_MSG(!parsed.is_discarded(), json_text);
+    }
+    std::string pretty_record;
+    const bool record_ok = eventctl::append_pretty_record(pretty_record, bytes).ok();
+    if (record_ok) FUZZ_CHECK_MSG(pretty_record.find('\n') == std::string::npos, pretty_record);
+    std::string pretty_value;
+    const bool value_ok = eventctl::append_pretty_value(pretty_value, bytes).ok();
+    if (value_ok) FUZZ_CHECK_MSG(pretty_value.find('\n') == std::string::npos, pretty_value);
+    FUZZ_CHECK(json_ok == value_ok);
+    return 0;
+}

@@ -1,0 +1,93 @@
+// The query socket's frames (eventd/server/frame.hpp, PSD-008 §8.8) over an arbitrary byte
+// stream, cut into frames wherever its length headers say — so frame bodies start and end at
+// arbitrary places of the msgpack inside. Both ends' decoders read every frame:
+//   eventd    frame_length, the MaxQueryMessageBytes check, decode_request (a request);
+//   eventctl  parse_reply (eventctl/reply.hpp: a reply, records cut out without decoding).
+// Checked besides "no crash": decode_request fails only with its three documented messages,
+// and what it returns travels back unchanged through encode_frame; parse_reply's records are
+// each one msgpack map, and RecordBatcher packs them into frames parse_reply reads back the
+// same. A stream ending inside a header or a body is what a closed connection looks like.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "check.hpp"
+#include "eventctl/reply.hpp"
+#include "eventd/server/frame.hpp"
+#include "msgpack/reader.hpp"
+
+namespace {
+
+namespace server = eventd::server;
+namespace msgpack = eventd::msgpack;
+
+constexpr uint32_t kMaxQueryMessageBytes = 65536;  // eventd's default (docs/CONFIGURATION.md)
+
+bool documented_request_error(const std::string& message) {
+    return message == "request is not valid msgpack" || message == "request must be a map with a string 'query'" ||
+           message == "request nests deeper than " + std::to_string(server::kRequestMaxDepth) + " levels";
+}
+
+void check_request(std::span<const uint8_t> body) {
+    auto text = server::decode_request(body);
+    if (!text) {
+        FUZZ_CHECK_MSG(documented_request_error(text.error().message), text.error().message);
+        return;
+    }
+    const std::vector<uint8_t> again = server::encode_frame(nlohmann::json{{"query", text.value()}});
+    const std::span<const uint8_t> again_body = std::span(again).subspan(server::kFrameHeaderBytes);
+    FUZZ_CHECK(server::frame_length(std::span(again).first<server::kFrameHeaderBytes>()) == again_body.size());
+    auto decoded = server::decode_request(again_body);
+    FUZZ_CHECK(decoded.ok() && decoded.value() == text.value());
+}
+
+void check_reply(std::span<const uint8_t> body) {
+    auto reply = eventctl::parse_reply(body);
+    if (!reply) return;
+    server::RecordBatcher batcher(256);
+    for (std::span<const uint8_t> record : reply->records) {
+        msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
+        FUZZ_CHECK(in.next_is_map());
+        FUZZ_CHECK(in.skip() && in.at_end());
+        batcher.add_encoded(record);
+    }
+    batcher.flush();
+    size_t repacked = 0;
+    while (batcher.has_frame()) {
+        const std::vector<uint8_t> frame = batcher.next_frame();
+        const std::span<const uint8_t> frame_body = std::span(frame).subspan(server::kFrameHeaderBytes);
+        FUZZ_CHECK(server::frame_length(std::span(frame).first<server::kFrameHeaderBytes>()) == frame_body.size());
+        auto again = eventctl::parse_reply(frame_body);
+        FUZZ_CHECK(again.ok() && again->status == eventctl::ReplyStatus::ok);
+        for (std::span<const uint8_t> record : again->records) {
+            FUZZ_CHECK(repacked < reply->records.size());
+            const std::span<const uint8_t> original = reply->records[repacked++];
+            FUZZ_CHECK(std::equal(record.begin(), record.end(), original.begin(), original.end()));
+        }
+    }
+    FUZZ_CHECK(repacked == reply->records.size());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::span<const uint8_t> stream(data, size);
+    size_t pos = 0;
+    while (size - pos >= server::kFrameHeaderBytes) {
+        const uint32_t length = server::frame_length(stream.subspan(pos).first<server::kFrameHeaderBytes>());
+        pos += server::kFrameHeaderBytes;
+        if (size - pos < length) break;  // the connection closed inside the body
+        const std::span<const uint8_t> body = stream.subspan(pos, length);
+        pos += length;
+        // eventd refuses an oversized request without reading it; eventctl reads any size
+        // up to its own cap, far above what a fuzz input can hold.
+        if (length <= kMaxQueryMessageBytes) check_request(body);
+        check_reply(body);
+    }
+    return 0;
+}
