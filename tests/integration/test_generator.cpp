@@ -6,6 +6,21 @@
 
 using namespace kmes::it;
 
+namespace {
+// Events of `reader`'s ring read until `enough` says so, or for at most 5 s.
+template <class Enough>
+std::vector<CapturedEvent> read_until(kmes::RingReader& reader, Enough enough) {
+    std::vector<CapturedEvent> events;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!enough(events) && std::chrono::steady_clock::now() < deadline) {
+        reader.wait(std::chrono::milliseconds(100));
+        const auto more = drain(reader);
+        events.insert(events.end(), more.begin(), more.end());
+    }
+    return events;
+}
+}  // namespace
+
 TEST_CASE("generator: --generate writes the configured types and origin class on every ring", "[generator]") {
     constexpr uint32_t kRings = 2;
     auto shim = ShimProcess::start(
@@ -14,14 +29,9 @@ TEST_CASE("generator: --generate writes the configured types and origin class on
         INFO("ring " << cpu);
         auto reader = kmes::RingReader::open(cpu);
         REQUIRE(reader.ok());
-        std::vector<CapturedEvent> events;
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while ((of_type(events, "a").empty() || of_type(events, "b").empty()) &&
-               std::chrono::steady_clock::now() < deadline) {
-            reader->wait(std::chrono::milliseconds(100));
-            const auto more = drain(*reader);
-            events.insert(events.end(), more.begin(), more.end());
-        }
+        const auto events = read_until(*reader, [](const std::vector<CapturedEvent>& seen) {
+            return !of_type(seen, "a").empty() && !of_type(seen, "b").empty();
+        });
         CHECK_FALSE(of_type(events, "a").empty());
         CHECK_FALSE(of_type(events, "b").empty());
         CHECK(of_type(events, "a").size() + of_type(events, "b").size() == events.size());
@@ -42,13 +52,8 @@ TEST_CASE("generator: count=N writes exactly N events on every ring, then stops"
         INFO("ring " << cpu);
         auto reader = kmes::RingReader::open(cpu);
         REQUIRE(reader.ok());
-        std::vector<CapturedEvent> events;
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (events.size() < kCount && std::chrono::steady_clock::now() < deadline) {
-            reader->wait(std::chrono::milliseconds(100));
-            const auto more = drain(*reader);
-            events.insert(events.end(), more.begin(), more.end());
-        }
+        const auto events =
+            read_until(*reader, [](const std::vector<CapturedEvent>& seen) { return seen.size() >= kCount; });
         // Nothing more comes after the count: a further wait times out with the ring unchanged.
         CHECK(reader->wait(std::chrono::milliseconds(300)) == kmes::WaitResult::timed_out);
         CHECK(drain(*reader).empty());
