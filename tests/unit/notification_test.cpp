@@ -21,26 +21,49 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// reader.wait(timeout) on its own thread. The constructor returns once that wait has counted
+// itself and is about to call futex_wait (its sync point; the caller holds a SyncPointGuard),
+// plus 20 ms to let it get there.
+class SleepingWait {
+public:
+    SleepingWait(RingReader& reader, std::chrono::milliseconds timeout) {
+        sync::set_callback("RingReader::wait:before_futex_wait", [this] {
+            if (std::this_thread::get_id() == thread_id_.load()) about_to_sleep_.store(true);
+        });
+        thread_ = std::thread([this, &reader, timeout] {
+            thread_id_.store(std::this_thread::get_id());
+            result_ = reader.wait(timeout);
+            woke_ = std::chrono::steady_clock::now();
+        });
+        while (!about_to_sleep_.load()) std::this_thread::sleep_for(1ms);
+        std::this_thread::sleep_for(20ms);
+    }
+    ~SleepingWait() { join(); }
+    void join() {
+        if (thread_.joinable()) thread_.join();
+    }
+    WaitResult result() { return join(), result_; }
+    std::chrono::steady_clock::time_point woke() { return join(), woke_; }
+
+private:
+    std::atomic<std::thread::id> thread_id_{};
+    std::atomic<bool> about_to_sleep_{false};
+    WaitResult result_ = WaitResult::data_ready;
+    std::chrono::steady_clock::time_point woke_;
+    std::thread thread_;
+};
+
 }  // namespace
 
 TEST_CASE("a reader sleeping in wait() wakes on a write long before its timeout", "[notification]") {
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);
     RingReader reader = reader_of(*set, 0);
-    std::atomic<bool> about_to_sleep{false};
-    sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
-
-    WaitResult result = WaitResult::timed_out;
-    std::chrono::steady_clock::time_point woke;
-    std::thread sleeper([&] {
-        result = reader.wait(1s);
-        woke = std::chrono::steady_clock::now();
-    });
-    while (!about_to_sleep.load()) std::this_thread::sleep_for(1ms);
-    std::this_thread::sleep_for(20ms);  // let it reach futex_wait
+    SleepingWait sleeper(reader, 1s);
     const auto written = std::chrono::steady_clock::now();
     write_event(*set);
-    sleeper.join();
+    const WaitResult result = sleeper.result();
+    const auto woke = sleeper.woke();
 
     CHECK((result == WaitResult::woken || result == WaitResult::data_ready));
     CHECK(woke - written < 900ms);  // woken by the write, not by the 1 s timeout
@@ -147,30 +170,16 @@ TEST_CASE("two consumers of one CPU: one leaving its wait never cancels the othe
     auto set = make_ring_set(kSmallRing);
     RingReader a = reader_of(*set, 0);
     RingReader b = reader_of(*set, 0);
-    std::atomic<std::thread::id> b_thread{};
-    std::atomic<bool> b_about_to_sleep{false};
-    sync::set_callback("RingReader::wait:before_futex_wait", [&] {
-        if (std::this_thread::get_id() == b_thread.load()) b_about_to_sleep.store(true);
-    });
-
-    WaitResult b_result = WaitResult::data_ready;
-    std::chrono::steady_clock::time_point b_woke;
-    std::thread sleeper([&] {
-        b_thread.store(std::this_thread::get_id());
-        b_result = b.wait(3s);
-        b_woke = std::chrono::steady_clock::now();
-    });
-    while (!b_about_to_sleep.load()) std::this_thread::sleep_for(1ms);
+    SleepingWait sleeping_b(b, 3s);
     const uint8_t* sleepers = a.mapping().base() + KMES_OFF_NEED_WAKE;  // the shared consumer page
     CHECK(*sleepers == 1);                        // B counted
     CHECK(a.wait(30ms) == WaitResult::timed_out);  // A sleeps beside B and leaves
     CHECK(*sleepers == 1);                        // … taking only its own count away
     const auto written = std::chrono::steady_clock::now();
     write_event(*set);
-    sleeper.join();
 
-    CHECK(b_result == WaitResult::woken);
-    CHECK(b_woke - written < 2s);  // by the write, not by its 3 s timeout
+    CHECK(sleeping_b.result() == WaitResult::woken);
+    CHECK(sleeping_b.woke() - written < 2s);  // by the write, not by its 3 s timeout
     CHECK(*sleepers == 0);
     CHECK(drain_sequences(b) == std::vector<uint64_t>{1});
 }
@@ -179,16 +188,10 @@ TEST_CASE("interrupt() wakes a reader asleep in wait()", "[notification]") {
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);
     RingReader reader = reader_of(*set, 0);
-    std::atomic<bool> about_to_sleep{false};
-    sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
-    WaitResult result = WaitResult::timed_out;
     const auto started = std::chrono::steady_clock::now();
-    std::thread sleeper([&] { result = reader.wait(5s); });
-    while (!about_to_sleep.load()) std::this_thread::sleep_for(1ms);
-    std::this_thread::sleep_for(20ms);  // let it reach futex_wait
+    SleepingWait sleeper(reader, 5s);
     reader.interrupt();
-    sleeper.join();
-    CHECK(result == WaitResult::woken);
+    CHECK(sleeper.result() == WaitResult::woken);
     CHECK(std::chrono::steady_clock::now() - started < 4s);
     CHECK(reader.mapping().base()[KMES_OFF_NEED_WAKE] == 0);
 }
