@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     uint64_t watchdog_usec = 0;
     const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
     // Wakes: signals, the config file, a failure (Daemon::failure_fd) — and this tick, for the
-    // watchdog and the STATUS rates only. Nothing else: an idle eventd sleeps.
+    // watchdog and the STATUS rates only (at least once a second). Nothing else: an idle eventd sleeps.
     const int tick_ms = watchdog ? static_cast<int>(std::max<uint64_t>(watchdog_usec / 2000, 10)) : 1000;
 
     bool dump = false;
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
                          {watch.fd(), POLLIN, 0},
                          {(*daemon)->failure_fd(), POLLIN, 0},
                          {shim_gone ? -1 : (*daemon)->shim_watch_fd(), POLLRDHUP, 0}};
-        poll(fds, 4, tick_ms);
+        poll(fds, 4, std::min(tick_ms, 1000));
         shim_gone = shim_gone || (fds[3].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
         // Repeated every tick: a drain's own attachment can hang up a moment after the watch.
         if (shim_gone) (*daemon)->shim_hung_up();
