@@ -111,11 +111,15 @@ void ShardWriter::run() {
         }
 
         // Wait for events: long when idle, only until the latency bound inside a batch.
-        auto timeout = idle_wait();
+        // idle_wait() reads the desired index set: only asked when idle, not on every loop
+        // of a batch.
+        std::chrono::milliseconds timeout;
         if (in_transaction_) {
             const auto left =
                 std::chrono::duration_cast<std::chrono::milliseconds>(batch_started_ + latency - Clock::now());
             timeout = std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(2));
+        } else {
+            timeout = idle_wait();
         }
         items.clear();
         {
