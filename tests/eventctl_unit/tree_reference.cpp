@@ -24,7 +24,9 @@ std::string hex(const std::vector<uint8_t>& bytes) {
 // nlohmann keeps the msgpack ext type (an int8) as an unsigned subtype.
 int ext_type(const Json::binary_t& bin) { return static_cast<int8_t>(static_cast<uint8_t>(bin.subtype())); }
 
-Json tagged(const Json& value) {
+// `value` with binaries, extensions and non-finite floats replaced by the tagged objects the JSON
+// writer prints ($binary, $extension, $float).
+Json with_type_tags(const Json& value) {
     switch (value.type()) {
         case Json::value_t::binary: {
             const auto& bin = value.get_binary();
@@ -39,12 +41,12 @@ Json tagged(const Json& value) {
         }
         case Json::value_t::object: {
             Json out = Json::object();
-            for (const auto& [k, v] : value.items()) out[k] = tagged(v);
+            for (const auto& [k, v] : value.items()) out[k] = with_type_tags(v);
             return out;
         }
         case Json::value_t::array: {
             Json out = Json::array();
-            for (const auto& v : value) out.push_back(tagged(v));
+            for (const auto& v : value) out.push_back(with_type_tags(v));
             return out;
         }
         default:
@@ -101,7 +103,7 @@ std::string pretty_value(const Json& value) {
 }  // namespace
 
 std::string reference_json(const Bytes& record) {
-    return tagged(Json::from_msgpack(record)).dump(-1, ' ', false, Json::error_handler_t::replace);
+    return with_type_tags(Json::from_msgpack(record)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string reference_pretty(const Bytes& record) {

@@ -8,15 +8,17 @@
 #include <vector>
 
 #include "eventd/server/frame.hpp"
+#include "query_util.hpp"
 
 namespace {
+
+using eventd_unit::packed;
 
 using eventd::server::decode_request;
 using eventd::server::kRequestMaxDepth;
 using nlohmann::json;
 using Bytes = std::vector<uint8_t>;
 
-Bytes packed(const json& j) { return json::to_msgpack(j); }
 
 // {query: "q", x: [[…nil…]]} nesting `depth` deep in all: the request map is level 1.
 Bytes nested_request(int depth) {
@@ -26,7 +28,7 @@ Bytes nested_request(int depth) {
     return b;
 }
 
-std::string error_of(const Bytes& body) {
+std::string decode_error_of(const Bytes& body) {
     auto r = decode_request(body);
     REQUIRE_FALSE(r.ok());
     return r.error().message;
@@ -45,29 +47,29 @@ TEST_CASE("a request's query text is the string under 'query'", "[frame]") {
 TEST_CASE("a request nested exactly kRequestMaxDepth deep is read; one level more is refused", "[frame]") {
     REQUIRE(kRequestMaxDepth == 32);  // the number is in the documented error text
     CHECK(decode_request(nested_request(kRequestMaxDepth)).value() == "q");
-    CHECK(error_of(nested_request(kRequestMaxDepth + 1)) == "request nests deeper than 32 levels");
+    CHECK(decode_error_of(nested_request(kRequestMaxDepth + 1)) == "request nests deeper than 32 levels");
     // Not a map at all, but too deep: the depth is what is wrong first.
     Bytes deep_array(kRequestMaxDepth + 1, 0x91);
     deep_array.push_back(0xc0);
-    CHECK(error_of(deep_array) == "request nests deeper than 32 levels");
+    CHECK(decode_error_of(deep_array) == "request nests deeper than 32 levels");
     // A hostile request as deep as a 64 KiB frame allows: refused, no crash.
     Bytes hostile(65536, 0x91);
-    CHECK(error_of(hostile) == "request nests deeper than 32 levels");
+    CHECK(decode_error_of(hostile) == "request nests deeper than 32 levels");
 }
 
 TEST_CASE("request errors", "[frame]") {
     const std::string invalid = "request is not valid msgpack";
     const std::string shape = "request must be a map with a string 'query'";
-    CHECK(error_of({}) == invalid);
-    CHECK(error_of({0xc1}) == invalid);
-    CHECK(error_of({0x81, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa3, 'a'}) == invalid);  // truncated string
+    CHECK(decode_error_of({}) == invalid);
+    CHECK(decode_error_of({0xc1}) == invalid);
+    CHECK(decode_error_of({0x81, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa3, 'a'}) == invalid);  // truncated string
     Bytes trailing = packed(json{{"query", "EVENTS"}});
     trailing.push_back(0xc0);
-    CHECK(error_of(trailing) == invalid);
-    CHECK(error_of({0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'q', 0x01, 0x02}) == invalid);  // an integer key
-    CHECK(error_of(packed(json::array({"query", "EVENTS"}))) == shape);
-    CHECK(error_of(packed(json{{"q", "EVENTS"}})) == shape);
-    CHECK(error_of(packed(json{{"query", 7}})) == shape);
+    CHECK(decode_error_of(trailing) == invalid);
+    CHECK(decode_error_of({0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'q', 0x01, 0x02}) == invalid);  // an integer key
+    CHECK(decode_error_of(packed(json::array({"query", "EVENTS"}))) == shape);
+    CHECK(decode_error_of(packed(json{{"q", "EVENTS"}})) == shape);
+    CHECK(decode_error_of(packed(json{{"query", 7}})) == shape);
     // A later non-string "query" undoes an earlier string one.
-    CHECK(error_of({0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'a', 0xa5, 'q', 'u', 'e', 'r', 'y', 0x07}) == shape);
+    CHECK(decode_error_of({0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'a', 0xa5, 'q', 'u', 'e', 'r', 'y', 0x07}) == shape);
 }

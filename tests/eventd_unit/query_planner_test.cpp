@@ -25,6 +25,7 @@
 #include "store/shard_db.hpp"
 #include "store/shard_snapshot.hpp"
 #include "unit_util.hpp"
+#include "query_util.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -39,6 +40,8 @@ using eventd_unit::TempDir;
 using kmes::Guid;
 
 namespace {
+
+using eventd_unit::root_access;
 
 Guid guid(uint8_t fill) {
     Guid g;
@@ -154,7 +157,6 @@ Query sorted(const std::string& name, bool desc = false) {
     return q;
 }
 
-CallerAccess root_access() { return CallerAccess(Caller{}, Policy::parse(nullptr).value()); }
 
 struct Run {
     kmes::Result<StreamStart> result = StreamStart{};

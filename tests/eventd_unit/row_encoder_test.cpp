@@ -17,8 +17,12 @@
 #include "eventd/access/policy.hpp"
 #include "eventd/query/record.hpp"
 #include "eventd/query/row_encoder.hpp"
+#include "query_util.hpp"
 
 namespace {
+
+using eventd_unit::root_access;
+using eventd_unit::packed;
 
 using eventd::access::Caller;
 using eventd::access::CallerAccess;
@@ -68,7 +72,6 @@ private:
     std::optional<Bytes> payload_;
 };
 
-CallerAccess root_access() { return CallerAccess(Caller{}, Policy::parse(nullptr).value()); }
 
 json decode(std::span<const uint8_t> bytes) { return json::from_msgpack(bytes.begin(), bytes.end()); }
 
@@ -91,7 +94,6 @@ Encoded encode(const Row& row, CallerAccess& access, const std::vector<FieldRef>
     return {decode(bytes), encoder.direct_count() == 1, Bytes(bytes.begin(), bytes.end())};
 }
 
-Bytes packed(const json& j) { return json::to_msgpack(j); }
 
 // Keys of the top-level map in wire order.
 std::vector<std::string> wire_keys(const Bytes& bytes) {

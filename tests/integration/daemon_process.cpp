@@ -241,6 +241,12 @@ std::vector<int> open_fds(pid_t pid) {
     return fds;
 }
 
+size_t fds_below(pid_t pid, rlim_t limit) {
+    size_t n = 0;
+    for (int fd : open_fds(pid)) n += rlim_t(fd) < limit;
+    return n;
+}
+
 // An accepted connection is a socket that was not there before — counting is not enough:
 // another socket (a readiness probe's connection, a closing client) may go away at the same
 // moment.

@@ -7,6 +7,7 @@
 // eventd::it::EventdProcess (tests/eventd/eventd_fixture.hpp); each of them says what to run.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -97,6 +98,9 @@ ProcessUsage process_usage(pid_t pid);
 // The descriptors of `pid` (the names in /proc/<pid>/fd) and the sockets among them
 // ("socket:[inode]").
 std::vector<int> open_fds(pid_t pid);
+// Descriptors of `pid` numbered below `limit`: the process is out of descriptors when all `limit`
+// numbers are taken.
+size_t fds_below(pid_t pid, rlim_t limit);
 std::set<std::string> open_sockets(pid_t pid);
 // "fd -> target" for every descriptor of `pid`, one per line (for failure messages).
 std::string describe_fds(pid_t pid);

@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr uint32_t kRings = 2;
+constexpr uint32_t kBatchRings = 2;
 
 // Entries "batch.<i>" with payload {"i": i}; the storage lives as long as the object.
 struct Batch {
@@ -36,7 +36,7 @@ struct Batch {
 // The one ring that holds events (a batch is written to a single ring).
 std::vector<CapturedEvent> the_nonempty_ring() {
     std::vector<CapturedEvent> found;
-    for (auto& ring : capture_rings(kRings)) {
+    for (auto& ring : capture_rings(kBatchRings)) {
         if (ring.empty()) continue;
         REQUIRE(found.empty());
         found = std::move(ring);
@@ -47,7 +47,7 @@ std::vector<CapturedEvent> the_nonempty_ring() {
 }  // namespace
 
 TEST_CASE("batch: a failing entry N emits entries 0..N-1, sets emitted_out to N and errno for entry N", "[batch]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kBatchRings});
     Batch batch(6);
     static const uint8_t invalid[] = {0xc1};
     batch.entries[4].payload = invalid;
@@ -67,18 +67,18 @@ TEST_CASE("batch: a failing entry N emits entries 0..N-1, sets emitted_out to N 
 }
 
 TEST_CASE("batch: a failure at entry 0 emits nothing and sets emitted_out to 0", "[batch]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kBatchRings});
     Batch batch(3);
     batch.entries[0].event_type_len = 0;
     uint32_t emitted = 4242;
     CHECK(kmes_emit_batch(batch.entries.data(), 3, &emitted) == -1);
     CHECK(errno_name(errno) == "EINVAL");
     CHECK(emitted == 0);
-    require_no_sequence_gap(kRings, 0);
+    require_no_sequence_gap(kBatchRings, 0);
 }
 
 TEST_CASE("batch: a full batch of 256 shares one timestamp and takes consecutive sequences in entry order", "[batch]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kBatchRings});
     REQUIRE(emit("before", json::object()) == 0);  // the batch must continue a ring's numbering
     REQUIRE(emit("before", json::object()) == 0);
     Batch batch(256);
@@ -87,7 +87,7 @@ TEST_CASE("batch: a full batch of 256 shares one timestamp and takes consecutive
     CHECK(emitted == 256);
 
     std::vector<CapturedEvent> events;
-    for (auto& ring : capture_rings(kRings)) {
+    for (auto& ring : capture_rings(kBatchRings)) {
         auto mine = of_type(ring, "batch.0");
         if (mine.empty()) continue;
         for (const auto& e : ring)
@@ -106,7 +106,7 @@ TEST_CASE("batch: a full batch of 256 shares one timestamp and takes consecutive
 
 TEST_CASE("batch: emitted_out is untouched when the batch fails before §4.1.3 step 4", "[batch]") {
     auto shim =
-        ShimProcess::start({.config = {{"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}}, .cpus = kRings});
+        ShimProcess::start({.config = {{"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}}, .cpus = kBatchRings});
     SECTION("EINVAL for the count") {
         Batch batch(1);
         for (uint32_t count : {0u, 257u}) {
@@ -133,11 +133,11 @@ TEST_CASE("batch: emitted_out is untouched when the batch fails before §4.1.3 s
 
 TEST_CASE("batch: a batch that does not fit the tokens left emits nothing (EAGAIN, all or nothing)", "[batch]") {
     auto shim =
-        ShimProcess::start({.config = {{"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}}, .cpus = kRings});
+        ShimProcess::start({.config = {{"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}}, .cpus = kBatchRings});
     const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"batch:60", "batch:60", "batch:30"});
     INFO(run.output());
     CHECK(run.get("batch", "emitted_out", 0) == "60");
     CHECK(run.get("batch", "err", 1) == "EAGAIN");  // 40 tokens left: the 60 are not partly emitted
     CHECK(run.get("batch", "rc", 2) == "0");        // and the 40 are still there
-    require_no_sequence_gap(kRings, 90);
+    require_no_sequence_gap(kBatchRings, 90);
 }

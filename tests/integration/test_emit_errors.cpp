@@ -17,12 +17,12 @@ using nlohmann::json;
 
 namespace {
 
-constexpr uint32_t kRings = 2;
+constexpr uint32_t kEmitErrorRings = 2;
 constexpr uint32_t kIdentityOverhead = KMES_BASE_HEADER_SIZE + KMES_IDENTITY_SIZE;  // 77 bytes
 
 ShimOptions rate_limited() {
     return ShimOptions{.config = {{"AttachGroup", kAttachGid}, {"EmitGroup", kEmitGid}, {"MaxEmitRatePerProcess", 100}},
-                       .cpus = kRings};
+                       .cpus = kEmitErrorRings};
 }
 
 int emit_batch(const std::vector<kmes_emit_entry>& entries, uint32_t* emitted) {
@@ -50,7 +50,7 @@ TEST_CASE("emit EPERM: a caller neither root nor in EmitGroup, checked before an
         CHECK(run.get("emit", "err") == "EPERM");
         CHECK(run.get("batch", "err") == "EPERM");
     }
-    require_no_sequence_gap(kRings, 0);
+    require_no_sequence_gap(kEmitErrorRings, 0);
 }
 
 // ---- EAGAIN ------------------------------------------------------------------------------
@@ -63,7 +63,7 @@ TEST_CASE("emit EAGAIN: a non-root emitter gets a burst of MaxEmitRatePerProcess
     CHECK(run.get("batch", "emitted_out") == "100");
     CHECK(run.get("emit", "ok") == "0");
     CHECK(run.get("emit", "err") == "EAGAIN");
-    require_no_sequence_gap(kRings, 100);
+    require_no_sequence_gap(kEmitErrorRings, 100);
 }
 
 TEST_CASE("emit EAGAIN: single emits stop after the bucket's 100 tokens plus what refilled meanwhile",
@@ -97,7 +97,7 @@ TEST_CASE("emit EAGAIN: only emitted events are charged — failed validations c
     CHECK(run.get("batch", "rc", 1) == "0");  // so 50 tokens are left
     CHECK(run.get("batch", "emitted_out", 1) == "50");
     CHECK(run.get("emit", "err") == "EAGAIN");  // and then none
-    require_no_sequence_gap(kRings, 100);
+    require_no_sequence_gap(kEmitErrorRings, 100);
 }
 
 TEST_CASE("emit EAGAIN: root is exempt from the rate limit", "[emit-errors]") {
@@ -105,31 +105,31 @@ TEST_CASE("emit EAGAIN: root is exempt from the rate limit", "[emit-errors]") {
     int failures = 0;
     for (int i = 0; i < 300; ++i) failures += emit("root.unlimited", json{{"i", i}}) != 0;
     CHECK(failures == 0);
-    require_no_sequence_gap(kRings, 300);
+    require_no_sequence_gap(kEmitErrorRings, 300);
 }
 
 // ---- EINVAL ------------------------------------------------------------------------------
 
 TEST_CASE("emit EINVAL: an empty type", "[emit-errors]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kEmitErrorRings});
     CHECK(errno_name(emit("", json::object())) == "EINVAL");
     REQUIRE(emit("after", json::object()) == 0);
-    require_no_sequence_gap(kRings, 1);
+    require_no_sequence_gap(kEmitErrorRings, 1);
 }
 
 TEST_CASE("emit EINVAL: a type that is not valid UTF-8", "[emit-errors]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kEmitErrorRings});
     for (const std::string type : {"\xff", "bad\xc3", "\xc0\xaf" /* overlong */, "\xed\xa0\x80" /* surrogate */,
                                    "\xf4\x90\x80\x80" /* > U+10FFFF */}) {
         INFO("type bytes of length " << type.size());
         CHECK(errno_name(emit(type, json::object())) == "EINVAL");
     }
     CHECK(emit("caf\xc3\xa9.\xe2\x82\xac", json::object()) == 0);  // valid multi-byte UTF-8 passes
-    require_no_sequence_gap(kRings, 1);
+    require_no_sequence_gap(kEmitErrorRings, 1);
 }
 
 TEST_CASE("emit EINVAL: a payload that is not exactly one msgpack value", "[emit-errors]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kEmitErrorRings});
     const std::vector<std::vector<uint8_t>> invalid{
         {0xc1},            // never-used byte
         {0x92, 0x01},      // array of 2 with one element
@@ -142,19 +142,19 @@ TEST_CASE("emit EINVAL: a payload that is not exactly one msgpack value", "[emit
         CHECK(errno_name(emit("bad.msgpack", payload)) == "EINVAL");
     }
     REQUIRE(emit("after", json{{"ok", true}}) == 0);
-    require_no_sequence_gap(kRings, 1);
+    require_no_sequence_gap(kEmitErrorRings, 1);
 }
 
 TEST_CASE("emit EINVAL: a payload nested deeper than MaxNestingDepth", "[emit-errors]") {
-    auto shim = ShimProcess::start({.config = {{"MaxNestingDepth", 4}}, .cpus = kRings});
+    auto shim = ShimProcess::start({.config = {{"MaxNestingDepth", 4}}, .cpus = kEmitErrorRings});
     CHECK(emit("depth.4", nested_arrays(4)) == 0);
     CHECK(errno_name(emit("depth.5", nested_arrays(5))) == "EINVAL");
     CHECK(errno_name(emit("depth.200", nested_arrays(200))) == "EINVAL");
-    require_no_sequence_gap(kRings, 1);
+    require_no_sequence_gap(kEmitErrorRings, 1);
 }
 
 TEST_CASE("emit EINVAL: a batch count of 0 or more than 256", "[emit-errors]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kEmitErrorRings});
     const auto payload = msgpack(json::object());
     std::vector<kmes_emit_entry> entries(257, kmes_emit_entry{"t", 1, payload.data(), uint32_t(payload.size())});
     for (uint32_t count : {0u, 257u, 100000u}) {
@@ -167,55 +167,55 @@ TEST_CASE("emit EINVAL: a batch count of 0 or more than 256", "[emit-errors]") {
     uint32_t emitted = 0;
     CHECK(kmes_emit_batch(entries.data(), 256, &emitted) == 0);  // the bound itself is fine
     CHECK(emitted == 256);
-    require_no_sequence_gap(kRings, 256);
+    require_no_sequence_gap(kEmitErrorRings, 256);
 }
 
 TEST_CASE("emit EINVAL: an empty type is rejected before the size checks (single emit)", "[emit-errors]") {
-    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kEmitErrorRings});
     CHECK(errno_name(emit("", msgpack_of_size(4000))) == "EINVAL");  // §4.1.2 step 3 before step 5
-    require_no_sequence_gap(kRings, 0);
+    require_no_sequence_gap(kEmitErrorRings, 0);
 }
 
 // ---- ENOSPC ------------------------------------------------------------------------------
 
 TEST_CASE("emit ENOSPC: an event larger than MaxEventSize", "[emit-errors]") {
-    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kEmitErrorRings});
     const std::string type = "big";
     // The size compared is the event's size in the ring, identity stamps included.
     const size_t fits = 1024 - kIdentityOverhead - type.size();
     CHECK(emit(type, msgpack_of_size(fits)) == 0);
     CHECK(errno_name(emit(type, msgpack_of_size(fits + 1))) == "ENOSPC");
     CHECK(errno_name(emit(type, msgpack_of_size(100000))) == "ENOSPC");
-    const auto events = all_events(kRings);
+    const auto events = all_events(kEmitErrorRings);
     REQUIRE(events.size() == 1);
     CHECK(events[0].view().event_size() == 1024);
-    require_no_sequence_gap(kRings, 1);
+    require_no_sequence_gap(kEmitErrorRings, 1);
 }
 
 TEST_CASE("emit ENOSPC: an event larger than half the ring capacity", "[emit-errors]") {
-    auto shim = ShimProcess::start({.config = {{"BufferCapacity", 65536}, {"MaxEventSize", 4194304}}, .cpus = kRings});
+    auto shim = ShimProcess::start({.config = {{"BufferCapacity", 65536}, {"MaxEventSize", 4194304}}, .cpus = kEmitErrorRings});
     REQUIRE(attach_capacity(0) == 65536);
     const std::string type = "half";
     const size_t fits = 32768 - kIdentityOverhead - type.size();
     CHECK(emit(type, msgpack_of_size(fits)) == 0);
     CHECK(errno_name(emit(type, msgpack_of_size(fits + 1))) == "ENOSPC");
     CHECK(errno_name(emit(type, msgpack_of_size(60000))) == "ENOSPC");
-    const auto events = all_events(kRings);
+    const auto events = all_events(kEmitErrorRings);
     REQUIRE(events.size() == 1);
     CHECK(events[0].view().event_size() == 32768);
-    require_no_sequence_gap(kRings, 1);
+    require_no_sequence_gap(kEmitErrorRings, 1);
 }
 
 TEST_CASE("emit ENOSPC: the size checks come before the UTF-8 and msgpack checks", "[emit-errors]") {
-    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kEmitErrorRings});
     std::vector<uint8_t> bad_msgpack(2000, 0xc1);
     CHECK(errno_name(emit("\xff\xfe", msgpack_of_size(2000))) == "ENOSPC");  // §4.1.2 step 5 before 7
     CHECK(errno_name(emit("t", bad_msgpack)) == "ENOSPC");                   // step 5 before 8
-    require_no_sequence_gap(kRings, 0);
+    require_no_sequence_gap(kEmitErrorRings, 0);
 }
 
 TEST_CASE("emit ENOSPC: in a batch the size checks come before the type checks of an entry", "[emit-errors]") {
-    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kEmitErrorRings});
     const auto small = msgpack(json::object());
     const auto large = msgpack_of_size(2000);
     const std::vector<kmes_emit_entry> entries{
@@ -225,13 +225,13 @@ TEST_CASE("emit ENOSPC: in a batch the size checks come before the type checks o
     uint32_t emitted = 4242;
     CHECK(errno_name(emit_batch(entries, &emitted)) == "ENOSPC");
     CHECK(emitted == 1);
-    require_no_sequence_gap(kRings, 1);
+    require_no_sequence_gap(kEmitErrorRings, 1);
 }
 
 // ---- EFAULT ------------------------------------------------------------------------------
 
 TEST_CASE("emit EFAULT: a NULL payload pointer in batch entry 2 emits entries 0-1 and reports 2", "[emit-errors]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kEmitErrorRings});
     const auto payload = msgpack(json{{"k", "v"}});
     const std::vector<kmes_emit_entry> entries{
         {"fault.0", 7, payload.data(), uint32_t(payload.size())},
@@ -242,15 +242,15 @@ TEST_CASE("emit EFAULT: a NULL payload pointer in batch entry 2 emits entries 0-
     uint32_t emitted = 4242;
     CHECK(errno_name(emit_batch(entries, &emitted)) == "EFAULT");
     CHECK(emitted == 2);
-    const auto events = all_events(kRings);
+    const auto events = all_events(kEmitErrorRings);
     REQUIRE(events.size() == 2);
     CHECK(events[0].type() == "fault.0");
     CHECK(events[1].type() == "fault.1");
-    require_no_sequence_gap(kRings, 2);
+    require_no_sequence_gap(kEmitErrorRings, 2);
 }
 
 TEST_CASE("emit EFAULT: a type or payload pointer to unmapped memory", "[emit-errors]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kEmitErrorRings});
     void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(page != MAP_FAILED);
     REQUIRE(munmap(page, 4096) == 0);  // now an address nothing is mapped at
@@ -261,21 +261,21 @@ TEST_CASE("emit EFAULT: a type or payload pointer to unmapped memory", "[emit-er
     CHECK(errno_name(errno) == "EFAULT");
     CHECK(kmes_emit(nullptr, 4, payload.data(), uint32_t(payload.size())) == -1);
     CHECK(errno_name(errno) == "EFAULT");
-    require_no_sequence_gap(kRings, 0);
+    require_no_sequence_gap(kEmitErrorRings, 0);
 }
 
 TEST_CASE("emit EFAULT: a NULL emitted_out emits nothing", "[emit-errors]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kEmitErrorRings});
     const auto payload = msgpack(json::object());
     const std::vector<kmes_emit_entry> entries(3, kmes_emit_entry{"t", 1, payload.data(), uint32_t(payload.size())});
     CHECK(kmes_emit_batch(entries.data(), 3, nullptr) == -1);
     CHECK(errno_name(errno) == "EFAULT");
-    require_no_sequence_gap(kRings, 0);
+    require_no_sequence_gap(kEmitErrorRings, 0);
 }
 
 TEST_CASE("emit EFAULT: the size checks come before the payload is touched", "[emit-errors]") {
-    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kRings});
+    auto shim = ShimProcess::start({.config = {{"MaxEventSize", 1024}}, .cpus = kEmitErrorRings});
     CHECK(kmes_emit("t", 1, nullptr, 5000) == -1);  // §4.1.2 steps 5–6 before the copy of step 7
     CHECK(errno_name(errno) == "ENOSPC");
-    require_no_sequence_gap(kRings, 0);
+    require_no_sequence_gap(kEmitErrorRings, 0);
 }

@@ -15,14 +15,14 @@ using nlohmann::json;
 
 namespace {
 
-constexpr uint32_t kRings = 2;
+constexpr uint32_t kIdentityRings = 2;
 const kmes::Guid kNull{};
 
-ShimOptions emit_group() { return ShimOptions{.config = {{"EmitGroup", kEmitGid}}, .cpus = kRings}; }
+ShimOptions emit_group() { return ShimOptions{.config = {{"EmitGroup", kEmitGid}}, .cpus = kIdentityRings}; }
 
 // The single event of `type` in any ring.
 CapturedEvent only(const std::string& type) {
-    const auto events = of_type(all_events(kRings), type);
+    const auto events = of_type(all_events(kIdentityRings), type);
     REQUIRE(events.size() == 1);
     return events[0];
 }
@@ -35,7 +35,7 @@ void require_emitted(const ProbeRun& run, const std::string& count) {
 }  // namespace
 
 TEST_CASE("identity: header_size is 29 + type_len + 48 and the payload follows it", "[identity]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kIdentityRings});
     for (size_t len : {size_t{1}, size_t{17}, size_t{300}}) {
         const std::string type(len, 't');
         REQUIRE(emit(type, json{{"len", len}}) == 0);
@@ -48,7 +48,7 @@ TEST_CASE("identity: header_size is 29 + type_len + 48 and the payload follows i
 }
 
 TEST_CASE("identity: socket emits carry origin_class 0", "[identity]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kIdentityRings});
     REQUIRE(emit("origin.check", json::object()) == 0);
     CHECK(only("origin.check").view().origin_class() == KMES_ORIGIN_USERSPACE);
 }
@@ -81,10 +81,10 @@ TEST_CASE("identity: the effective token follows the effective uid and the true 
 }
 
 TEST_CASE("identity: the process GUID is shared within a process and differs between processes", "[identity]") {
-    auto shim = ShimProcess::start({.cpus = kRings});
+    auto shim = ShimProcess::start({.cpus = kIdentityRings});
     require_emitted(run_probe({}, {"emit:2:id.first"}), "2");
     require_emitted(run_probe({}, {"emit:1:id.second"}), "1");
-    const auto first = of_type(all_events(kRings), "id.first");
+    const auto first = of_type(all_events(kIdentityRings), "id.first");
     REQUIRE(first.size() == 2);
     CHECK(first[0].view().process() == first[1].view().process());
     CHECK(first[0].view().process() != only("id.second").view().process());
@@ -93,15 +93,15 @@ TEST_CASE("identity: the process GUID is shared within a process and differs bet
 
 TEST_CASE("identity: generator events and KMES self-events carry null GUIDs", "[identity]") {
     auto shim = ShimProcess::start({.config = {{"BufferCapacity", 1000}},  // rejected → a self-event
-                                    .cpus = kRings,
+                                    .cpus = kIdentityRings,
                                     .extra_args = {"--generate", "rate=1000,payload=16,origin=2,types=gen.event:1"}});
     std::vector<CapturedEvent> generated;
     for (int attempt = 0; attempt < 200 && generated.empty(); ++attempt) {
-        generated = of_type(all_events(kRings), "gen.event");
+        generated = of_type(all_events(kIdentityRings), "gen.event");
         if (generated.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     REQUIRE_FALSE(generated.empty());
-    const auto self = of_type(all_events(kRings), "kmes.config_rejected");
+    const auto self = of_type(all_events(kIdentityRings), "kmes.config_rejected");
     REQUIRE(self.size() == 1);
     for (const CapturedEvent* e : std::initializer_list<const CapturedEvent*>{&generated.front(), &self.front()}) {
         INFO(e->type());

@@ -121,14 +121,6 @@ TEST_CASE("1000 idle connections from root: MaxConcurrentQueries holds until the
     h.check_recovered();
 }
 
-// Descriptors of `pid` numbered below `limit`: the process is out of descriptors when all
-// `limit` numbers are taken.
-size_t fds_below(pid_t pid, rlim_t limit) {
-    size_t n = 0;
-    for (int fd : kmes::it::open_fds(pid)) n += rlim_t(fd) < limit;
-    return n;
-}
-
 TEST_CASE("eventd at its RLIMIT_NOFILE: clear errors, no spinning, ingestion goes on, recovery when fds free up",
           "[exhaustion]") {
     HostileEnv h(EnvOptions{.eventd = {{"MaxConcurrentQueries", 4096}, {"QueryTimeoutMs", 60000}}});
@@ -153,7 +145,7 @@ TEST_CASE("eventd at its RLIMIT_NOFILE: clear errors, no spinning, ingestion goe
     REQUIRE(kmes::it::eventually(
         [&] {
             if (idle.size() < limit.rlim_cur) idle.push_back(std::make_unique<WireClient>(h.socket()));
-            return fds_below(pid, limit.rlim_cur) == limit.rlim_cur;
+            return kmes::it::fds_below(pid, limit.rlim_cur) == limit.rlim_cur;
         },
         seconds(15)));
 

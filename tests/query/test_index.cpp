@@ -99,7 +99,7 @@ RunResult index_as(QueryEnv& env, const std::string& field, const char* user) {
     return env.query("EVENTS INDEX " + field, as);
 }
 
-int64_t count(QueryEnv& env, const std::string& query) {
+int64_t required_count(QueryEnv& env, const std::string& query) {
     const RunResult r = env.query(query);
     INFO(query << ": " << r.err);
     REQUIRE(r.exit_code == 0);
@@ -149,11 +149,11 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
     CHECK(meta_rows[2] == "schema_version|1");
     CHECK(desired(env).empty());
     // The meta database is not a shard: the fixture's counts are unchanged by it.
-    CHECK(count(env, "EVENTS app.login COUNT") == 10);
+    CHECK(required_count(env, "EVENTS app.login COUNT") == 10);
 
     // §8.6.5: ten queries filtering on `user` (plain, aggregate, one refused by access control
     // for nobody) → at the create threshold within the window.
-    const int64_t alice = count(env, "EVENTS WHERE user == \"alice\" COUNT");  // without an index
+    const int64_t alice = required_count(env, "EVENTS WHERE user == \"alice\" COUNT");  // without an index
     CHECK(alice == 5);
     for (int i = 0; i < 7; ++i) REQUIRE(env.query("EVENTS WHERE user == \"alice\" COUNT").exit_code == 0);
     REQUIRE(env.query("EVENTS app.login WHERE user == \"bob\" TAKE 1").exit_code == 0);
@@ -179,7 +179,7 @@ TEST_CASE("eventd-meta.db: created at first start; counted queries admit a field
     CHECK(shard_indexes(env, "shard-0002.db").empty());
     CHECK_THAT(explain_query(fs::path(env.store()) / "shard-0001.db", "EVENTS WHERE user == \"alice\" TAKE 100"),
                Catch::Contains("USING INDEX idx_events_payload_user (<expr>=?)"));
-    CHECK(count(env, "EVENTS WHERE user == \"alice\" COUNT") == alice);  // the same answer through the index
+    CHECK(required_count(env, "EVENTS WHERE user == \"alice\" COUNT") == alice);  // the same answer through the index
 
     // §3.3.8: the next windows hold fewer than 5 queries on user → it leaves at a window's end.
     for (int i = 0; i < 2; ++i) REQUIRE(env.query("EVENTS WHERE user == \"alice\" COUNT").exit_code == 0);
@@ -237,7 +237,7 @@ TEST_CASE(
         return s["create_threshold"] == 20 && s["drop_threshold"] == 5;
     }));
     CHECK(eventually([&] {
-        return count(env, "EVENTS synthetic.config_change WHERE key == \"AdaptiveIndexDropThreshold\" COUNT") == 1;
+        return required_count(env, "EVENTS synthetic.config_change WHERE key == \"AdaptiveIndexDropThreshold\" COUNT") == 1;
     }));
 
     // admin_sd: an operator's UPDATE and SIGHUP.
@@ -259,8 +259,8 @@ TEST_CASE("a corrupt or unknown-version eventd-meta.db is set aside and recreate
     const fs::path meta = fs::path(env.store()) / "eventd-meta.db";
     REQUIRE(index_as(env, "user", nullptr).exit_code == 0);
     const auto shards = files_named(env.store(), "shard-", ".db");
-    const int64_t startups = count(env, "EVENTS synthetic.startup COUNT");
-    const int64_t logins = count(env, "EVENTS app.login COUNT");
+    const int64_t startups = required_count(env, "EVENTS synthetic.startup COUNT");
+    const int64_t logins = required_count(env, "EVENTS app.login COUNT");
 
     SECTION("garbage bytes") {
         env.stop_eventd();
@@ -278,8 +278,8 @@ TEST_CASE("a corrupt or unknown-version eventd-meta.db is set aside and recreate
     // The shards are the same files, their rows intact, and the new startup record got written.
     auto now_shards = files_named(env.store(), "shard-", ".db");
     CHECK(now_shards == shards);
-    CHECK(count(env, "EVENTS app.login COUNT") == logins);
-    CHECK(eventually([&] { return count(env, "EVENTS synthetic.startup COUNT") == startups + 1; }));
+    CHECK(required_count(env, "EVENTS app.login COUNT") == logins);
+    CHECK(eventually([&] { return required_count(env, "EVENTS synthetic.startup COUNT") == startups + 1; }));
 }
 
 }  // namespace

@@ -253,6 +253,7 @@ TEST_CASE("QueryTimeoutMs stops a long query with its exact text", "[stream]") {
     CHECK(after.out == "{\"count\":10}\n");
 }
 
+using kmes::it::fds_below;
 using kmes::it::open_fds;
 using kmes::it::open_sockets;
 
@@ -260,14 +261,6 @@ bool has_new_socket(pid_t pid, const std::set<std::string>& before) {
     for (const std::string& s : open_sockets(pid))
         if (!before.count(s)) return true;
     return false;
-}
-
-// Descriptors of `pid` numbered below `limit`: the process is out of descriptors when all
-// `limit` numbers are taken.
-size_t fds_below(pid_t pid, rlim_t limit) {
-    size_t n = 0;
-    for (int fd : open_fds(pid)) n += rlim_t(fd) < limit;
-    return n;
 }
 
 TEST_CASE("out of file descriptors at stream set-up: the stream fails with a clear error, ingestion goes on",

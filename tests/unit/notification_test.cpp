@@ -13,9 +13,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::vector<uint8_t> kPayload = {0xc0};  // msgpack nil
 
-void write_event(shim::RingSet& set) { REQUIRE(write_one(set, 0, kPayload) == 1); }
+void write_event(shim::RingSet& set) { REQUIRE(write_one(set, 0, kNilPayload) == 1); }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -103,7 +102,7 @@ TEST_CASE("a batch publishes with a single wake-up", "[notification]") {
     auto mapping = map_consumer(*set->ring(0));
     REQUIRE(mapping.ok());
     mapping->base()[KMES_OFF_NEED_WAKE] = 1;
-    std::vector<shim::EventInput> batch(20, shim::EventInput{kType, kPayload});
+    std::vector<shim::EventInput> batch(20, shim::EventInput{kType, kNilPayload});
     REQUIRE(set->write(0, KMES_ORIGIN_KACS, batch, shim::Identity{}) == 20);
     CHECK(set->ring(0)->futex_wake_calls() == 1);
 }

@@ -27,6 +27,7 @@
 namespace kmes::test {
 
 inline constexpr uint64_t kSmallRing = 65536;  // KMES_MIN_BUFFER_CAPACITY
+inline const std::vector<uint8_t> kNilPayload = {0xc0};  // the smallest valid payload: msgpack nil
 inline constexpr std::string_view kType = "test.event";
 // What RingSet writes: base header + type + identity stamps (DESIGN.md §2).
 inline constexpr uint32_t kHeaderSize = KMES_BASE_HEADER_SIZE + kType.size() + KMES_IDENTITY_SIZE;

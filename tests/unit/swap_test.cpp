@@ -13,11 +13,11 @@ using namespace kmes::test;
 
 namespace {
 
-constexpr size_t kPayload = 200;
-constexpr uint64_t kEventSize = kHeaderSize + kPayload;
+constexpr size_t kSwapPayload = 200;
+constexpr uint64_t kSwapEventSize = kHeaderSize + kSwapPayload;
 
-void write_checked(shim::RingSet& set, uint64_t sequence) {
-    std::vector<uint8_t> payload(kPayload);
+void write_swap_event(shim::RingSet& set, uint64_t sequence) {
+    std::vector<uint8_t> payload(kSwapPayload);
     fill_payload(sequence, payload);
     REQUIRE(write_one(set, 0, payload) == 1);
 }
@@ -39,7 +39,7 @@ Delivery drain_checked(RingReader& reader) {
         if (!e.value()) break;
         const EventView& event = *e.value();
         d.sequences.push_back(event.sequence());
-        if (!payload_intact(event.sequence(), event.payload(), kPayload, kPayload)) ++d.corrupt;
+        if (!payload_intact(event.sequence(), event.payload(), kSwapPayload, kSwapPayload)) ++d.corrupt;
     }
     return d;
 }
@@ -49,10 +49,10 @@ Delivery drain_checked(RingReader& reader) {
 TEST_CASE("a grow keeps every surviving event in sequence order from position 0", "[swap]") {
     auto set = make_ring_set(kSmallRing);
     const uint64_t count = 400;  // 400 · 287 bytes: more than the ring holds, so tail_pos > 0
-    for (uint64_t s = 1; s <= count; ++s) write_checked(*set, s);
+    for (uint64_t s = 1; s <= count; ++s) write_swap_event(*set, s);
     auto old = set->ring(0);
     const uint64_t survived = old->view().write_pos().load() - old->view().tail_pos().load();
-    const uint64_t first_survivor = old->view().tail_pos().load() / kEventSize + 1;
+    const uint64_t first_survivor = old->view().tail_pos().load() / kSwapEventSize + 1;
     REQUIRE(first_survivor > 1);
 
     REQUIRE(set->resize(4 * kSmallRing).ok());
@@ -67,18 +67,18 @@ TEST_CASE("a grow keeps every surviving event in sequence order from position 0"
     REQUIRE(d.sequences.size() == count - first_survivor + 1);
     for (size_t i = 0; i < d.sequences.size(); ++i) CHECK(d.sequences[i] == first_survivor + i);
     // Writers continue on the new ring with the next sequence.
-    write_checked(*set, count + 1);
+    write_swap_event(*set, count + 1);
     CHECK(drain_sequences(reader) == std::vector<uint64_t>{count + 1});
 }
 
 TEST_CASE("a shrink below the surviving range loses only the oldest prefix", "[swap]") {
     auto set = make_ring_set(4 * kSmallRing);
     const uint64_t count = 800;  // ~224 KiB, all surviving in 256 KiB
-    for (uint64_t s = 1; s <= count; ++s) write_checked(*set, s);
+    for (uint64_t s = 1; s <= count; ++s) write_swap_event(*set, s);
     REQUIRE(set->ring(0)->view().tail_pos().load() == 0);
 
     REQUIRE(set->resize(kSmallRing).ok());
-    for (uint64_t s = count + 1; s <= count + 10; ++s) write_checked(*set, s);
+    for (uint64_t s = count + 1; s <= count + 10; ++s) write_swap_event(*set, s);
 
     RingReader reader = reader_of(*set, 0);
     const Delivery d = drain_checked(reader);
@@ -89,20 +89,20 @@ TEST_CASE("a shrink below the surviving range loses only the oldest prefix", "[s
     CHECK(d.sequences.back() == count + 10);
     CHECK(d.sequences.front() > 1);
     // …and the longest suffix that fit: one more event would not have.
-    CHECK(d.sequences.size() * kEventSize <= kSmallRing);
-    CHECK((d.sequences.size() + 1) * kEventSize > kSmallRing);
+    CHECK(d.sequences.size() * kSwapEventSize <= kSmallRing);
+    CHECK((d.sequences.size() + 1) * kSwapEventSize > kSmallRing);
 }
 
 TEST_CASE("a reader attached before a shrink drains the old ring first and loses nothing", "[swap]") {
     auto set = make_ring_set(4 * kSmallRing);
     RingReader reader = reader_of(*set, 0);
     const uint64_t count = 800;
-    for (uint64_t s = 1; s <= 5; ++s) write_checked(*set, s);
+    for (uint64_t s = 1; s <= 5; ++s) write_swap_event(*set, s);
     CHECK(drain_sequences(reader).size() == 5);
-    for (uint64_t s = 6; s <= count; ++s) write_checked(*set, s);
+    for (uint64_t s = 6; s <= count; ++s) write_swap_event(*set, s);
 
     REQUIRE(set->resize(kSmallRing).ok());  // the old ring object is freed here: mapping stays valid
-    for (uint64_t s = count + 1; s <= count + 10; ++s) write_checked(*set, s);
+    for (uint64_t s = count + 1; s <= count + 10; ++s) write_swap_event(*set, s);
 
     const Delivery d = drain_checked(reader);
     CHECK(d.errors == 0);
@@ -117,7 +117,7 @@ TEST_CASE("a reader attached before a shrink drains the old ring first and loses
 TEST_CASE("a swap sets new generation = old + 1 before the switch and bumps the old ring after it", "[swap]") {
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);
-    write_checked(*set, 1);
+    write_swap_event(*set, 1);
     auto first = set->ring(0);
     REQUIRE(first->generation() == 1);
 
@@ -146,7 +146,7 @@ TEST_CASE("a reader sleeping on the old ring is woken by the swap", "[swap][noti
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);
     RingReader reader = reader_of(*set, 0);
-    write_checked(*set, 1);
+    write_swap_event(*set, 1);
     REQUIRE(drain_sequences(reader) == std::vector<uint64_t>{1});
 
     std::atomic<bool> about_to_sleep{false};
@@ -168,7 +168,7 @@ TEST_CASE("a reader sleeping on the old ring is woken by the swap", "[swap][noti
     CHECK(result == WaitResult::woken);
     CHECK(slept < std::chrono::seconds(10));
     // The wake-up leads the reader to the new ring.
-    write_checked(*set, 2);
+    write_swap_event(*set, 2);
     CHECK(drain_sequences(reader) == std::vector<uint64_t>{2});
     CHECK(reader.generation() == 2);
 }
@@ -191,13 +191,13 @@ TEST_CASE("a reader whose fresh ring is swapped again before it reads the genera
     auto first = map_consumer(*set->ring(0));
     REQUIRE(first.ok());
     RingReader reader(0, std::move(*first), std::move(options));
-    write_checked(*set, 1);
+    write_swap_event(*set, 1);
     REQUIRE(drain_sequences(reader) == std::vector<uint64_t>{1});
 
     REQUIRE(set->resize(2 * kSmallRing).ok());
-    write_checked(*set, 2);                                     // lands on the ring of the first swap
+    write_swap_event(*set, 2);                                     // lands on the ring of the first swap
     std::vector<uint64_t> delivered = drain_sequences(reader);  // re-attaches; the second swap happens
-    write_checked(*set, 3);                                     // lands on the ring of the second swap
+    write_swap_event(*set, 3);                                     // lands on the ring of the second swap
     for (int round = 0; round < 4; ++round)
         for (uint64_t s : drain_sequences(reader)) delivered.push_back(s);
     CHECK(delivered == std::vector<uint64_t>{2, 3});
@@ -210,12 +210,12 @@ TEST_CASE("a reader constructed on a ring that a swap retired after the attach s
     // reader exists. Reading the generation from the ring would take the retired ring's bumped
     // value (equal to its successor's) and never leave it.
     auto set = make_ring_set(kSmallRing);
-    write_checked(*set, 1);
+    write_swap_event(*set, 1);
     auto mapping = map_consumer(*set->ring(0));  // attached: live generation 1
     REQUIRE(mapping.ok());
     REQUIRE(set->resize(2 * kSmallRing).ok());  // retires it: its generation becomes 2
     RingReader reader(0, std::move(*mapping), attached_to(*set));
-    write_checked(*set, 2);  // lands on the new ring only
+    write_swap_event(*set, 2);  // lands on the new ring only
     std::vector<uint64_t> delivered;
     for (int round = 0; round < 3; ++round)
         for (uint64_t s : drain_sequences(reader)) delivered.push_back(s);
@@ -235,10 +235,10 @@ TEST_CASE("a reader running through resizes up and down sees every sequence exac
     std::atomic<bool> stop{false};
     // Flow control keeps the reader within a quarter of the smallest ring, so overwrite can
     // never lose anything: every loss would be the swap's.
-    const uint64_t window = kSmallRing / 4 / kEventSize;
+    const uint64_t window = kSmallRing / 4 / kSwapEventSize;
 
     std::thread producer([&] {
-        std::vector<uint8_t> payload(kPayload);
+        std::vector<uint8_t> payload(kSwapPayload);
         for (uint64_t s = 1; s <= total; ++s) {
             while (s - delivered.load(std::memory_order_acquire) > window && !stop.load()) std::this_thread::yield();
             fill_payload(s, payload);
@@ -273,7 +273,7 @@ TEST_CASE("a reader running through resizes up and down sees every sequence exac
         const uint64_t s = event.sequence();
         if (s <= last) ++out_of_order;
         if (s <= total) ++seen[s];
-        if (!payload_intact(s, event.payload(), kPayload, kPayload)) ++corrupt;
+        if (!payload_intact(s, event.payload(), kSwapPayload, kSwapPayload)) ++corrupt;
         last = std::max(last, s);
         delivered.store(s, std::memory_order_release);
     }
@@ -308,7 +308,7 @@ TEST_CASE("a producer writing through a shrink leaves a gap-free suffix across t
     auto set = make_ring_set(16 * kSmallRing);
     std::atomic<uint64_t> written{0};
     std::thread producer([&] {
-        std::vector<uint8_t> payload(kPayload);
+        std::vector<uint8_t> payload(kSwapPayload);
         for (uint64_t s = 1; s <= total; ++s) {
             fill_payload(s, payload);
             write_one(*set, 0, payload);
@@ -332,5 +332,5 @@ TEST_CASE("a producer writing through a shrink leaves a gap-free suffix across t
     // The suffix spans the switch: survivors copied from the old ring, then the new writes.
     CHECK(d.sequences.front() <= at_switch);
     CHECK(at_switch < total);
-    CHECK(d.sequences.size() * kEventSize <= kSmallRing);
+    CHECK(d.sequences.size() * kSwapEventSize <= kSmallRing);
 }

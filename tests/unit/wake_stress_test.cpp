@@ -28,7 +28,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::vector<uint8_t> kPayload = {0xc0};
 
 // Watches one reader of one ring from its own thread.
 class SleepWatchdog {
@@ -125,7 +124,7 @@ TEST_CASE("the watchdog flags a reader asleep while data waits in its ring", "[n
     SleepWatchdog watchdog(reader.mapping(), 100ms);
     sync::set_callback("RingReader::wait:after_recheck", [&] {
         sync::clear_all();
-        write_one(*set, 0, kPayload);
+        write_one(*set, 0, kNilPayload);
     });
     watchdog.entering_wait(reader.read_pos());
     const WaitResult result = reader.wait(400ms);
@@ -251,7 +250,7 @@ void stress(unsigned consumer_count, uint64_t cycles) {
                     busy_wait_ns((rng >> 16) % 10'000);
                     break;
             }
-            write_one(*set, 0, kPayload);
+            write_one(*set, 0, kNilPayload);
         }
     });
 
