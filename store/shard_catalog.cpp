@@ -17,7 +17,6 @@ namespace {
 constexpr std::string_view kPrefix = "shard-";
 constexpr std::string_view kSuffix = ".db";
 constexpr std::string_view kQuarantined = ".quarantined-";
-constexpr int kBusyTimeoutMs = 5000;
 constexpr int kCacheKiB = 1024;       // per connection; a query opens one per shard
 constexpr int kProgressSteps = 1000;  // VM steps between deadline checks
 
@@ -112,7 +111,7 @@ kmes::Result<detail::DbPtr> open_ro(const fs::path& file, const char* query, int
         *failed_rc = rc;
         return detail::sqlite_error(raw, rc, file, "open read-only");
     }
-    sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+    sqlite3_busy_timeout(raw, detail::kShardBusyTimeoutMs);
     const std::string cache = "PRAGMA cache_size=-" + std::to_string(kCacheKiB);
     if (auto st = detail::exec(raw, cache.c_str(), file); !st) return st.error();
 

@@ -18,9 +18,6 @@ using detail::sqlite_error;
 
 namespace {
 
-// A concurrent read-only query may hold a lock for a moment; wait rather than fail a write.
-constexpr int kBusyTimeoutMs = 5000;
-
 // A -wal without its database is a leftover (the file was removed by hand, or a quarantine
 // was interrupted). SQLite silently deletes the WAL of an empty database file, so move it
 // aside first — under a name query discovery ignores — rather than lose what it holds. The
@@ -66,7 +63,7 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
     const int rc = sqlite3_open_v2(path.c_str(), &shard->db_, flags, nullptr);
     if (rc != SQLITE_OK) return sqlite_error(shard->db_, rc, path, "open");
     sqlite3* db = shard->db_;
-    sqlite3_busy_timeout(db, kBusyTimeoutMs);
+    sqlite3_busy_timeout(db, detail::kShardBusyTimeoutMs);
     // Payload expression indexes (§3.3.6) are evaluated by every INSERT and DELETE: the
     // writer's connection must know the function before it touches a shard that has one.
     if (auto s = register_msgpack_extract(db); !s)

@@ -44,6 +44,10 @@ std::string file_uri(const std::filesystem::path& path, const std::string& query
 
 // SQLite stores INTEGER as signed 64 bits; sequences and nanosecond timestamps are u64 that
 // stay below 2^63 in practice (timestamps until the year 2262). Stored bit-for-bit.
+// How long a shard connection waits for a lock another connection holds: a concurrent read-only
+// query may hold one for a moment, so a write waits rather than fails.
+inline constexpr int kShardBusyTimeoutMs = 5000;
+
 inline int64_t to_sql(uint64_t v) { return static_cast<int64_t>(v); }
 inline uint64_t from_sql(int64_t v) { return static_cast<uint64_t>(v); }
 

@@ -2,6 +2,7 @@
 #include "eventd/query/lexer.hpp"
 
 #include "base/guid_text.hpp"
+#include "eventd/query/ascii.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -15,7 +16,6 @@ namespace {
 
 constexpr size_t kMaxQuotedChars = 40;  // error messages quote at most this much of a token
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }

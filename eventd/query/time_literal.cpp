@@ -4,11 +4,12 @@
 
 #include <limits>
 
+#include "eventd/query/ascii.hpp"
+
 namespace eventd::query {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool all_digits(std::string_view s) {
