@@ -95,8 +95,12 @@ TEST_CASE(
     // One ring into 2 shards: the drain sends runs of 8192 events to shard 0, then shard 1, …
     // and the two commit independently, so a kill leaves holes in either shard's ranges that
     // only the union of both shards' sequence_state describes. 20k events/s per ring makes
-    // most runs cross a shard boundary; the 4 MiB ring (~27000 events) covers each restart.
-    Pipeline p({.cpus = 1, .generate = "rate=20000,payload=64", .eventd = {{"StorageShards", 2}}});
+    // most runs cross a shard boundary; a 16 MiB ring (~110000 events, 5 s) covers each restart,
+    // also in a sanitizer build (the default 4 MiB, 1.4 s, did not under ASan: 32004 lost).
+    Pipeline p({.cpus = 1,
+                .generate = "rate=20000,payload=64",
+                .kmes_config = {{"BufferCapacity", 16 * 1024 * 1024}},
+                .eventd = {{"StorageShards", 2}}});
     std::mt19937 rng(7);
     std::uniform_int_distribution<int> delay_ms(300, 900);
     for (int kill = 0; kill < 8; ++kill) {

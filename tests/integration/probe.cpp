@@ -14,6 +14,7 @@
 //   mprotect-data         the same for the first data page
 //   emit:N[:TYPE]         N × kmes_emit of a valid event, stops at the first failure
 //                         → emit ok=<emitted> err=<errno of the failure> elapsed_us=
+//                         since_start_us=<from the first step's start to this step's end>
 //   emit-invalid:N        N × kmes_emit with an empty type (never valid)
 //                         → emit-invalid einval=<count> other=<first other errno>
 //   batch:N[:BAD]         kmes_emit_batch of N valid entries; entry BAD (optional) carries
@@ -61,6 +62,16 @@ struct Attachment {
 };
 
 // Prints a line and flushes, so the test still sees it if a later step kills the process.
+// When the probe started: a rate-limit test bounds the tokens refilled since then.
+std::chrono::steady_clock::time_point probe_start() {
+    static const auto start = std::chrono::steady_clock::now();
+    return start;
+}
+
+int64_t micros_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t).count();
+}
+
 void say(const std::string& line) {
     std::fputs((line + "\n").c_str(), stdout);
     std::fflush(stdout);
@@ -122,7 +133,8 @@ int run_step(const std::string& step, Attachment& a) {
             }
         }
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-        say("emit ok=" + std::to_string(ok) + " err=" + errno_name(err) + " elapsed_us=" + std::to_string(us.count()));
+        say("emit ok=" + std::to_string(ok) + " err=" + errno_name(err) + " elapsed_us=" + std::to_string(us.count()) +
+            " since_start_us=" + std::to_string(micros_since(probe_start())));
     } else if (name == "emit-invalid") {
         const uint32_t n = number(arg1);
         const auto payload = payload_for(0);
@@ -178,6 +190,7 @@ int run_step(const std::string& step, Attachment& a) {
 extern "C" const char* __asan_default_options() { return "handle_segv=0"; }
 
 int main(int argc, char** argv) {
+    probe_start();
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: kmes-probe STEP... (attach:CPU map write-producer emit:N[:TYPE] batch:N[:BAD] …)\n");
