@@ -70,16 +70,22 @@ std::optional<json> read_frame(int fd) {
     return json::from_msgpack(body);
 }
 
-// Commit one app.login row with payload {i: i} to shard 0 (as its writer would).
-void commit_row(const fs::path& dir, uint64_t i) {
+// Commit one app.login row with payload {i: i} to shard 0 (as its writer would). No Catch2
+// assertion inside: it also runs on a session thread (sync-point callbacks), and Catch2's
+// assertion bookkeeping is not thread-safe (TSan found it) — so it returns what failed, and the
+// caller's thread checks it.
+std::string try_commit_row(const fs::path& dir, uint64_t i) {
     auto db = store::ShardDb::open(dir, 0);
-    REQUIRE(db.ok());
+    if (!db.ok()) return "open: " + db.error().message;
     store::EventRow r = eventd_unit::kmes_row(i, "app.login");
     r.payload = json::to_msgpack(json{{"i", i}});
-    REQUIRE((*db)->begin().ok());
-    REQUIRE((*db)->insert(r).ok());
-    REQUIRE((*db)->commit().ok());
+    if (auto st = (*db)->begin(); !st.ok()) return "begin: " + st.error().message;
+    if (auto st = (*db)->insert(r); !st.ok()) return "insert: " + st.error().message;
+    if (auto st = (*db)->commit(); !st.ok()) return "commit: " + st.error().message;
+    return "";
 }
+
+void commit_row(const fs::path& dir, uint64_t i) { REQUIRE(try_commit_row(dir, i) == ""); }
 
 // The `i` of every record in the frames up to and including the first `watch` (or error).
 std::vector<int> read_until_watch(int fd, bool& watch) {
@@ -204,8 +210,13 @@ TEST_CASE("a stream subscribes before its snapshot: a commit in between is deliv
     // §8.7: between the stream's subscription and its snapshot, shard 0 commits row 2 and
     // signals it. The snapshot then holds row 2, and the wake-up it left finds nothing newer
     // than the watermark: row 2 must appear once, in the initial result.
+    // The callback runs on the session's thread: it records a failure for this thread to check.
+    std::mutex commit_mutex;
+    std::string commit_error;
     kmes::sync::set_callback("Session::run_events:before_execute", [&] {
-        commit_row(s.dir.path(), 2);
+        const std::string error = try_commit_row(s.dir.path(), 2);
+        std::lock_guard lock(commit_mutex);
+        commit_error = error;
         s.server->on_commit(0);
     });
     const int client = unix_socket(s.socket_path, false);
@@ -215,6 +226,10 @@ TEST_CASE("a stream subscribes before its snapshot: a commit in between is deliv
     bool watch = false;
     std::vector<int> initial = read_until_watch(client, watch);
     kmes::sync::clear_all();
+    {
+        std::lock_guard lock(commit_mutex);
+        REQUIRE(commit_error == "");
+    }
     REQUIRE(watch);
     std::sort(initial.begin(), initial.end());
     CHECK(initial == std::vector<int>{1, 2});

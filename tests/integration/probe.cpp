@@ -183,11 +183,12 @@ int run_step(const std::string& step, Attachment& a) {
 
 }  // namespace
 
-// Under AddressSanitizer (./scripts/test --sanitize address): the write-producer and write-data
-// steps exist to be killed by SIGSEGV, which the permission tests check; ASan's own SEGV
-// handler would turn that death into "exit 1" with a report. Read by ASan at start-up only;
-// any other build ignores it.
+// Under AddressSanitizer or ThreadSanitizer (./scripts/test --sanitize …): the write-producer
+// and write-data steps exist to be killed by SIGSEGV, which the permission tests check; the
+// sanitizer's own SEGV handler would turn that death into an exit status with a report. Read by
+// the sanitizer at start-up only; any other build ignores them.
 extern "C" const char* __asan_default_options() { return "handle_segv=0"; }
+extern "C" const char* __tsan_default_options() { return "handle_segv=0"; }
 
 int main(int argc, char** argv) {
     probe_start();
