@@ -301,7 +301,11 @@ struct PolicyRig {
     }
     std::vector<std::string> published() const {
         std::vector<std::string> out;
-        for (const auto& d : holder.current()->indexes) out.push_back(d.field_path);
+        // Hold the snapshot: a range-for over `holder.current()->indexes` would drop the
+        // temporary shared_ptr before the loop, and the policy thread's next publish could free
+        // the set under it (C++20 does not extend that temporary's life; TSan found it).
+        const std::shared_ptr<const ix::DesiredSet> set = holder.current();
+        for (const auto& d : set->indexes) out.push_back(d.field_path);
         return out;
     }
 };
