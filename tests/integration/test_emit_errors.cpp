@@ -30,6 +30,14 @@ int emit_batch(const std::vector<kmes_emit_entry>& entries, uint32_t* emitted) {
     return rc == 0 ? 0 : errno;
 }
 
+// The most tokens the bucket (MaxEmitRatePerProcess 100: 100 a second) can refill in
+// `elapsed_us`: a slow run (a sanitizer build, a loaded machine) may emit a few more than the
+// burst, at most one per 10 ms, never more.
+long max_refill(long elapsed_us) { return elapsed_us * 100 / 1'000'000 + 1; }
+
+// The same since the probe started, as its emit step reports it.
+long refill_bound(const ProbeRun& run) { return max_refill(std::stol(run.get("emit", "since_start_us"))); }
+
 }  // namespace
 
 // ---- EPERM -------------------------------------------------------------------------------
@@ -55,11 +63,6 @@ TEST_CASE("emit EPERM: a caller neither root nor in EmitGroup, checked before an
 
 // ---- EAGAIN ------------------------------------------------------------------------------
 
-// The bucket refills 100 tokens a second (MaxEmitRatePerProcess 100) while the probe runs, so a
-// slow run (a sanitizer build, a loaded machine) may emit a few more than the burst: at most one
-// per 10 ms since the probe started, never more.
-long refill_bound(const ProbeRun& run) { return std::stol(run.get("emit", "since_start_us")) * 100 / 1'000'000 + 1; }
-
 TEST_CASE("emit EAGAIN: a non-root emitter gets a burst of MaxEmitRatePerProcess, then EAGAIN", "[emit-errors]") {
     auto shim = ShimProcess::start(rate_limited());
     const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"batch:100", "emit:1000"});
@@ -81,7 +84,7 @@ TEST_CASE("emit EAGAIN: single emits stop after the bucket's 100 tokens plus wha
     const long ok = std::stol(run.get("emit", "ok"));
     const long elapsed_us = std::stol(run.get("emit", "elapsed_us"));
     CHECK(ok >= 100);
-    CHECK(ok <= 100 + elapsed_us * 100 / 1'000'000 + 1);  // refill is 100 tokens per second
+    CHECK(ok <= 100 + max_refill(elapsed_us));
 }
 
 TEST_CASE("emit EAGAIN: the rate limit is checked before the event's content", "[emit-errors]") {
