@@ -1,7 +1,10 @@
 #include "local_users.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -27,6 +30,15 @@ bool member(const char* group_name, const char* user) {
 }  // namespace
 
 void ensure_test_users() {
+    // Query test areas run side by side: one at a time checks and creates, or both would see a
+    // user missing and the second useradd would fail with "already exists".
+    const int lock = ::open("/tmp/eventd-test-users.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    REQUIRE(lock >= 0);
+    REQUIRE(::flock(lock, LOCK_EX) == 0);
+    struct Unlock {
+        int fd;
+        ~Unlock() { ::close(fd); }
+    } unlock{lock};
     if (!getgrnam("eventd-auditors")) run("groupadd --system eventd-auditors");
     if (!getpwnam("eventd-adm"))
         run("useradd --system --no-create-home --shell /usr/sbin/nologin --groups adm eventd-adm");
