@@ -1,0 +1,21 @@
+// base64url without padding (RFC 4648 §5): bytes as text that is safe in file names, JSON and
+// shell arguments. Used for opaque tokens such as a stream's cursor.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kmes {
+
+std::string base64url_encode(std::span<const uint8_t> bytes);
+
+// The bytes `text` encodes; nullopt for a character outside the alphabet, padding, or a
+// length no encoding produces (4k+1), or non-zero bits left over in the last character
+// (so that every byte string has exactly one text).
+std::optional<std::vector<uint8_t>> base64url_decode(std::string_view text);
+
+}  // namespace kmes

@@ -1,0 +1,64 @@
+#include "store/store_position.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "base/base64url.hpp"
+
+namespace eventd::store {
+namespace {
+
+constexpr std::string_view kVersion1 = "1.";
+constexpr size_t kFileEntryBytes = 16 + 8;
+// A cursor names at most this many files: far above any store (MaxShards is 256, plus
+// historical and quarantined files) and small enough that a hostile one costs nothing.
+constexpr size_t kMaxFiles = 65536;
+
+kmes::Error not_a_cursor(const std::string& why) {
+    return {EINVAL, "not a cursor eventd wrote (" + why + "); use the `cursor` of an ok frame unchanged"};
+}
+
+}  // namespace
+
+std::string encode_cursor(const StorePosition& position) {
+    std::vector<uint8_t> bytes(position.store.begin(), position.store.end());
+    bytes.reserve(16 + position.last_id.size() * kFileEntryBytes);
+    for (const auto& [file, last] : position.last_id) {  // std::map: sorted by file id
+        bytes.insert(bytes.end(), file.begin(), file.end());
+        const auto value = static_cast<uint64_t>(last);
+        for (int i = 0; i < 8; ++i) bytes.push_back(uint8_t(value >> (8 * i)));
+    }
+    return std::string(kVersion1) + kmes::base64url_encode(bytes);
+}
+
+kmes::Result<StorePosition> decode_cursor(std::string_view text) {
+    const size_t dot = text.find('.');
+    if (dot == std::string_view::npos || dot == 0) return not_a_cursor("no version prefix");
+    if (text.substr(0, dot + 1) != kVersion1) {
+        return kmes::Error{EINVAL, "cursor version '" + std::string(text.substr(0, dot)) +
+                                       "' is not one this eventd reads (a cursor of a newer eventd?)"};
+    }
+    if (text.size() - kVersion1.size() > (16 + kMaxFiles * kFileEntryBytes) * 4 / 3 + 4) return not_a_cursor("too long");
+    const auto bytes = kmes::base64url_decode(text.substr(kVersion1.size()));
+    if (!bytes) return not_a_cursor("not base64url");
+    if (bytes->size() < 16 || (bytes->size() - 16) % kFileEntryBytes != 0) return not_a_cursor("wrong length");
+
+    StorePosition position;
+    std::memcpy(position.store.data(), bytes->data(), 16);
+    FileId previous{};
+    for (size_t at = 16; at < bytes->size(); at += kFileEntryBytes) {
+        FileId file;
+        std::memcpy(file.data(), bytes->data() + at, 16);
+        uint64_t value = 0;
+        for (int i = 0; i < 8; ++i) value |= uint64_t((*bytes)[at + 16 + i]) << (8 * i);
+        const auto last = static_cast<int64_t>(value);
+        if (at > 16 && !(previous < file)) return not_a_cursor("files out of order");
+        if (last <= 0) return not_a_cursor("a row id below 1");
+        position.last_id.emplace(file, last);
+        previous = file;
+    }
+    return position;
+}
+
+}  // namespace eventd::store

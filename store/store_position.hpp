@@ -1,0 +1,43 @@
+// A position in a store's commit order, and its text form: the `cursor` of a resumable
+// stream (issue 12; docs/QUERY-SERVER.md "Cursors").
+//
+// Within one shard file rows are committed in id order and ids are never reused, so "every row
+// of file F up to id N has been delivered" is one number per file. A position is that number
+// for every file a stream reads, each file named by its file id (the `file_id` metadata of the
+// shard: it stays with the file when the file is quarantined under another name, and a new
+// file under an old name gets a new one), and the store by its store id (so that a cursor is
+// never applied to another store's files). A file missing from a position has had nothing
+// delivered.
+//
+// Text form: "1." + base64url(store id[16], then per file: file id[16], last id as int64
+// little-endian), files sorted by id. Clients treat it as opaque; the leading version lets a
+// later eventd read older cursors.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "base/result.hpp"
+
+namespace eventd::store {
+
+using StoreId = std::array<uint8_t, 16>;
+using FileId = std::array<uint8_t, 16>;
+
+struct StorePosition {
+    StoreId store{};
+    std::map<FileId, int64_t> last_id;  // per file: the highest row id delivered (> 0)
+
+    bool operator==(const StorePosition&) const = default;
+};
+
+std::string encode_cursor(const StorePosition& position);
+
+// EINVAL with a message a person can act on ("not a cursor eventd wrote", "a cursor of a newer
+// eventd") for anything encode_cursor did not produce.
+kmes::Result<StorePosition> decode_cursor(std::string_view text);
+
+}  // namespace eventd::store
