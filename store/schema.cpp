@@ -19,6 +19,10 @@ constexpr const char* kCreateTimestampIndex = "CREATE INDEX idx_events_timestamp
 constexpr const char* kInsertMetadata =
     "INSERT INTO metadata (key, value) VALUES ('schema_version', '1'), "
     "('created_at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
+// The file's identity (store_position.hpp): 16 random bytes as 32 lowercase hex digits. Files
+// created before it existed get one when the writer first opens them (ensure_file_id).
+constexpr const char* kInsertFileId =
+    "INSERT OR IGNORE INTO metadata (key, value) VALUES ('file_id', lower(hex(randomblob(16))))";
 // DESIGN.md §4.3: accounted sequence ranges, one row per coalesced range.
 constexpr const char* kCreateSequenceState =
     "CREATE TABLE sequence_state ("
@@ -153,7 +157,8 @@ kmes::Status create_schema(sqlite3* db, const std::filesystem::path& file) {
     if (auto s = set_durability(db, file); !s) return s;
     if (auto s = exec(db, "BEGIN IMMEDIATE", file); !s) return s;
     for (const char* sql :
-         {create_events_sql().c_str(), kCreateMetadata, kCreateTimestampIndex, kInsertMetadata, kCreateSequenceState}) {
+         {create_events_sql().c_str(), kCreateMetadata, kCreateTimestampIndex, kInsertMetadata, kInsertFileId,
+          kCreateSequenceState}) {
         if (auto s = exec(db, sql, file); !s) {
             // Best effort; the file then has no tables and is created afresh next time.
             sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -208,6 +213,29 @@ kmes::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesyst
     }
     if (rc != SQLITE_DONE) return sqlite_error(db, rc, file, "read sequence_state");
     return state;
+}
+
+kmes::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file) {
+    return exec(db, kInsertFileId, file);
+}
+
+kmes::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesystem::path& file) {
+    auto stmt = prepare(db, "SELECT value FROM metadata WHERE key = 'file_id'", file);
+    if (!stmt) return stmt.error();
+    const int rc = sqlite3_step(stmt->get());
+    if (rc == SQLITE_DONE) return std::optional<FileId>{};
+    if (rc != SQLITE_ROW) return sqlite_error(db, rc, file, "read file_id");
+    const std::string hex = text_column(stmt->get(), 0);
+    FileId id{};
+    auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+    bool ok = hex.size() == 32;
+    for (size_t i = 0; ok && i < 16; ++i) {
+        const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        id[i] = uint8_t(hi << 4 | lo);
+    }
+    if (!ok) return broken(file, "metadata file_id '" + hex + "' is not 32 lowercase hex digits");
+    return std::optional<FileId>{id};
 }
 
 }  // namespace eventd::store::detail

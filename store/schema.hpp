@@ -5,9 +5,11 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "base/result.hpp"
 #include "sequence_ranges.hpp"
+#include "store_position.hpp"
 
 namespace eventd::store::detail {
 
@@ -33,5 +35,13 @@ kmes::Result<bool> has_table(sqlite3* db, const char* name, const std::filesyste
 // All rows of sequence_state; a malformed row (boot_id not 16 bytes, cpu_id out of range,
 // first > last) is an EIO Error naming the row.
 kmes::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesystem::path& file);
+
+// Gives the file its file_id (metadata, store_position.hpp) unless it has one: files created
+// before file ids existed get theirs when the writer first opens them. A write.
+kmes::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file);
+
+// The file's file_id; nullopt for a file no writer has opened since file ids exist (a
+// historical or quarantined file of an older eventd). EIO when the value is malformed.
+kmes::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesystem::path& file);
 
 }  // namespace eventd::store::detail

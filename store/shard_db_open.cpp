@@ -81,6 +81,7 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
     } else {
         if (auto s = detail::verify_schema(db, path); !s) return s.error();
         if (auto s = detail::set_durability(db, path); !s) return s.error();
+        if (auto s = detail::ensure_file_id(db, path); !s) return s.error();
     }
 
     auto state = detail::read_sequence_state(db, path);

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "read_sql.hpp"
+#include "schema.hpp"
 #include "sqlite_util.hpp"
 
 namespace eventd::store {
@@ -238,6 +239,10 @@ kmes::Result<uint64_t> ShardSnapshot::count_events() {
     auto has = cursor->next();
     if (!has) return has.error();
     return static_cast<uint64_t>(*has ? cursor->row().integer(0) : 0);
+}
+
+kmes::Result<std::optional<FileId>> ShardSnapshot::file_id() {
+    return detail::read_file_id(state_->conn.get(), state_->file.path);
 }
 
 }  // namespace eventd::store

@@ -30,6 +30,7 @@
 #include "row_view.hpp"
 #include "shard_catalog.hpp"
 #include "sql_functions.hpp"
+#include "store_position.hpp"
 
 struct sqlite3_stmt;
 
@@ -90,6 +91,10 @@ public:
 
     // Rows in `events` (a whole-table count, for status).
     kmes::Result<uint64_t> count_events();
+
+    // The file's identity (store_position.hpp); nullopt for a file that no writer has opened
+    // since file ids exist.
+    kmes::Result<std::optional<FileId>> file_id();
 
 private:
     explicit ShardSnapshot(std::unique_ptr<SnapshotState> state);

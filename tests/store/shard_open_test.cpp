@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "store/shard_snapshot.hpp"
 #include "store_test_util.hpp"
 #include "tests/eventd_unit/unit_util.hpp"
 
@@ -55,14 +56,62 @@ TEST_CASE("creating a shard produces exactly the 3.1 schema", "[open]") {
                {"last_sequence", "INTEGER", "1", "0"}});
 }
 
-TEST_CASE("a new shard's metadata holds schema_version 1 and an ISO 8601 UTC created_at", "[open]") {
+TEST_CASE("a new shard's metadata holds schema_version 1, an ISO 8601 UTC created_at and a file_id", "[open]") {
     TempDir dir;
     open_shard(dir.path());
     RawDb raw(dir / "shard-0000.db");
-    CHECK(raw.value("SELECT count(*) FROM metadata") == "2");
+    CHECK(raw.value("SELECT count(*) FROM metadata") == "3");
+    CHECK(std::regex_match(raw.value("SELECT value FROM metadata WHERE key = 'file_id'"), std::regex("[0-9a-f]{32}")));
     CHECK(raw.value("SELECT value FROM metadata WHERE key = 'schema_version'") == "1");
     const std::string created = raw.value("SELECT value FROM metadata WHERE key = 'created_at'");
     CHECK(std::regex_match(created, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)")));
+}
+
+TEST_CASE("a shard's file_id is its own, kept across reopening and read by a snapshot", "[open]") {
+    TempDir dir;
+    open_shard(dir.path(), 0);
+    open_shard(dir.path(), 1);
+    const std::string id0 = RawDb(dir / "shard-0000.db").value("SELECT value FROM metadata WHERE key = 'file_id'");
+    const std::string id1 = RawDb(dir / "shard-0001.db").value("SELECT value FROM metadata WHERE key = 'file_id'");
+    CHECK(id0 != id1);
+    open_shard(dir.path(), 0);
+    CHECK(RawDb(dir / "shard-0000.db").value("SELECT value FROM metadata WHERE key = 'file_id'") == id0);
+
+    auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
+    REQUIRE(snapshot);
+    auto read = snapshot->file_id();
+    REQUIRE(read);
+    REQUIRE(*read);
+    std::string hex;
+    for (const uint8_t b : **read) hex += "0123456789abcdef"[b >> 4], hex += "0123456789abcdef"[b & 15];
+    CHECK(hex == id0);
+}
+
+TEST_CASE("a shard from before file ids gets one when the writer opens it; readers see none until then", "[open]") {
+    TempDir dir;
+    open_shard(dir.path());
+    RawDb(dir / "shard-0000.db").exec("DELETE FROM metadata WHERE key = 'file_id'");
+    {
+        auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
+        REQUIRE(snapshot);
+        auto read = snapshot->file_id();
+        REQUIRE(read);
+        CHECK_FALSE(*read);
+    }
+    open_shard(dir.path());
+    CHECK(std::regex_match(RawDb(dir / "shard-0000.db").value("SELECT value FROM metadata WHERE key = 'file_id'"),
+                           std::regex("[0-9a-f]{32}")));
+}
+
+TEST_CASE("a malformed file_id is reported, naming the file", "[open]") {
+    TempDir dir;
+    open_shard(dir.path());
+    RawDb(dir / "shard-0000.db").exec("UPDATE metadata SET value = 'XYZ' WHERE key = 'file_id'");
+    auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
+    REQUIRE(snapshot);
+    auto read = snapshot->file_id();
+    REQUIRE_FALSE(read);
+    CHECK_THAT(read.error().message, Catch::Contains("shard-0000.db") && Catch::Contains("file_id"));
 }
 
 TEST_CASE("a new shard is in WAL mode", "[open]") {
