@@ -17,6 +17,7 @@
 #include "kmes/guid.hpp"
 #include "kmes/kmes.h"
 #include "base/unix_listener.hpp"
+#include "store/store_identity.hpp"
 #include "shard_routing.hpp"
 #include "eventd/index/where_fields.hpp"
 #include "synthetic.hpp"
@@ -43,6 +44,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     std::error_code ec;
     std::filesystem::create_directories(config.event_store_path, ec);
     if (ec) return Error{ec.value(), "cannot create EventStorePath " + config.event_store_path + ": " + ec.message()};
+    // The store's identity, which stream cursors name (store_identity.hpp).
+    if (auto id = store::load_or_create_store_id(config.event_store_path); !id) return id.error();
     // §3.3.9: eventd-meta.db opened (or recreated) and the persisted desired set published
     // before any writer exists; an unusable one never stops eventd (policy_thread.hpp).
     d->index_policy_ = index::PolicyThread::open(

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <system_error>
 
+#include "durable_file.hpp"
 #include "schema.hpp"
 #include "shard_db.hpp"
 #include "sqlite_util.hpp"
@@ -22,14 +23,6 @@ fs::path with_suffix(const fs::path& path, const char* suffix) {
     fs::path p = path;
     p += suffix;
     return p;
-}
-
-// Make the renames themselves durable.
-void sync_dir(const fs::path& dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::fsync(fd);
-    ::close(fd);
 }
 
 // Read sequence_state from one file over a read-only connection. nullopt: the file has no
@@ -76,7 +69,7 @@ Result<std::string> quarantine_shard(const fs::path& dir, uint32_t index) {
     }
     fs::rename(path, target, ec);
     if (ec) return kmes::errno_error(ec.value(), "quarantine: rename " + path.string() + " to " + name);
-    sync_dir(dir);
+    detail::sync_directory(dir);
     return name;
 }
 

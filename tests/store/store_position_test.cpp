@@ -1,10 +1,14 @@
 // A stream's cursor (store_position.hpp) and the base64url it is written in.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "base/base64url.hpp"
+#include "store/store_identity.hpp"
 #include "store/store_position.hpp"
+#include "store_test_util.hpp"
 
 using eventd::store::decode_cursor;
 using eventd::store::encode_cursor;
@@ -105,4 +109,33 @@ TEST_CASE("a cursor eventd did not write is refused with a reason, never misread
     zero.insert(zero.end(), f.begin(), f.end());
     zero.insert(zero.end(), 8, 0);
     CHECK_THAT(refused("1." + kmes::base64url_encode(zero)), Catch::Contains("below 1"));
+}
+
+TEST_CASE("a store id is created once, durably, and read back the same", "[cursor]") {
+    store_test::TempDir dir;
+    auto missing = eventd::store::read_store_id(dir.path());
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().code == kmes::ErrorCode::not_found);
+
+    auto created = eventd::store::load_or_create_store_id(dir.path());
+    REQUIRE(created);
+    CHECK(std::filesystem::exists(dir / "store-id"));
+    CHECK_FALSE(std::filesystem::exists(dir / "store-id.tmp"));
+    CHECK(eventd::store::load_or_create_store_id(dir.path()).value() == *created);
+    CHECK(eventd::store::read_store_id(dir.path()).value() == *created);
+
+    store_test::TempDir other;
+    CHECK(eventd::store::load_or_create_store_id(other.path()).value() != *created);
+}
+
+TEST_CASE("a store-id file that holds no GUID is reported, not replaced", "[cursor]") {
+    store_test::TempDir dir;
+    { std::ofstream(dir / "store-id") << "not a guid\n"; }
+    auto r = eventd::store::load_or_create_store_id(dir.path());
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::Contains("store-id") && Catch::Contains("does not hold a store id"));
+    std::ifstream in(dir / "store-id");
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "not a guid");
 }

@@ -1,0 +1,50 @@
+#include "durable_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace eventd::store::detail {
+
+void sync_directory(const std::filesystem::path& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
+kmes::Status write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+    std::filesystem::path tmp = path;
+    tmp += ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return kmes::errno_error("cannot create " + tmp.string());
+    size_t done = 0;
+    while (done < content.size()) {
+        const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const int e = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            return kmes::errno_error(e, "cannot write " + tmp.string());
+        }
+        done += size_t(n);
+    }
+    if (::fsync(fd) != 0) {
+        const int e = errno;
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return kmes::errno_error(e, "cannot fsync " + tmp.string());
+    }
+    ::close(fd);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int e = errno;
+        ::unlink(tmp.c_str());
+        return kmes::errno_error(e, "cannot rename " + tmp.string() + " to " + path.string());
+    }
+    sync_directory(path.parent_path());
+    return {};
+}
+
+}  // namespace eventd::store::detail
