@@ -67,8 +67,7 @@ public:
     void checkpoint_if_needed(int threshold_pages = 1000);
 
     // Retention (§3.4): delete at most `limit` of the oldest rows with timestamp < cutoff
-    // (or simply the oldest when cutoff is 0). Returns rows deleted. A delete that leaves the
-    // file without rows gives it a new file_id in the same transaction (store_position.hpp).
+    // (or simply the oldest when cutoff is 0). Returns rows deleted.
     Result<uint64_t> delete_oldest(uint64_t cutoff_ns, uint32_t limit);
     // Bytes of the database file plus its WAL.
     uint64_t size_bytes() const;
@@ -103,7 +102,6 @@ private:
     sqlite3_stmt* delete_before_ = nullptr;  // retention with a cutoff
     sqlite3_stmt* delete_oldest_ = nullptr;  // retention without a cutoff
     sqlite3_stmt* oldest_ = nullptr;
-    sqlite3_stmt* renew_file_id_if_empty_ = nullptr;  // after a retention delete (store_position.hpp)
     int wal_pages_ = 0;
     uint32_t index_ = 0;
     std::filesystem::path path_;

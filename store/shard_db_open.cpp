@@ -119,9 +119,6 @@ Status ShardDb::prepare_statements() {
          "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE timestamp < ?1 ORDER BY timestamp LIMIT ?2)"},
         {&delete_oldest_, "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY timestamp LIMIT ?1)"},
         {&oldest_, "SELECT min(timestamp) FROM events"},
-        {&renew_file_id_if_empty_,
-         "UPDATE metadata SET value = lower(hex(randomblob(16))) "
-         "WHERE key = 'file_id' AND NOT EXISTS (SELECT 1 FROM events)"},
     };
     for (const Wanted& w : wanted) {
         auto stmt = prepare(db_, w.sql, path_);
@@ -132,8 +129,7 @@ Status ShardDb::prepare_statements() {
 }
 
 ShardDb::~ShardDb() {
-    for (sqlite3_stmt* stmt :
-         {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_, renew_file_id_if_empty_}) {
+    for (sqlite3_stmt* stmt : {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_}) {
         sqlite3_finalize(stmt);
     }
     // An open transaction is rolled back by the close; the last connection also checkpoints.

@@ -165,21 +165,9 @@ Result<uint64_t> ShardDb::delete_oldest(uint64_t cutoff_ns, uint32_t limit) {
     } else {
         sqlite3_bind_int64(stmt, 1, limit);
     }
-    // One transaction: the delete, and — when it left `events` empty — a new file_id. SQLite
-    // numbers the next row 1 again in an empty table (no AUTOINCREMENT), so after that the
-    // file is a new sequence of ids: a stream cursor's "every row of file F up to id N"
-    // (store_position.hpp) must never cover rows committed later.
-    if (auto s = detail::exec(db_, "BEGIN IMMEDIATE", path_); !s) return s.error();
-    int rc = run(stmt);
-    const uint64_t deleted = rc == SQLITE_DONE ? static_cast<uint64_t>(sqlite3_changes64(db_)) : 0;
-    if (rc == SQLITE_DONE && deleted > 0) rc = run(renew_file_id_if_empty_);
-    if (rc == SQLITE_DONE) rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
-    if (rc != SQLITE_DONE && rc != SQLITE_OK) {
-        const Error error = sqlite_error(db_, rc, path_, "retention delete");
-        if (in_transaction()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-        return error;
-    }
-    return deleted;
+    const int rc = run(stmt);  // one statement: its own transaction, committed before return
+    if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "retention delete");
+    return static_cast<uint64_t>(sqlite3_changes64(db_));
 }
 
 Result<std::optional<uint64_t>> ShardDb::oldest_timestamp() {

@@ -103,28 +103,6 @@ TEST_CASE("a shard from before file ids gets one when the writer opens it; reade
                            std::regex("[0-9a-f]{32}")));
 }
 
-TEST_CASE("retention that empties a shard renews its file_id (ids start at 1 again); a partial delete does not",
-          "[open]") {
-    TempDir dir;
-    auto db = open_shard(dir.path());
-    commit_range(*db, guid(0xb0), 0, 1, 10);
-    auto file_id = [&] {
-        return RawDb(dir / "shard-0000.db").value("SELECT value FROM metadata WHERE key = 'file_id'");
-    };
-    const std::string first = file_id();
-
-    CHECK(db->delete_oldest(0, 4).value() == 4);
-    CHECK(file_id() == first);
-    CHECK(db->delete_oldest(0, 100).value() == 6);
-    const std::string second = file_id();
-    CHECK(second != first);
-    CHECK(db->delete_oldest(0, 100).value() == 0);  // nothing deleted: nothing renewed
-    CHECK(file_id() == second);
-
-    commit_range(*db, guid(0xb0), 0, 11, 12);
-    CHECK(RawDb(dir / "shard-0000.db").value("SELECT min(id) FROM events") == "1");  // what the renewal is for
-}
-
 TEST_CASE("a malformed file_id is reported, naming the file", "[open]") {
     TempDir dir;
     open_shard(dir.path());
