@@ -43,7 +43,9 @@ const std::string& insert_event_sql() {
             columns += c.name;
             values += "?" + std::to_string(n);
         }
-        return "INSERT INTO events (" + columns + ") VALUES (" + values + ")";
+        // The id last, at ?kEventColumnCount: the writer assigns it (shard_db.hpp next_id_).
+        return "INSERT INTO events (" + columns + ", id) VALUES (" + values + ", ?" + std::to_string(kEventColumnCount) +
+               ")";
     }();
     return sql;
 }

@@ -97,7 +97,8 @@ static_assert(
 const std::string& event_select_list();
 // CREATE TABLE events (…) as §3.1.1 draws it.
 const std::string& create_events_sql();
-// The prepared INSERT of every column but id, parameters ?1… in table order.
+// The prepared INSERT: parameters ?1… are the columns after id in table order, and the id is
+// ?kEventColumnCount (the writer numbers rows itself, never reusing an id: shard_db.hpp).
 const std::string& insert_event_sql();
 
 }  // namespace eventd::store

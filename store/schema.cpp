@@ -238,4 +238,15 @@ kmes::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesys
     return std::optional<FileId>{id};
 }
 
+kmes::Result<int64_t> max_id_issued(sqlite3* db, const std::filesystem::path& file) {
+    auto stmt = prepare(db,
+                        "SELECT max(coalesce((SELECT max(id) FROM events), 0), "
+                        "coalesce((SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'max_id_issued'), 0))",
+                        file);
+    if (!stmt) return stmt.error();
+    const int rc = sqlite3_step(stmt->get());
+    if (rc != SQLITE_ROW) return sqlite_error(db, rc, file, "read the largest row id");
+    return static_cast<int64_t>(sqlite3_column_int64(stmt->get(), 0));
+}
+
 }  // namespace eventd::store::detail

@@ -44,4 +44,8 @@ kmes::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file);
 // historical or quarantined file of an older eventd). EIO when the value is malformed.
 kmes::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesystem::path& file);
 
+// The largest row id the file ever had: metadata `max_id_issued` (written by the writer's
+// commits) or max(id) of `events`, whichever is larger; 0 for a file that never had a row.
+kmes::Result<int64_t> max_id_issued(sqlite3* db, const std::filesystem::path& file);
+
 }  // namespace eventd::store::detail

@@ -102,6 +102,14 @@ private:
     sqlite3_stmt* delete_before_ = nullptr;  // retention with a cutoff
     sqlite3_stmt* delete_oldest_ = nullptr;  // retention without a cutoff
     sqlite3_stmt* oldest_ = nullptr;
+    sqlite3_stmt* save_max_id_ = nullptr;
+    // Row ids are never reused within a file (a stream cursor names "every row up to id N",
+    // store_position.hpp): SQLite would number the next row max(id) + 1, reusing ids whenever
+    // retention deleted the row holding the largest (an old timestamp committed late), or 1 in
+    // an emptied table. So the writer numbers rows itself from the largest id ever issued,
+    // kept in metadata `max_id_issued` by the same transaction that commits the rows.
+    int64_t next_id_ = 1;            // for the next insert()
+    int64_t committed_next_id_ = 1;  // next_id_ as of the last commit (rollback returns to it)
     int wal_pages_ = 0;
     uint32_t index_ = 0;
     std::filesystem::path path_;

@@ -89,6 +89,9 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
     shard->state_ = std::move(*state);
 
     if (auto s = shard->prepare_statements(); !s) return s.error();
+    auto max_id = detail::max_id_issued(db, path);
+    if (!max_id) return max_id.error();
+    shard->next_id_ = shard->committed_next_id_ = *max_id + 1;
 
     // Replaces SQLite's automatic checkpoint (which would run inside COMMIT): the writer
     // checkpoints PASSIVE itself between batches (§2.4.4).
@@ -119,6 +122,7 @@ Status ShardDb::prepare_statements() {
          "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE timestamp < ?1 ORDER BY timestamp LIMIT ?2)"},
         {&delete_oldest_, "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY timestamp LIMIT ?1)"},
         {&oldest_, "SELECT min(timestamp) FROM events"},
+        {&save_max_id_, "INSERT OR REPLACE INTO metadata (key, value) VALUES ('max_id_issued', ?1)"},
     };
     for (const Wanted& w : wanted) {
         auto stmt = prepare(db_, w.sql, path_);
@@ -129,7 +133,8 @@ Status ShardDb::prepare_statements() {
 }
 
 ShardDb::~ShardDb() {
-    for (sqlite3_stmt* stmt : {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_}) {
+    for (sqlite3_stmt* stmt :
+         {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_, save_max_id_}) {
         sqlite3_finalize(stmt);
     }
     // An open transaction is rolled back by the close; the last connection also checkpoints.

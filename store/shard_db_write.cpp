@@ -83,8 +83,10 @@ Status ShardDb::insert(const EventRow& row) {
                               SQLITE_STATIC);
         }
     }
+    sqlite3_bind_int64(stmt, kEventColumnCount, next_id_);
     const int rc = run(stmt);
     if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "insert an event");
+    ++next_id_;
     return {};
 }
 
@@ -127,6 +129,14 @@ Status ShardDb::commit() {
             return s;
         }
     }
+    if (next_id_ != committed_next_id_) {
+        sqlite3_bind_text(save_max_id_, 1, std::to_string(next_id_ - 1).c_str(), -1, SQLITE_TRANSIENT);
+        if (const int rc = run(save_max_id_); rc != SQLITE_DONE) {
+            Error error = sqlite_error(db_, rc, path_, "record the largest row id");
+            rollback();
+            return error;
+        }
+    }
     const int rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) {
         Error error = sqlite_error(db_, rc, path_, "commit");
@@ -135,11 +145,13 @@ Status ShardDb::commit() {
     }
     for (const auto& [key, ranges] : pending_) state_[key].add(ranges);
     pending_.clear();
+    committed_next_id_ = next_id_;
     return {};
 }
 
 void ShardDb::rollback() {
     pending_.clear();
+    next_id_ = committed_next_id_;  // the rolled-back rows' ids were never committed
     // After some errors (SQLITE_FULL among them) SQLite has already rolled back by itself.
     if (in_transaction()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
 }

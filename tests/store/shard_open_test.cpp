@@ -103,6 +103,38 @@ TEST_CASE("a shard from before file ids gets one when the writer opens it; reade
                            std::regex("[0-9a-f]{32}")));
 }
 
+TEST_CASE("row ids are never reused: not after retention deleted the largest, not after it emptied the file",
+          "[open]") {
+    TempDir dir;
+    const Guid boot = guid(0xb0);
+    auto max_id = [&] { return RawDb(dir / "shard-0000.db").count("SELECT max(id) FROM events"); };
+    {
+        auto db = open_shard(dir.path());
+        commit_range(*db, boot, 0, 1, 3);  // ids 1..3, timestamps 1001..1003
+        // Id 4 holds the oldest timestamp (committed late): retention deletes it first.
+        REQUIRE(db->begin().ok());
+        REQUIRE(db->insert(kmes_row(boot, 1, 1, 5)).ok());
+        REQUIRE(db->commit().ok());
+        CHECK(max_id() == 4);
+        CHECK(db->delete_oldest(0, 1).value() == 1);
+        CHECK(max_id() == 3);
+        commit_range(*db, boot, 0, 4, 4);
+        CHECK(max_id() == 5);  // SQLite alone would have numbered it 4 again
+
+        // A rolled-back transaction's ids are issued again: they were never committed.
+        REQUIRE(db->begin().ok());
+        REQUIRE(db->insert(kmes_row(boot, 0, 5, 1005)).ok());
+        db->rollback();
+        commit_range(*db, boot, 0, 5, 5);
+        CHECK(max_id() == 6);
+
+        CHECK(db->delete_oldest(0, 100).value() == 5);  // empty
+    }
+    auto db = open_shard(dir.path());  // the largest id survives the reopening of an empty file
+    commit_range(*db, boot, 0, 6, 6);
+    CHECK(max_id() == 7);
+}
+
 TEST_CASE("a malformed file_id is reported, naming the file", "[open]") {
     TempDir dir;
     open_shard(dir.path());
