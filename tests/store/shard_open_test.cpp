@@ -14,7 +14,19 @@ using eventd::store::ShardDb;
 
 namespace {
 using Rows = std::vector<std::vector<std::string>>;
+
+// A shard's file_id as stored: the metadata text, read straight from the file.
+std::string stored_file_id(const TempDir& dir, const std::string& name = "shard-0000.db") {
+    return RawDb(dir / name).value("SELECT value FROM metadata WHERE key = 'file_id'");
 }
+
+// shard-0000.db's file_id as a reader sees it (ShardSnapshot::file_id).
+kmes::Result<std::optional<eventd::store::FileId>> snapshot_file_id(const TempDir& dir) {
+    auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
+    REQUIRE(snapshot);
+    return snapshot->file_id();
+}
+}  // namespace
 
 TEST_CASE("shard files are named shard-NNNN.db", "[open]") {
     CHECK(shard_file_name(0) == "shard-0000.db");
@@ -61,7 +73,7 @@ TEST_CASE("a new shard's metadata holds schema_version 1, an ISO 8601 UTC create
     open_shard(dir.path());
     RawDb raw(dir / "shard-0000.db");
     CHECK(raw.value("SELECT count(*) FROM metadata") == "3");
-    CHECK(std::regex_match(raw.value("SELECT value FROM metadata WHERE key = 'file_id'"), std::regex("[0-9a-f]{32}")));
+    CHECK(std::regex_match(stored_file_id(dir), std::regex("[0-9a-f]{32}")));
     CHECK(raw.value("SELECT value FROM metadata WHERE key = 'schema_version'") == "1");
     const std::string created = raw.value("SELECT value FROM metadata WHERE key = 'created_at'");
     CHECK(std::regex_match(created, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)")));
@@ -71,15 +83,12 @@ TEST_CASE("a shard's file_id is its own, kept across reopening and read by a sna
     TempDir dir;
     open_shard(dir.path(), 0);
     open_shard(dir.path(), 1);
-    const std::string id0 = RawDb(dir / "shard-0000.db").value("SELECT value FROM metadata WHERE key = 'file_id'");
-    const std::string id1 = RawDb(dir / "shard-0001.db").value("SELECT value FROM metadata WHERE key = 'file_id'");
-    CHECK(id0 != id1);
+    const std::string id0 = stored_file_id(dir);
+    CHECK(id0 != stored_file_id(dir, "shard-0001.db"));
     open_shard(dir.path(), 0);
-    CHECK(RawDb(dir / "shard-0000.db").value("SELECT value FROM metadata WHERE key = 'file_id'") == id0);
+    CHECK(stored_file_id(dir) == id0);
 
-    auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
-    REQUIRE(snapshot);
-    auto read = snapshot->file_id();
+    auto read = snapshot_file_id(dir);
     REQUIRE(read);
     REQUIRE(*read);
     std::string hex;
@@ -91,16 +100,11 @@ TEST_CASE("a shard from before file ids gets one when the writer opens it; reade
     TempDir dir;
     open_shard(dir.path());
     RawDb(dir / "shard-0000.db").exec("DELETE FROM metadata WHERE key = 'file_id'");
-    {
-        auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
-        REQUIRE(snapshot);
-        auto read = snapshot->file_id();
-        REQUIRE(read);
-        CHECK_FALSE(*read);
-    }
+    auto read = snapshot_file_id(dir);
+    REQUIRE(read);
+    CHECK_FALSE(*read);
     open_shard(dir.path());
-    CHECK(std::regex_match(RawDb(dir / "shard-0000.db").value("SELECT value FROM metadata WHERE key = 'file_id'"),
-                           std::regex("[0-9a-f]{32}")));
+    CHECK(std::regex_match(stored_file_id(dir), std::regex("[0-9a-f]{32}")));
 }
 
 TEST_CASE("row ids are never reused: not after retention deleted the largest, not after it emptied the file",
@@ -139,9 +143,7 @@ TEST_CASE("a malformed file_id is reported, naming the file", "[open]") {
     TempDir dir;
     open_shard(dir.path());
     RawDb(dir / "shard-0000.db").exec("UPDATE metadata SET value = 'XYZ' WHERE key = 'file_id'");
-    auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
-    REQUIRE(snapshot);
-    auto read = snapshot->file_id();
+    auto read = snapshot_file_id(dir);
     REQUIRE_FALSE(read);
     CHECK_THAT(read.error().message, Catch::Contains("shard-0000.db") && Catch::Contains("file_id"));
 }
