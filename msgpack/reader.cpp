@@ -18,6 +18,7 @@ bool is_array_byte(uint8_t b) { return (b >= 0x90 && b <= 0x9f) || b == 0xdc || 
 }  // namespace
 
 bool Reader::next_is_map() const { return !at_end() && is_map_byte(bytes_[pos_]); }
+bool Reader::next_is_bool() const { return !at_end() && (bytes_[pos_] == 0xc2 || bytes_[pos_] == 0xc3); }
 bool Reader::next_is_string() const { return !at_end() && is_string_byte(bytes_[pos_]); }
 
 kmes::Result<uint64_t> Reader::big_endian(std::size_t width) {

@@ -92,6 +92,7 @@ public:
     int max_depth() const { return max_depth_; }
     bool next_is_map() const;
     bool next_is_string() const;
+    bool next_is_bool() const;
 
     // The next item; for a map or an array only its header is consumed. Callers that walk
     // containers header by header check each one they open with check_depth.

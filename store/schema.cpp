@@ -20,7 +20,8 @@ constexpr const char* kInsertMetadata =
     "INSERT INTO metadata (key, value) VALUES ('schema_version', '1'), "
     "('created_at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
 // The file's identity (store_position.hpp): 16 random bytes as 32 lowercase hex digits. Files
-// created before it existed get one when the writer first opens them (ensure_file_id).
+// created before it existed get one when the writer first opens them (ensure_file_id: the id
+// derived from the file's name that readers used for it until then).
 constexpr const char* kInsertFileId =
     "INSERT OR IGNORE INTO metadata (key, value) VALUES ('file_id', lower(hex(randomblob(16))))";
 // DESIGN.md §4.3: accounted sequence ranges, one row per coalesced range.
@@ -216,7 +217,20 @@ kmes::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesyst
 }
 
 kmes::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file) {
-    return exec(db, kInsertFileId, file);
+    // The id readers already gave this file while it had none (store_position.hpp).
+    const FileId legacy = legacy_file_id(file.filename().string());
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (uint8_t b : legacy) {
+        hex.push_back(kHex[b >> 4]);
+        hex.push_back(kHex[b & 15]);
+    }
+    auto stmt = prepare(db, "INSERT OR IGNORE INTO metadata (key, value) VALUES ('file_id', ?1)", file);
+    if (!stmt) return stmt.error();
+    sqlite3_bind_text(stmt->get(), 1, hex.c_str(), static_cast<int>(hex.size()), SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(stmt->get());
+    if (rc != SQLITE_DONE) return sqlite_error(db, rc, file, "give the file its file_id");
+    return {};
 }
 
 kmes::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesystem::path& file) {

@@ -37,7 +37,8 @@ kmes::Result<bool> has_table(sqlite3* db, const char* name, const std::filesyste
 kmes::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesystem::path& file);
 
 // Gives the file its file_id (metadata, store_position.hpp) unless it has one: files created
-// before file ids existed get theirs when the writer first opens them. A write.
+// before file ids existed get theirs when the writer first opens them — legacy_file_id of its
+// name, the id readers already used for it. A write.
 kmes::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file);
 
 // The file's file_id; nullopt for a file no writer has opened since file ids exist (a

@@ -241,8 +241,15 @@ kmes::Result<uint64_t> ShardSnapshot::count_events() {
     return static_cast<uint64_t>(*has ? cursor->row().integer(0) : 0);
 }
 
-kmes::Result<std::optional<FileId>> ShardSnapshot::file_id() {
-    return detail::read_file_id(state_->conn.get(), state_->file.path);
+kmes::Result<FileId> ShardSnapshot::file_id() {
+    auto stored = detail::read_file_id(state_->conn.get(), state_->file.path);
+    if (!stored) return stored.error();
+    if (*stored) return **stored;
+    return legacy_file_id(state_->file.path.filename().string());
+}
+
+kmes::Result<int64_t> ShardSnapshot::max_id_issued() {
+    return detail::max_id_issued(state_->conn.get(), state_->file.path);
 }
 
 }  // namespace eventd::store

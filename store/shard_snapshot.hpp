@@ -92,9 +92,12 @@ public:
     // Rows in `events` (a whole-table count, for status).
     kmes::Result<uint64_t> count_events();
 
-    // The file's identity (store_position.hpp); nullopt for a file that no writer has opened
-    // since file ids exist.
-    kmes::Result<std::optional<FileId>> file_id();
+    // The file's identity (store_position.hpp): its metadata file_id, or legacy_file_id of its
+    // name for a file that no writer has opened since file ids exist.
+    kmes::Result<FileId> file_id();
+    // The largest row id the file ever had (rows retention deleted included), as of the open
+    // read transaction; at least watermark().
+    kmes::Result<int64_t> max_id_issued();
 
 private:
     explicit ShardSnapshot(std::unique_ptr<SnapshotState> state);

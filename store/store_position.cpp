@@ -21,6 +21,22 @@ kmes::Error not_a_cursor(const std::string& why) {
 
 }  // namespace
 
+FileId legacy_file_id(std::string_view file_name) {
+    // Two FNV-1a 64 hashes (different offset bases) of a prefixed name: stable across versions
+    // and machines, which is all it needs — names within one store differ.
+    FileId id{};
+    const uint64_t bases[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+    for (int half = 0; half < 2; ++half) {
+        uint64_t h = bases[half];
+        for (char c : std::string("eventd-legacy-file:") + std::string(file_name)) {
+            h ^= static_cast<uint8_t>(c);
+            h *= 0x100000001b3ull;
+        }
+        for (int i = 0; i < 8; ++i) id[half * 8 + i] = uint8_t(h >> (8 * i));
+    }
+    return id;
+}
+
 std::string encode_cursor(const StorePosition& position) {
     std::vector<uint8_t> bytes(position.store.begin(), position.store.end());
     bytes.reserve(16 + position.last_id.size() * kFileEntryBytes);

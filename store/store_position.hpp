@@ -29,10 +29,18 @@ using FileId = std::array<uint8_t, 16>;
 
 struct StorePosition {
     StoreId store{};
-    std::map<FileId, int64_t> last_id;  // per file: the highest row id delivered (> 0)
+    // Per file: every row up to this id has been delivered or examined and found not to match
+    // (> 0). A file missing here has had nothing delivered.
+    std::map<FileId, int64_t> last_id;
 
     bool operator==(const StorePosition&) const = default;
 };
+
+// The id of a file whose metadata has none — a file of an eventd from before file ids (a
+// historical or quarantined file; active files get one when their writer opens them, and it is
+// this same id): derived from its file name, which such a file never changes (quarantine renames
+// only files that have an id). Files created since get a random one.
+FileId legacy_file_id(std::string_view file_name);
 
 std::string encode_cursor(const StorePosition& position);
 

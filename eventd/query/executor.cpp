@@ -35,51 +35,25 @@ kmes::Status check_time(const ExecutionContext& ctx) {
     return {};
 }
 
-// A store error in this query's words: its deadline and shutdown, not the shard's; running
-// out of file descriptors is eventd's momentary state, not the file's (and the query may be
-// asked again once connections close).
-Error query_error(const Error& e, const ExecutionContext& ctx) {
-    if (e.is_cancelled()) return shutdown_error();
-    if (e.is_timed_out()) return timeout_error(ctx.timeout_ms);
-    if (e.code == kmes::ErrorCode::too_many_files) return out_of_descriptors_error();
-    return e;
-}
-
 struct Shard {
     ShardSnapshot snapshot;
     std::optional<store::RowCursor> cursor;  // the planned query
     std::vector<SqlValue> keys;              // plain: user sort keys, boot_id, cpu_id, sequence, id
 };
 
-// Open one shard for the query: snapshot (deadline, cancel flag, visibility), stream
-// watermark (active shards), the planned query. nullopt: a file the query may leave out.
+// Open one shard for the query: snapshot (open_snapshot), a stream's watermark, the planned
+// query. nullopt: a file the query may leave out.
 kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan& plan, const store::TypeFilter& visible,
-                                              ExecutionContext& ctx, StreamStart& start) {
-    auto snapshot = ShardSnapshot::open(file, store::ReadOptions{ctx.deadline, ctx.cancelled, visible});
-    if (!snapshot) {
-        // Out of descriptors says nothing about the file (and may_skip_unreadable could not
-        // even read its header then): the query fails rather than silently leave a shard out.
-        if (snapshot.error().code == kmes::ErrorCode::too_many_files) {
-            spdlog::warn("query: cannot open event store file {}: {}", file.name, snapshot.error().message);
-            return out_of_descriptors_error();
-        }
-        if (store::may_skip_unreadable(file)) {
-            // A quarantined file is a known state (logged when it was quarantined): no
-            // warning per query for it.
-            if (file.active_index) {
-                spdlog::warn("query: skipping unreadable event store file {}: {}", file.name, snapshot.error().message);
-            } else {
-                spdlog::debug("query: skipping unreadable event store file {}: {}", file.name,
-                              snapshot.error().message);
-            }
-            return std::optional<Shard>{};
-        }
-        return snapshot.error();
+                                              ExecutionContext& ctx, StreamStart* start) {
+    auto snapshot = open_snapshot(file, visible, ctx);
+    if (!snapshot) return snapshot.error();
+    if (!*snapshot) return std::optional<Shard>{};
+    if (start && (*snapshot)->watermark() > 0) {
+        auto id = (*snapshot)->file_id();
+        if (!id) return query_error(id.error(), ctx);
+        start->position.last_id[*id] = (*snapshot)->watermark();
     }
-    // The watermark opens the snapshot the query then reads (§8.7).
-    if (auto st = snapshot->begin(); !st) return query_error(st.error(), ctx);
-    if (file.active_index) start.last_id[*file.active_index] = snapshot->watermark();
-    auto cursor = snapshot->run(plan.read);
+    auto cursor = (*snapshot)->run(plan.read);
     if (!cursor) {
         // A query SQLite refuses for its size (EINVAL) is the query's problem, not eventd's.
         if (cursor.error().code == kmes::ErrorCode::invalid) {
@@ -89,7 +63,7 @@ kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan&
         }
         return query_error(cursor.error(), ctx);
     }
-    return std::optional<Shard>{Shard{std::move(*snapshot), std::move(*cursor), {}}};
+    return std::optional<Shard>{Shard{std::move(**snapshot), std::move(*cursor), {}}};
 }
 
 // Plain rows: ORDER BY per shard, merged here on the same order.
@@ -178,6 +152,41 @@ private:
 
 }  // namespace
 
+Error query_error(const Error& e, const ExecutionContext& ctx) {
+    if (e.is_cancelled()) return shutdown_error();
+    if (e.is_timed_out()) return timeout_error(ctx.timeout_ms);
+    if (e.code == kmes::ErrorCode::too_many_files) return out_of_descriptors_error();
+    return e;
+}
+
+kmes::Result<std::optional<ShardSnapshot>> open_snapshot(const ShardFile& file, const store::TypeFilter& visible,
+                                                        ExecutionContext& ctx) {
+    auto snapshot = ShardSnapshot::open(file, store::ReadOptions{ctx.deadline, ctx.cancelled, visible});
+    if (!snapshot) {
+        // Out of descriptors says nothing about the file (and may_skip_unreadable could not
+        // even read its header then): the query fails rather than silently leave a shard out.
+        if (snapshot.error().code == kmes::ErrorCode::too_many_files) {
+            spdlog::warn("query: cannot open event store file {}: {}", file.name, snapshot.error().message);
+            return out_of_descriptors_error();
+        }
+        if (store::may_skip_unreadable(file)) {
+            // A quarantined file is a known state (logged when it was quarantined): no
+            // warning per query for it.
+            if (file.active_index) {
+                spdlog::warn("query: skipping unreadable event store file {}: {}", file.name, snapshot.error().message);
+            } else {
+                spdlog::debug("query: skipping unreadable event store file {}: {}", file.name,
+                              snapshot.error().message);
+            }
+            return std::optional<ShardSnapshot>{};
+        }
+        return snapshot.error();
+    }
+    // The watermark opens the snapshot the query then reads (§8.7).
+    if (auto st = snapshot->begin(); !st) return query_error(st.error(), ctx);
+    return std::optional<ShardSnapshot>{std::move(*snapshot)};
+}
+
 kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink) {
     assert(ctx.access != nullptr);
     if (q.mode != Mode::events) return Error{EINVAL, "only EVENTS queries run over the event store"};
@@ -192,6 +201,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     store::TypeFilter visible;
     if (restricted) visible = [access = ctx.access](std::string_view type) { return access->visible(type); };
     StreamStart start;
+    StreamStart* const stream_start = q.stream ? &start : nullptr;
 
     if (plan->aggregate) {
         // One shard at a time: its partials go into the merger and its connection closes
@@ -199,7 +209,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
         AggregateMerger merger(q, *plan);
         for (const ShardFile& file : *files) {
             if (auto st = check_time(ctx); !st) return st.error();
-            auto shard = open_shard(file, *plan, visible, ctx, start);
+            auto shard = open_shard(file, *plan, visible, ctx, stream_start);
             if (!shard) return shard.error();
             if (!*shard) continue;
             store::RowCursor& cursor = *(*shard)->cursor;
@@ -229,7 +239,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     shards.reserve(files->size());
     for (const ShardFile& file : *files) {
         if (auto st = check_time(ctx); !st) return st.error();
-        auto shard = open_shard(file, *plan, visible, ctx, start);
+        auto shard = open_shard(file, *plan, visible, ctx, stream_start);
         if (!shard) return shard.error();
         if (*shard) shards.push_back(std::move(**shard));
     }

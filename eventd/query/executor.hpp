@@ -23,6 +23,8 @@
 #include "eventd/query/ast.hpp"
 #include "eventd/query/record.hpp"
 #include "base/result.hpp"
+#include "store/shard_snapshot.hpp"
+#include "store/store_position.hpp"
 
 namespace eventd::query {
 
@@ -39,11 +41,24 @@ struct ExecutionContext {
     const std::atomic<bool>* cancelled = nullptr;    // shutdown
 };
 
-// Where a stream's live phase starts (§8.7): for every active shard (shard-NNNN.db), the
-// largest id present in the snapshot the initial result was read from.
+// Where a stream's live phase starts (§8.7): for every shard file read, by file id, the largest
+// id present in the snapshot the initial result was read from (files with no rows are left
+// out). Filled for streams only; its store id is the caller's to set.
 struct StreamStart {
-    std::map<uint32_t, int64_t> last_id;  // active shard index → watermark
+    store::StorePosition position;
 };
+
+// A store error in the query's words: its deadline and shutdown, not the shard's; running out
+// of file descriptors is eventd's momentary state, not the file's (and the query may be asked
+// again once connections close).
+kmes::Error query_error(const kmes::Error& e, const ExecutionContext& ctx);
+
+// One shard file opened for a query and its read transaction begun (watermark read): deadline,
+// cancel flag, `visible` as eventd_visible. nullopt: a file the query may leave out
+// (store::may_skip_unreadable). Errors in the query's words (query_error).
+kmes::Result<std::optional<store::ShardSnapshot>> open_snapshot(const store::ShardFile& file,
+                                                               const store::TypeFilter& visible,
+                                                               ExecutionContext& ctx);
 
 // Run `q` (mode events) for the caller in `ctx`, feeding each record to `sink`. Errors:
 // a type error in the query (ErrorCode::invalid, message per the decided semantics), the

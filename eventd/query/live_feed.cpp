@@ -3,9 +3,10 @@
 // Per call, in one read transaction on the shard: hi = max(id), then the rows with
 // watermark < id <= hi that pass the filters, in id order, 1000 per statement run; then the
 // watermark becomes hi. Rows the filters reject are therefore never examined twice, however
-// selective the stream is. Ids only grow within a shard file, except when every row above
-// the watermark has gone (retention emptied the shard) or the file was replaced (quarantine
-// and a fresh shard): max(id) below the watermark, or a new inode, restarts it at 0.
+// selective the stream is. Ids only grow within a shard file and are never reused (the writer
+// numbers rows itself, store/shard_db.hpp), so hi at or below the watermark means nothing new
+// — also when retention emptied the file. A file replaced under the shard's name (quarantine
+// and a fresh shard: a new inode) is a new file id with a watermark of its own.
 #include "eventd/query/live_feed.hpp"
 
 #include <sys/stat.h>
@@ -15,9 +16,7 @@
 #include <optional>
 
 #include "eventd/query/planner.hpp"
-#include "eventd/query/row_encoder.hpp"
 #include "store/shard_db.hpp"
-#include "store/shard_snapshot.hpp"
 
 namespace eventd::query {
 namespace {
@@ -34,16 +33,46 @@ std::optional<ino_t> inode_of(const fs::path& path) {
 
 }  // namespace
 
+kmes::Status read_after(RowCursor& rows, const store::FileId& file, int64_t& watermark, int64_t hi,
+                        RowEncoder& encoder, const PositionedSink& sink) {
+    if (hi <= watermark) return {};
+    const int id_column = store::index_of(store::EventColumn::id);
+    int64_t from = watermark;
+    for (;;) {
+        rows.set_id_range(from, hi);
+        int n = 0;
+        for (;;) {
+            auto has = rows.next();
+            if (!has) {
+                watermark = from;
+                return has.error();
+            }
+            if (!*has) break;
+            ++n;
+            const store::RowView row = rows.row();
+            from = row.integer(id_column);
+            if (auto st = sink(encoder.encode(row), StoredAt{file, from}); !st) {
+                watermark = from;  // what was handed over stays handed over
+                return st;
+            }
+        }
+        if (n < store::kLiveBatchRows) break;
+    }
+    watermark = hi;
+    return {};
+}
+
 struct LiveFeed::Impl {
     struct Connection {
         ShardSnapshot snapshot;
         RowCursor rows;
         ino_t inode = 0;
+        store::FileId file{};
     };
 
     Query query;
     fs::path dir;
-    std::map<uint32_t, int64_t> last_id;
+    store::StorePosition position;
     // eventd_visible calls through this slot; heap-allocated so moving the feed keeps it.
     std::unique_ptr<access::CallerAccess*> slot = std::make_unique<access::CallerAccess*>(nullptr);
     std::optional<Plan> plan;
@@ -72,34 +101,36 @@ struct LiveFeed::Impl {
         }
         auto it = connections.find(index);
         if (it != connections.end() && it->second.inode == *inode) return &it->second;
-        if (it != connections.end()) {
-            connections.erase(it);
-            last_id[index] = 0;  // a new file under the same name: its ids start afresh
-        }
+        if (it != connections.end()) connections.erase(it);
         store::ReadOptions options;
         options.visible = [slot = slot.get()](std::string_view type) { return *slot && (*slot)->visible(type); };
         auto snapshot = ShardSnapshot::open(store::ShardFile{path, name, index}, std::move(options));
         if (!snapshot) return snapshot.error();
+        auto file = snapshot->file_id();
+        if (!file) return file.error();
         auto rows = snapshot->run(plan->read);
         if (!rows) return rows.error();
-        auto [pos, inserted] = connections.emplace(index, Connection{std::move(*snapshot), std::move(*rows), *inode});
+        auto [pos, inserted] =
+            connections.emplace(index, Connection{std::move(*snapshot), std::move(*rows), *inode, *file});
         (void)inserted;
         return &pos->second;
     }
 };
 
-LiveFeed::LiveFeed(const Query& q, std::filesystem::path store_dir, StreamStart start)
+LiveFeed::LiveFeed(const Query& q, std::filesystem::path store_dir, store::StorePosition start)
     : impl_(std::make_unique<Impl>()) {
     impl_->query = q;
     impl_->dir = std::move(store_dir);
-    impl_->last_id = std::move(start.last_id);
+    impl_->position = std::move(start);
 }
 
 LiveFeed::~LiveFeed() = default;
 LiveFeed::LiveFeed(LiveFeed&&) noexcept = default;
 LiveFeed& LiveFeed::operator=(LiveFeed&&) noexcept = default;
 
-kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& access, const RecordSink& sink) {
+const store::StorePosition& LiveFeed::position() const { return impl_->position; }
+
+kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& access, const PositionedSink& sink) {
     Impl& m = *impl_;
     const bool restricted = !access.unrestricted();
     if (auto st = m.ensure_plan(restricted); !st) return st;
@@ -116,36 +147,12 @@ kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& acce
         ~EndSnapshot() { s.end(); }
     } end{c->snapshot};
 
-    const int64_t hi = c->snapshot.watermark();
-    int64_t& watermark = m.last_id[shard_index];
-    if (hi < watermark) watermark = 0;  // rows above the watermark are gone: ids restart
-    if (hi == watermark) return {};
-
     RowEncoder encoder(m.query.select, access);
-    const int id_column = store::index_of(store::EventColumn::id);
-    int64_t from = watermark;
-    for (;;) {
-        c->rows.set_id_range(from, hi);
-        int n = 0;
-        for (;;) {
-            auto has = c->rows.next();
-            if (!has) {
-                watermark = from;
-                return has.error();
-            }
-            if (!*has) break;
-            ++n;
-            const store::RowView row = c->rows.row();
-            from = row.integer(id_column);
-            if (auto st = sink(encoder.encode(row)); !st) {
-                watermark = from;  // what was handed over stays handed over
-                return st;
-            }
-        }
-        if (n < store::kLiveBatchRows) break;
-    }
-    watermark = hi;
-    return {};
+    const auto known = m.position.last_id.find(c->file);
+    int64_t watermark = known == m.position.last_id.end() ? 0 : known->second;  // 0: new to this stream
+    kmes::Status st = read_after(c->rows, c->file, watermark, c->snapshot.watermark(), encoder, sink);
+    if (watermark > 0) m.position.last_id[c->file] = watermark;
+    return st;
 }
 
 }  // namespace eventd::query

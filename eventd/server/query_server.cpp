@@ -76,7 +76,7 @@ struct QueryServer::Impl {
     void read_header(const std::shared_ptr<Pending>& p);
     void read_body(const std::shared_ptr<Pending>& p);
     void refuse(const std::shared_ptr<Pending>& p, const std::string& message);
-    void hand_off(const std::shared_ptr<Pending>& p, std::string text);
+    void hand_off(const std::shared_ptr<Pending>& p, Request request);
     void watch_commits();
     void reap(bool all);
 
@@ -214,12 +214,12 @@ void QueryServer::Impl::read_body(const std::shared_ptr<Pending>& p) {
         if (ec)  // truncated frame: the client stopped sending before the whole body
             return refuse(p, "request truncated: the connection closed after " + std::to_string(got) + " of " +
                                  std::to_string(p->body.size()) + " body bytes");
-        auto text = decode_request(p->body);
-        if (!text) {
+        auto request = decode_request(p->body);
+        if (!request) {
             shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
-            return refuse(p, text.error().message);
+            return refuse(p, request.error().message);
         }
-        hand_off(p, std::move(*text));
+        hand_off(p, std::move(*request));
     });
 }
 
@@ -231,7 +231,7 @@ void QueryServer::Impl::refuse(const std::shared_ptr<Pending>& p, const std::str
     pending.erase(p);
 }
 
-void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, std::string text) {
+void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, Request request) {
     p->timer.cancel();
     pending.erase(p);
     reap(false);
@@ -242,11 +242,11 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, std::string 
     std::lock_guard lock(workers_mutex);
     try {
         workers.push_back(Worker{fd, done,
-                                 std::thread([this, fd, done, caller = std::move(p->caller), text = std::move(text),
+                                 std::thread([this, fd, done, caller = std::move(p->caller), request = std::move(request),
                                               ticket = std::move(p->ticket)]() mutable {
                                      // Only this query fails; the client is told if it can be.
                                      run_guarded(
-                                         "query worker", [&] { run_session(shared, fd, caller, text, ticket); },
+                                         "query worker", [&] { run_session(shared, fd, caller, request, ticket); },
                                          [&](const std::string&) {
                                              shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
                                              send_now(fd, error_frame("eventd failed to run this query "

@@ -16,6 +16,8 @@
 #include "eventd/query/errors.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query/live_feed.hpp"
+#include "eventd/query/resume.hpp"
+#include "store/store_identity.hpp"
 #include "eventd/query/parser.hpp"
 #include "eventd/server/frame.hpp"
 #include "base/sync_point.hpp"
@@ -27,6 +29,7 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 constexpr auto kFinalFrameGrace = std::chrono::seconds(1);  // for the closing error frame
+constexpr auto kCheckpointInterval = std::chrono::seconds(5);
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -122,14 +125,21 @@ public:
           deadline_(Clock::now() + std::chrono::milliseconds(limits_.query_timeout_ms)),
           batcher_(limits_.query_response_target_bytes) {}
 
-    void run(const std::string& text);
+    void run(const Request& request);
 
 private:
     void run_status();
     void run_index(const query::Query& q);
-    void run_events(const query::Query& q);
+    void run_events(const query::Query& q, const Request& request);
+    // The initial phase's outcome as the client hears it; false when the session is over.
+    bool report_initial_failure(const kmes::Error& error);
+    bool finish_initial_frames();
     void follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access, StreamWake& wake,
                 uint64_t generation);
+    // A stream's live phase: when rows were examined but none sent for kCheckpointInterval, an
+    // ok frame without records tells the client the position it has reached (so a resumed
+    // stream does not count rows that never matched as lost when retention deletes them).
+    bool send_checkpoint_if_due(bool sent_records);
 
     // Initial phase: blocking sends bounded by the deadline.
     kmes::Status send_initial(const std::vector<uint8_t>& frame);
@@ -148,6 +158,8 @@ private:
     Clock::time_point deadline_;
     RecordBatcher batcher_;
     bool client_gone_ = false;  // a send failed: nothing more can be said
+    std::optional<store::StorePosition> told_;  // the position of the last cursor sent
+    Clock::time_point told_at_{};
     bool torn_ = false;         // a frame went out in part: not even an error frame
     bool send_timed_out_ = false;
 };
@@ -199,15 +211,19 @@ bool Session::send_live(const std::vector<uint8_t>& frame) {
     }
 }
 
-void Session::run(const std::string& text) {
-    auto parsed = query::parse(text, now_ns());
+void Session::run(const Request& request) {
+    auto parsed = query::parse(request.query, now_ns());
     if (!parsed) {
         shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
         return fail(parsed.error().message);
     }
+    if (parsed->mode != query::Mode::events && request.after) {
+        shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        return fail("'after' resumes EVENTS queries only");
+    }
     if (parsed->mode == query::Mode::status) return run_status();
     if (parsed->mode == query::Mode::index) return run_index(*parsed);
-    run_events(*parsed);
+    run_events(*parsed, request);
 }
 
 // §8.2.7: authorised against admin_sd (not the read-path policy); {status:"end"} once the
@@ -241,9 +257,23 @@ void Session::run_status() {
     send_final(end_frame());
 }
 
-void Session::run_events(const query::Query& q) {
+void Session::run_events(const query::Query& q, const Request& request) {
     // §8.6.5: every event query is counted — streaming or not, refused further down or not.
     if (shared_.index.count) shared_.index.count(q);
+    // A resumed query: its cursor and clauses are checked before any slot or file is taken.
+    std::optional<store::StorePosition> from;
+    if (request.after) {
+        kmes::Status ok = query::check_resumable(q);
+        if (ok && !request.after->empty()) {
+            auto decoded = store::decode_cursor(*request.after);
+            if (decoded) from = std::move(*decoded);
+            else ok = decoded.error();
+        }
+        if (!ok) {
+            shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+            return fail(ok.error().message);
+        }
+    }
     if (q.stream && !ticket_.add_stream(limits_.max_streaming_queries)) {
         shared_.counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
         return fail("too many concurrent streaming queries");
@@ -254,6 +284,13 @@ void Session::run_events(const query::Query& q) {
     if (kmes::Status s = access.check_query(q); !s) {
         shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
         return fail(s.error().message);
+    }
+    // Cursors name the store (store_identity.hpp): without its id (a store eventd has not
+    // started on) a stream has none, and a resumption is refused.
+    auto store_id = store::read_store_id(shared_.store_dir);
+    if (request.after && !store_id) {
+        shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        return fail("cannot resume: " + store_id.error().message);
     }
 
     // A stream subscribes before the initial query takes its snapshot: a commit after the
@@ -283,59 +320,113 @@ void Session::run_events(const query::Query& q) {
     ctx.deadline = deadline_;
     ctx.timeout_ms = limits_.query_timeout_ms;
     ctx.cancelled = &shared_.stopping;
-    const query::RecordSink sink = [this](std::span<const uint8_t> record) -> kmes::Status {
-        batcher_.add_encoded(record);
-        return drain_batcher_initial();
-    };
     KMES_SYNC_POINT("Session::run_events:before_execute");
-    auto start = query::execute(q, ctx, sink);
-    const std::string timeout_text = query::timeout_text(limits_.query_timeout_ms);
-    if (!start) {
-        if (send_timed_out_) {
-            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-            return fail(timeout_text);  // unless the frame was cut
-        }
-        if (client_gone_) return;  // nothing can reach the client any more
-        // A cancel (shutdown) is neither a timeout nor a failure: it is not counted.
-        if (start.error().is_timed_out())
-            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-        else if (!start.error().is_cancelled())
-            shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
-        return fail(start.error().message);
+    kmes::Result<query::StreamStart> start = query::StreamStart{};
+    if (request.after) {
+        // Every catch-up frame carries the position after its last record.
+        store::StorePosition position;
+        position.store = *store_id;
+        if (from && from->store == *store_id) position.last_id = from->last_id;
+        batcher_.track_position(std::move(position));
+        const query::PositionedSink sink = [this](std::span<const uint8_t> record, const query::StoredAt& at) {
+            batcher_.add_encoded(record, RecordBatcher::Stored{at.file, at.id});
+            return drain_batcher_initial();
+        };
+        const auto on_gap = [this](const query::Gap& gap) { return send_initial(gap_frame(gap.lost, gap.detail)); };
+        start = query::catch_up(q, ctx, *store_id, from, request.allow_gap, on_gap, sink);
+    } else {
+        const query::RecordSink sink = [this](std::span<const uint8_t> record) -> kmes::Status {
+            batcher_.add_encoded(record);
+            return drain_batcher_initial();
+        };
+        start = query::execute(q, ctx, sink);
     }
-    batcher_.flush();
-    if (!drain_batcher_initial()) {
-        if (send_timed_out_) {
-            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-            fail(timeout_text);
-        }
+    if (!start) {
+        report_initial_failure(start.error());
         return;
     }
-    if (!q.stream) return send_final(end_frame());
-    if (!send_initial(watch_frame())) {
-        if (send_timed_out_) {
-            shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-            fail(timeout_text);
-        }
+    if (!finish_initial_frames()) return;
+    // From here on every frame carries the cursor (a plain stream's initial frames have none:
+    // their order is the query's, not the store's); the watch or end frame names the snapshot.
+    std::optional<std::string> cursor;
+    if (store_id && (q.stream || request.after)) {
+        start->position.store = *store_id;
+        batcher_.track_position(start->position);
+        cursor = store::encode_cursor(start->position);
+        told_ = start->position;
+        told_at_ = Clock::now();
+    }
+    if (!q.stream) return send_final(cursor ? end_frame(*cursor) : end_frame());
+    if (!send_initial(cursor ? watch_frame(*cursor) : watch_frame())) {
+        if (send_timed_out_) report_initial_failure(query::timeout_error(limits_.query_timeout_ms));
         return;
     }
     channel_.enlarge_send_buffer();
     follow(q, std::move(*start), access, *wake, generation);
 }
 
+bool Session::report_initial_failure(const kmes::Error& error) {
+    const std::string timeout_text = query::timeout_text(limits_.query_timeout_ms);
+    if (send_timed_out_) {
+        shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        fail(timeout_text);  // unless the frame was cut
+        return false;
+    }
+    if (client_gone_) return false;  // nothing can reach the client any more
+    // A cancel (shutdown) is neither a timeout nor a failure: it is not counted.
+    if (error.is_timed_out())
+        shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+    else if (!error.is_cancelled())
+        shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+    fail(error.message);
+    return false;
+}
+
+// The initial result's last records, sealed and sent.
+bool Session::finish_initial_frames() {
+    batcher_.flush();
+    if (drain_batcher_initial()) return true;
+    if (send_timed_out_) {
+        shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+        fail(query::timeout_text(limits_.query_timeout_ms));
+    }
+    return false;
+}
+
+bool Session::send_checkpoint_if_due(bool sent_records) {
+    const auto& position = batcher_.position();
+    if (!position) return true;
+    const auto now = Clock::now();
+    if (sent_records) {
+        told_ = position;
+        told_at_ = now;
+        return true;
+    }
+    if (told_ == position || now - told_at_ < kCheckpointInterval) return true;
+    batcher_.flush_position();
+    told_ = position;
+    told_at_ = now;
+    while (batcher_.has_frame())
+        if (!send_live(batcher_.next_frame())) return false;
+    return true;
+}
+
 // §8.7: the live phase. Sleeps in poll() on the socket (client gone, or sending again) and the
 // stream's wake fd (commits, reload, shutdown). Not subject to QueryTimeoutMs.
 void Session::follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access, StreamWake& wake,
                      uint64_t generation) {
-    query::LiveFeed feed(q, shared_.store_dir, std::move(start));
+    query::LiveFeed feed(q, shared_.store_dir, std::move(start.position));
     bool dropped = false;
-    const query::RecordSink sink = [&](std::span<const uint8_t> record) -> kmes::Status {
-        batcher_.add_encoded(record);
-        while (batcher_.has_frame())
+    bool sent_records = false;
+    const query::PositionedSink sink = [&](std::span<const uint8_t> record, const query::StoredAt& at) -> kmes::Status {
+        batcher_.add_encoded(record, RecordBatcher::Stored{at.file, at.id});
+        while (batcher_.has_frame()) {
             if (!send_live(batcher_.next_frame())) {
                 dropped = true;
                 return kmes::Error{EPIPE, "stream ended"};
             }
+            sent_records = true;
+        }
         return {};
     };
     short socket_events = POLLIN | POLLRDHUP;
@@ -380,8 +471,14 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
             }
         }
         batcher_.flush();
-        while (batcher_.has_frame())
+        while (batcher_.has_frame()) {
             if (!send_live(batcher_.next_frame())) return;
+            sent_records = true;
+        }
+        // Rows examined that did not match move the position too (the next frame says so).
+        if (batcher_.position()) batcher_.track_position(feed.position());
+        if (!send_checkpoint_if_due(sent_records)) return;
+        sent_records = false;
     }
 }
 
@@ -470,9 +567,9 @@ json ServerShared::queries_record() const {
                 {"max_queries_per_user", l.max_queries_per_user}};
 }
 
-void run_session(ServerShared& shared, int fd, const access::Caller& caller, const std::string& text,
+void run_session(ServerShared& shared, int fd, const access::Caller& caller, const Request& request,
                  Admissions::Ticket& ticket) {
-    Session(shared, fd, caller, ticket).run(text);
+    Session(shared, fd, caller, ticket).run(request);
     ::shutdown(fd, SHUT_RDWR);  // the client sees EOF now; the server closes fd after join
     ticket.release();
 }

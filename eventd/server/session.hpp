@@ -4,6 +4,8 @@
 //         └► STREAM? streaming slot ─► check_query ─► execute (deadline, cancel flag)
 //              ─► {ok, records} frames ─► end            (plain query)
 //              ─► {ok, records} frames ─► watch ─► live  (stream, §8.7)
+//         └► after: <cursor>? ─► check_query ─► catch_up (query/resume.hpp)
+//              ─► [gap] ─► {ok, records, cursor} frames ─► watch|end, with the cursor ─► live
 //
 // SQLite work never runs on the io thread. Sends of the initial result block only this
 // worker, bounded by the query's deadline (SO_SNDTIMEO); live sends never block: a full
@@ -28,6 +30,7 @@
 #include "eventd/access/caller.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/server/commit_signal.hpp"
+#include "eventd/server/frame.hpp"
 #include "base/result.hpp"
 
 namespace eventd::server {
@@ -125,10 +128,10 @@ private:
     ServerLimits limits_;
 };
 
-// Run the query `text` on the connected socket `fd` for `caller`; returns when the query (or
-// stream) is over. The socket is shut down (the client sees EOF) but not closed: the server
+// Run the query of `request` on the connected socket `fd` for `caller`; returns when the
+// query (or stream) is over. The socket is shut down (the client sees EOF) but not closed: the server
 // closes it after joining this thread, so a shutdown() from stop() never hits a reused fd.
-void run_session(ServerShared& shared, int fd, const access::Caller& caller, const std::string& text,
+void run_session(ServerShared& shared, int fd, const access::Caller& caller, const Request& request,
                  Admissions::Ticket& ticket);
 
 }  // namespace eventd::server

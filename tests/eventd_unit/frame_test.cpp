@@ -37,16 +37,16 @@ std::string decode_error_of(const Bytes& body) {
 }  // namespace
 
 TEST_CASE("a request's query text is the string under 'query'", "[frame]") {
-    CHECK(decode_request(packed(json{{"query", "EVENTS"}})).value() == "EVENTS");
-    CHECK(decode_request(packed(json{{"other", {1, {{"k", "v"}}}}, {"query", "EVENTS"}})).value() == "EVENTS");
+    CHECK(decode_request(packed(json{{"query", "EVENTS"}})).value().query == "EVENTS");
+    CHECK(decode_request(packed(json{{"other", {1, {{"k", "v"}}}}, {"query", "EVENTS"}})).value().query == "EVENTS");
     // The last "query" key counts.
     const Bytes twice = {0x82, 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'a', 0xa5, 'q', 'u', 'e', 'r', 'y', 0xa1, 'b'};
-    CHECK(decode_request(twice).value() == "b");
+    CHECK(decode_request(twice).value().query == "b");
 }
 
 TEST_CASE("a request nested exactly kRequestMaxDepth deep is read; one level more is refused", "[frame]") {
     REQUIRE(kRequestMaxDepth == 32);  // the number is in the documented error text
-    CHECK(decode_request(nested_request(kRequestMaxDepth)).value() == "q");
+    CHECK(decode_request(nested_request(kRequestMaxDepth)).value().query == "q");
     CHECK(decode_error_of(nested_request(kRequestMaxDepth + 1)) == "request nests deeper than 32 levels");
     // Not a map at all, but too deep: the depth is what is wrong first.
     Bytes deep_array(kRequestMaxDepth + 1, 0x91);
@@ -55,6 +55,63 @@ TEST_CASE("a request nested exactly kRequestMaxDepth deep is read; one level mor
     // A hostile request as deep as a 64 KiB frame allows: refused, no crash.
     Bytes hostile(65536, 0x91);
     CHECK(decode_error_of(hostile) == "request nests deeper than 32 levels");
+}
+
+TEST_CASE("a request may carry a cursor to resume after and allow_gap", "[frame]") {
+    auto plain = decode_request(packed(json{{"query", "EVENTS STREAM"}}));
+    REQUIRE(plain);
+    CHECK_FALSE(plain->after);
+    CHECK_FALSE(plain->allow_gap);
+    auto resumed = decode_request(packed(json{{"query", "EVENTS STREAM"}, {"after", "1.abc"}, {"allow_gap", true}}));
+    REQUIRE(resumed);
+    CHECK(resumed->after == std::optional<std::string>("1.abc"));
+    CHECK(resumed->allow_gap);
+    // "" is a cursor too: from the oldest record.
+    CHECK(decode_request(packed(json{{"query", "EVENTS STREAM"}, {"after", ""}})).value().after == std::string());
+    CHECK(decode_error_of(packed(json{{"query", "EVENTS"}, {"after", 1}})) ==
+          "request key 'after' must be a cursor string");
+    CHECK(decode_error_of(packed(json{{"query", "EVENTS"}, {"after", nullptr}})) ==
+          "request key 'after' must be a cursor string");
+    CHECK(decode_error_of(packed(json{{"query", "EVENTS"}, {"allow_gap", "yes"}})) ==
+          "request key 'allow_gap' must be true or false");
+    CHECK(decode_error_of(packed(json{{"query", "EVENTS"}, {"allow_gap", json::array({true})}})) ==
+          "request key 'allow_gap' must be true or false");
+}
+
+TEST_CASE("a tracking batcher puts the position after each frame's last record into the frame", "[frame]") {
+    eventd::store::StorePosition start;
+    start.store[0] = 7;
+    const eventd::store::FileId a{1}, b{2};
+    start.last_id[a] = 10;
+    eventd::server::RecordBatcher batcher(40);
+    batcher.track_position(start);
+    const Bytes record = packed(json{{"k", std::string(20, 'x')}});  // 25 bytes: one per 40-byte frame
+    batcher.add_encoded(record, eventd::server::RecordBatcher::Stored{a, 11});
+    batcher.add_encoded(record, eventd::server::RecordBatcher::Stored{b, 3});  // cut before this one
+    batcher.flush();
+    auto cursor_of = [](const std::vector<uint8_t>& frame) {
+        const json body = json::from_msgpack(frame.begin() + eventd::server::kFrameHeaderBytes, frame.end());
+        REQUIRE(body.at("status") == "ok");
+        REQUIRE(body.at("records").size() == 1);
+        return eventd::store::decode_cursor(body.at("cursor").get<std::string>()).value();
+    };
+    REQUIRE(batcher.has_frame());
+    auto first = cursor_of(batcher.next_frame());
+    CHECK(first.store == start.store);
+    CHECK(first.last_id == std::map<eventd::store::FileId, int64_t>{{a, 11}});
+    REQUIRE(batcher.has_frame());
+    CHECK(cursor_of(batcher.next_frame()).last_id == std::map<eventd::store::FileId, int64_t>{{a, 11}, {b, 3}});
+    CHECK_FALSE(batcher.has_frame());
+    // Rows examined without a record: only a checkpoint frame (no records) says so.
+    batcher.advance(eventd::server::RecordBatcher::Stored{b, 9});
+    batcher.flush();
+    CHECK_FALSE(batcher.has_frame());
+    batcher.flush_position();
+    REQUIRE(batcher.has_frame());
+    const std::vector<uint8_t> checkpoint = batcher.next_frame();
+    const json body = json::from_msgpack(checkpoint.begin() + eventd::server::kFrameHeaderBytes, checkpoint.end());
+    CHECK(body.at("records").empty());
+    CHECK(eventd::store::decode_cursor(body.at("cursor").get<std::string>()).value().last_id.at(b) == 9);
 }
 
 TEST_CASE("request errors", "[frame]") {

@@ -20,8 +20,14 @@ std::string stored_file_id(const TempDir& dir, const std::string& name = "shard-
     return RawDb(dir / name).value("SELECT value FROM metadata WHERE key = 'file_id'");
 }
 
+std::string hex_of(const eventd::store::FileId& id) {
+    std::string hex;
+    for (const uint8_t b : id) hex += "0123456789abcdef"[b >> 4], hex += "0123456789abcdef"[b & 15];
+    return hex;
+}
+
 // shard-0000.db's file_id as a reader sees it (ShardSnapshot::file_id).
-kmes::Result<std::optional<eventd::store::FileId>> snapshot_file_id(const TempDir& dir) {
+kmes::Result<eventd::store::FileId> snapshot_file_id(const TempDir& dir) {
     auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
     REQUIRE(snapshot);
     return snapshot->file_id();
@@ -90,21 +96,27 @@ TEST_CASE("a shard's file_id is its own, kept across reopening and read by a sna
 
     auto read = snapshot_file_id(dir);
     REQUIRE(read);
-    REQUIRE(*read);
-    std::string hex;
-    for (const uint8_t b : **read) hex += "0123456789abcdef"[b >> 4], hex += "0123456789abcdef"[b & 15];
-    CHECK(hex == id0);
+    CHECK(hex_of(*read) == id0);
 }
 
-TEST_CASE("a shard from before file ids gets one when the writer opens it; readers see none until then", "[open]") {
+TEST_CASE("a shard from before file ids: readers derive its id from its name, and the writer stores that id",
+          "[open]") {
     TempDir dir;
     open_shard(dir.path());
     RawDb(dir / "shard-0000.db").exec("DELETE FROM metadata WHERE key = 'file_id'");
+    const eventd::store::FileId derived = eventd::store::legacy_file_id("shard-0000.db");
+    CHECK(derived != eventd::store::legacy_file_id("shard-0001.db"));
     auto read = snapshot_file_id(dir);
     REQUIRE(read);
-    CHECK_FALSE(*read);
+    CHECK(*read == derived);
     open_shard(dir.path());
-    CHECK(std::regex_match(stored_file_id(dir), std::regex("[0-9a-f]{32}")));
+    CHECK(stored_file_id(dir) == hex_of(derived));
+    // A file created afresh under the same name (after a quarantine) gets a random one.
+    fs::remove(dir / "shard-0000.db");
+    fs::remove(dir / "shard-0000.db-wal");
+    fs::remove(dir / "shard-0000.db-shm");
+    open_shard(dir.path());
+    CHECK(stored_file_id(dir) != hex_of(derived));
 }
 
 TEST_CASE("row ids are never reused: not after retention deleted the largest, not after it emptied the file",

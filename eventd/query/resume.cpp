@@ -1,0 +1,160 @@
+// A resumed stream's catch-up; see resume.hpp for the steps.
+#include "eventd/query/resume.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <set>
+#include <vector>
+
+#include "base/guid_text.hpp"
+#include "eventd/query/planner.hpp"
+#include "store/shard_catalog.hpp"
+
+namespace eventd::query {
+namespace {
+
+using kmes::Error;
+using store::EventColumn;
+using store::FileId;
+using store::StorePosition;
+
+// One file of the catch-up, read in the snapshot its gap was counted in.
+struct CatchUpFile {
+    store::ShardSnapshot snapshot;
+    FileId file;
+    int64_t after = 0;   // the cursor's position in it
+    int64_t issued = 0;  // the largest id it ever had
+};
+
+store::Predicate id_compare(store::ReadOp op, int64_t value) {
+    store::Predicate p;
+    p.field = store::ReadField::of(EventColumn::id);
+    p.op = op;
+    p.values = {value};
+    return p;
+}
+
+// Rows of `f` still stored with after < id <= issued (every type: deleted rows cannot be
+// filtered, so the gap is counted over all of them alike).
+kmes::Result<uint64_t> stored_after(CatchUpFile& f) {
+    store::ReadPlan count;
+    count.shape = store::ReadPlan::Shape::count;
+    count.where = {id_compare(store::ReadOp::gt, f.after), id_compare(store::ReadOp::le, f.issued)};
+    auto rows = f.snapshot.run(count);
+    if (!rows) return rows.error();
+    auto has = rows->next();
+    if (!has) return has.error();
+    return static_cast<uint64_t>(rows->row().integer(0));
+}
+
+std::string store_text(const store::StoreId& id) { return kmes::guid_text(id); }
+
+}  // namespace
+
+kmes::Status check_resumable(const Query& q) {
+    std::vector<std::string> clauses;
+    if (q.since_ns) clauses.push_back("SINCE");
+    if (q.until_ns) clauses.push_back("UNTIL");
+    if (!q.sort.empty()) clauses.push_back("SORT");
+    if (q.skip) clauses.push_back("SKIP");
+    if (q.take) clauses.push_back("TAKE");
+    if (q.aggregation.kind != Aggregation::Kind::none) clauses.push_back("an aggregate");
+    if (clauses.empty()) return {};
+    std::string list;
+    for (size_t i = 0; i < clauses.size(); ++i) list += (i ? ", " : "") + clauses[i];
+    return Error{EINVAL, "a resumed stream (after) delivers every matching record after the cursor in store order; "
+                         "it cannot be combined with " +
+                             list + " (they shape an initial result, and a resumed stream has none)"};
+}
+
+kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
+                                   const std::optional<StorePosition>& from, bool allow_gap,
+                                   const std::function<kmes::Status(const Gap&)>& on_gap, const PositionedSink& sink) {
+    if (auto st = check_resumable(q); !st) return st.error();
+    const bool restricted = !ctx.access->unrestricted();
+    auto plan = plan_live(q, restricted);
+    if (!plan) return plan.error();
+
+    StreamStart start;
+    start.position.store = store;
+
+    Gap gap;
+    uint64_t lost = 0;
+    bool lost_unknown = false;
+    std::map<FileId, int64_t> wanted = from ? from->last_id : std::map<FileId, int64_t>{};
+    if (from && from->store != store) {
+        if (!allow_gap)
+            return Error{EINVAL, "this cursor belongs to another event store (" + store_text(from->store) +
+                                     "; this one is " + store_text(store) +
+                                     "): start without it, or ask with allow_gap to read this store from its oldest record"};
+        wanted.clear();
+        lost_unknown = true;
+        gap.detail = "the cursor belongs to another event store; resumed at this store's oldest record";
+    }
+
+    auto files = store::list_shard_files(ctx.store_dir);
+    if (!files) return query_error(files.error(), ctx);
+    store::TypeFilter visible;
+    if (restricted) visible = [access = ctx.access](std::string_view type) { return access->visible(type); };
+
+    // Every file's snapshot and gap first: a refusal must come before any record.
+    std::vector<CatchUpFile> open;
+    std::set<FileId> seen;
+    std::vector<std::string> short_files;
+    for (const store::ShardFile& file : *files) {
+        auto snapshot = open_snapshot(file, visible, ctx);
+        if (!snapshot) return snapshot.error();
+        if (!*snapshot) continue;  // unreadable and skippable: if the cursor names it, it is "gone" below
+        auto id = (*snapshot)->file_id();
+        if (!id) return query_error(id.error(), ctx);
+        auto issued = (*snapshot)->max_id_issued();
+        if (!issued) return query_error(issued.error(), ctx);
+        const auto known = wanted.find(*id);
+        CatchUpFile f{std::move(**snapshot), *id, known == wanted.end() ? 0 : known->second, *issued};
+        seen.insert(*id);
+        if (f.issued > f.after) {
+            auto stored = stored_after(f);
+            if (!stored) return query_error(stored.error(), ctx);
+            const uint64_t deleted = static_cast<uint64_t>(f.issued - f.after) - *stored;
+            if (deleted > 0) {
+                lost += deleted;
+                short_files.push_back(file.name + " (" + std::to_string(deleted) + ")");
+            }
+        }
+        open.push_back(std::move(f));
+    }
+    for (const auto& [file, last] : wanted) {
+        if (seen.count(file)) continue;
+        lost_unknown = true;
+        short_files.push_back("a file no longer in the store (" + std::to_string(last) + " rows of it delivered)");
+    }
+
+    if (lost > 0 || lost_unknown) {
+        std::string where;
+        for (size_t i = 0; i < short_files.size(); ++i) where += (i ? ", " : "") + short_files[i];
+        const std::string count = lost_unknown ? "an unknown number of" : std::to_string(lost);
+        if (!allow_gap)
+            return Error{EINVAL, "the cursor's position is no longer stored: " + count +
+                                     " records after it were deleted (retention) or are in files that are gone: " +
+                                     where + "; ask with allow_gap to resume at the oldest record"};
+        if (gap.detail.empty()) gap.detail = count + " records after the cursor were deleted: " + where;
+        if (!lost_unknown) gap.lost = lost;
+        if (auto st = on_gap(gap); !st) return st.error();
+    }
+
+    RowEncoder encoder(q.select, *ctx.access);
+    for (CatchUpFile& f : open) {
+        auto rows = f.snapshot.run(plan->read);
+        if (!rows) return query_error(rows.error(), ctx);
+        int64_t watermark = f.after;
+        if (auto st = read_after(*rows, f.file, watermark, f.snapshot.watermark(), encoder, sink); !st)
+            return query_error(st.error(), ctx);
+        // Past what retention deleted too: it was counted (or refused) once, not at every resume.
+        const int64_t past = std::max(watermark, f.issued);
+        if (past > 0) start.position.last_id[f.file] = past;
+    }
+    return start;
+}
+
+}  // namespace eventd::query
