@@ -50,6 +50,16 @@ const char* const kHelpFooter =
     "  json     one JSON array of those objects\n"
     "  msgpack  each record as a msgpack map behind a 4-byte little-endian length\n"
     "\n"
+    "Resuming (--cursor-file FILE):\n"
+    "  Every matching event after the cursor saved in FILE (on the first run, when FILE does not\n"
+    "  exist: every matching event still stored), in the order eventd stored them, then — with\n"
+    "  STREAM — new ones as they commit. Records are printed batch by batch as they arrive, and\n"
+    "  after each batch is written the batch's cursor replaces FILE's content (atomically), so a\n"
+    "  run that is stopped or killed and started again continues where the last saved batch ended.\n"
+    "  SINCE, UNTIL, SORT, SKIP, TAKE and aggregates cannot be combined with it. If retention\n"
+    "  deleted events after the saved cursor, eventctl fails, or with --allow-gap warns how many\n"
+    "  were lost and goes on from the oldest stored one.\n"
+    "\n"
     "Exit status: 0 success (an empty result too; a stream ended with Ctrl-C), 1 eventd answered\n"
     "with an error or the connection failed (message on stderr, nothing on stdout), 2 usage error\n"
     "(bad option, no query, unreadable or non-UTF-8 query file), 130 Ctrl-C before the result was\n"
@@ -69,6 +79,7 @@ const char* const kHelpFooter =
     "  eventctl 'EVENTS GROUP event_type AVG latency_ms'\n"
     "  eventctl 'EVENTS *.denied STREAM' --format jsonl | jq .   # follow denials live\n"
     "  eventctl --file query.txt --format json > result.json\n"
+    "  eventctl --cursor-file ~/.audit.cursor -o jsonl 'EVENTS kacs.* STREAM' >> audit.jsonl\n"
     "  eventctl --socket ./var/run/query.sock status";
 
 }  // namespace eventctl

@@ -61,6 +61,17 @@ int main(int argc, char** argv) {
     app.add_option("-o,--format", format_arg, "pretty (default), jsonl, json or msgpack (see Output below)")
         ->type_name("FORMAT")
         ->check(CLI::IsMember({"pretty", "jsonl", "json", "msgpack"}));
+    std::string cursor_file_arg;
+    bool allow_gap = false;
+    auto* cursor_opt = app.add_option("--cursor-file", cursor_file_arg,
+                                      "resume a stream after the cursor saved in FILE (from the oldest\n"
+                                      "record when FILE does not exist yet), print records as they come\n"
+                                      "and save the cursor after each batch written (see Resuming below)")
+                           ->type_name("FILE");
+    app.add_flag("--allow-gap", allow_gap,
+                 "with --cursor-file: when retention deleted records after the saved\n"
+                 "cursor, resume at the oldest record (and say how many were lost)\n"
+                 "instead of failing");
     app.add_flag("-V,--version", show_version, "print the version and exit");
     app.footer(eventctl::kHelpFooter);
     try {
@@ -87,7 +98,18 @@ int main(int argc, char** argv) {
     eventctl::SessionOptions options;
     options.format = *eventctl::parse_format(format_arg);  // checked by IsMember above
     options.socket_path = socket_path(socket_opt->count() ? std::optional<std::string>(socket_arg) : std::nullopt);
+    if (allow_gap && cursor_opt->count() == 0) return usage_error("--allow-gap needs --cursor-file FILE");
+    if (cursor_opt->count() > 0) {
+        if (cursor_file_arg.empty()) return usage_error("--cursor-file needs a file name");
+        if (format_arg == "json")
+            return usage_error(
+                "--cursor-file continues the output across runs, which one JSON array cannot do: use --format "
+                "jsonl, msgpack or pretty");
+        options.cursor_file = cursor_file_arg;
+        options.allow_gap = allow_gap;
+    }
     if (have_query && is_word(query_arg, "status")) {
+        if (options.cursor_file) return usage_error("--cursor-file resumes EVENTS queries, not status");
         options.query = "STATUS";
         options.status_view = true;
     } else {

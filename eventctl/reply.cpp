@@ -31,15 +31,28 @@ kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
     for (uint32_t i = 0; i < fields.value(); ++i) {
         auto key = in.string();
         if (!key) return bad_reply(key.error().message);
-        if (key.value() == "status" || key.value() == "error") {
-            const bool is_status = key.value() == "status";
+        if (key.value() == "status" || key.value() == "error" || key.value() == "cursor" ||
+            key.value() == "detail") {
+            const std::string name(key.value());
             auto text = in.string();
-            if (!text) return bad_reply("'" + std::string(key.value()) + "' is not a string");
-            if (is_status) {
+            if (!text) return bad_reply("'" + name + "' is not a string");
+            if (name == "status") {
                 status = std::string(text.value());
-            } else {
+            } else if (name == "error") {
                 reply.error = std::string(text.value());
                 has_error_text = true;
+            } else if (name == "cursor") {
+                reply.cursor = std::string(text.value());
+            } else {
+                reply.detail = std::string(text.value());
+            }
+        } else if (key.value() == "lost") {
+            auto item = in.next();
+            if (!item) return bad_reply("'lost': " + item.error().message);
+            if (item->kind == msgpack::Kind::int_unsigned) {
+                reply.lost = item->unsigned_value;
+            } else if (item->kind != msgpack::Kind::nil) {
+                return bad_reply("'lost' is not a count");
             }
         } else if (key.value() == "records") {
             auto n = in.array_header();
@@ -67,6 +80,8 @@ kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
         reply.status = ReplyStatus::end;
     } else if (*status == "watch") {
         reply.status = ReplyStatus::watch;
+    } else if (*status == "gap") {
+        reply.status = ReplyStatus::gap;
     } else if (*status == "error") {
         reply.status = ReplyStatus::error;
         if (!has_error_text || reply.error.empty()) reply.error = "eventd reported an error without a message";

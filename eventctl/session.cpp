@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "connection.hpp"
+#include "cursor_file.hpp"
 #include "output.hpp"
 #include "reply.hpp"
 #include "spool.hpp"
@@ -15,17 +17,41 @@
 namespace eventctl {
 namespace {
 
-std::vector<uint8_t> request_body(const std::string& query) {
-    return nlohmann::json::to_msgpack(nlohmann::json{{"query", query}});
+std::vector<uint8_t> request_body(const std::string& query, const std::optional<std::string>& after, bool allow_gap) {
+    nlohmann::json request{{"query", query}};
+    if (after) request["after"] = *after;
+    if (allow_gap) request["allow_gap"] = true;
+    return nlohmann::json::to_msgpack(request);
 }
 
 class Session {
 public:
     explicit Session(const SessionOptions& o)
-        : path_(o.socket_path), out_(STDOUT_FILENO), writer_(make_record_writer(o.format, o.status_view, out_)) {}
+        : path_(o.socket_path),
+          out_(STDOUT_FILENO),
+          writer_(make_record_writer(o.format, o.status_view, out_)),
+          cursor_file_(o.cursor_file),
+          allow_gap_(o.allow_gap) {}
 
     kmes::Result<SessionEnd> run(Connection& conn, const std::string& query) {
-        auto sent = conn.send_frame(request_body(query));
+        std::optional<std::string> after;
+        if (cursor_file_) {
+            auto saved = load_cursor(*cursor_file_);
+            if (!saved) return saved.error();
+            auto cut = rewind_output(STDOUT_FILENO, *saved);
+            if (!cut) return cut.error();
+            if (*cut > 0)
+                std::fprintf(stderr,
+                             "eventctl: removed the last %llu bytes of the output file: the previous run wrote them "
+                             "but was stopped before saving their cursor; they follow again\n",
+                             static_cast<unsigned long long>(*cut));
+            after = saved->cursor;
+            saved_ = saved->cursor;
+            // Resumed: records go out frame by frame, each followed by its cursor.
+            writer_->begin();
+            streaming_ = true;
+        }
+        auto sent = conn.send_frame(request_body(query, after, allow_gap_));
         if (sent && sent.value() == ReadResult::interrupted) return SessionEnd::interrupted_early;
         // eventd may refuse the request without reading it all ("… exceeds N") and close: its
         // error frame may still be waiting, and says more than the failed send.
@@ -43,6 +69,13 @@ public:
             auto reply = parse_reply(frame);
             if (!reply) return end_stream_with(reply.error());
             if (reply->status == ReplyStatus::error) return end_stream_with(kmes::Error{EPROTO, reply->error});
+            // A new cursor: through a pipe it is made ready before the records go out, so that
+            // only the rename is left between them and the saved cursor (cursor_file.hpp).
+            const bool saving = cursor_file_ && reply->cursor && *reply->cursor != saved_;
+            if (saving && !output_is_file_) {
+                if (auto st = prepare_cursor(*cursor_file_, *reply->cursor, std::nullopt); !st)
+                    return end_stream_with(st.error());
+            }
             if (auto st = take_records(reply->records); !st) return end_stream_with(st.error());
             switch (reply->status) {
                 case ReplyStatus::ok:
@@ -55,21 +88,46 @@ public:
                     if (!streaming_) {
                         if (auto st = commit(); !st) return st.error();
                     }
+                    if (auto st = out_.flush(); !st) return st.error();
+                    if (saving) {
+                        if (auto st = save(*reply->cursor); !st) return end_stream_with(st.error());
+                    }
                     return finish();
                 case ReplyStatus::watch:
                     if (!streaming_) {
                         if (auto st = commit(); !st) return st.error();
                         streaming_ = true;
-                        if (auto st = out_.flush(); !st) return st.error();
                     }
+                    if (auto st = out_.flush(); !st) return st.error();
+                    break;
+                case ReplyStatus::gap:
+                    std::fprintf(stderr, "eventctl: warning: %s records after the saved cursor are no longer stored "
+                                 "and were skipped (%s)\n",
+                                 reply->lost ? std::to_string(*reply->lost).c_str() : "an unknown number of",
+                                 reply->detail.c_str());
                     break;
                 case ReplyStatus::error:
                     break;  // handled above
+            }
+            // Only once the frame's records are out: a cursor never runs ahead of stdout.
+            if (saving) {
+                if (auto st = save(*reply->cursor); !st) return end_stream_with(st.error());
             }
         }
     }
 
 private:
+    // The frame's records are flushed: its cursor replaces the saved one (for an output
+    // file, with where the file ends now).
+    kmes::Status save(const std::string& cursor) {
+        if (output_is_file_) {
+            if (auto st = prepare_cursor(*cursor_file_, cursor, output_mark(STDOUT_FILENO)); !st) return st;
+        }
+        if (auto st = commit_cursor(*cursor_file_); !st) return st;
+        saved_ = cursor;
+        return {};
+    }
+
     kmes::Status take_records(const std::vector<std::span<const uint8_t>>& records) {
         for (const auto& r : records) {
             auto st = streaming_ ? writer_->write(r) : spool_.append(r);
@@ -121,6 +179,10 @@ private:
     std::unique_ptr<RecordWriter> writer_;
     Spool spool_;
     bool streaming_ = false;
+    std::optional<std::string> cursor_file_;
+    bool allow_gap_ = false;
+    bool output_is_file_ = output_mark(STDOUT_FILENO).has_value();
+    std::string saved_;  // the cursor last saved
 };
 
 }  // namespace

@@ -5,8 +5,14 @@
 //                                            written and flushed as its frame arrives, until
 //                                            Ctrl-C (clean end) or eventd ends the stream.
 // Nothing reaches stdout before `end`/`watch`, so a failing query prints only its error.
+//
+// Resuming (--cursor-file): the request carries `after` (the saved cursor, "" on the first run)
+// and every frame's records are written and flushed as the frame arrives, then its cursor is
+// saved (cursor_file.hpp) — the catch-up may be long, and what was shown and saved stays
+// shown and saved if it fails part-way. A `gap` frame is reported on stderr.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "base/result.hpp"
@@ -19,6 +25,9 @@ struct SessionOptions {
     std::string query;
     Format format = Format::pretty;
     bool status_view = false;  // pretty means tables (eventctl status)
+    // Resume after the cursor in this file and keep it there (see above).
+    std::optional<std::string> cursor_file;
+    bool allow_gap = false;  // resume at the oldest record when the saved position was deleted
 };
 
 enum class SessionEnd {

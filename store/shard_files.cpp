@@ -8,7 +8,7 @@
 #include <ctime>
 #include <system_error>
 
-#include "durable_file.hpp"
+#include "base/durable_file.hpp"
 #include "schema.hpp"
 #include "shard_db.hpp"
 #include "sqlite_util.hpp"
@@ -69,7 +69,7 @@ Result<std::string> quarantine_shard(const fs::path& dir, uint32_t index) {
     }
     fs::rename(path, target, ec);
     if (ec) return kmes::errno_error(ec.value(), "quarantine: rename " + path.string() + " to " + name);
-    detail::sync_directory(dir);
+    kmes::sync_directory(dir);
     return name;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/guid_text.hpp"
-#include "durable_file.hpp"
+#include "base/durable_file.hpp"
 
 namespace eventd::store {
 
@@ -31,7 +31,7 @@ kmes::Result<StoreId> load_or_create_store_id(const std::filesystem::path& dir) 
     StoreId id{};
     if (::getrandom(id.data(), id.size(), 0) != ssize_t(id.size()))
         return kmes::errno_error("getrandom for the store id");
-    if (auto s = detail::write_file_atomically(dir / kStoreIdFileName, kmes::guid_text(id) + "\n"); !s) return s.error();
+    if (auto s = kmes::write_file_atomically(dir / kStoreIdFileName, kmes::guid_text(id) + "\n"); !s) return s.error();
     return id;
 }
 

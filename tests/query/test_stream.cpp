@@ -114,7 +114,7 @@ TEST_CASE("a stream over the raw protocol: initial records, watch, then live fra
     INFO(json(frames).dump());
     REQUIRE(!frames.empty());
     CHECK(records_of(frames).empty());
-    REQUIRE(frames.back() == json({{"status", "watch"}}));
+    REQUIRE(is_watch(frames.back()));
     emit("live.a", {{"n", 1}, {"kind", "low"}});
     emit("live.b", {{"n", 2}, {"kind", "ok"}, {"extra", true}});
     emit("live.a", {{"n", 3}});
@@ -139,7 +139,7 @@ TEST_CASE("a stream client that stops reading is dropped; ingestion goes on with
     const auto initial = slow.read_reply(seconds(10));
     INFO(json(initial).dump());
     REQUIRE(!initial.empty());
-    REQUIRE(initial.back() == json({{"status", "watch"}}));
+    REQUIRE(is_watch(initial.back()));
 
     // ~6 MB of matching events while the client reads nothing.
     constexpr int kEvents = 3000;
@@ -176,7 +176,7 @@ TEST_CASE("MaxStreamingQueries: the next stream is refused, plain queries still 
         const auto frames = streams.back()->read_reply(seconds(10));
         INFO(json(frames).dump());
         REQUIRE(!frames.empty());
-        REQUIRE(frames.back() == json({{"status", "watch"}}));
+        REQUIRE(is_watch(frames.back()));
     }
     const RunResult refused = env.query("EVENTS STREAM");
     CHECK(refused.exit_code == 1);
@@ -189,7 +189,7 @@ TEST_CASE("MaxStreamingQueries: the next stream is refused, plain queries still 
         WireClient again(env.socket());
         REQUIRE(again.send_query("EVENTS app.login STREAM"));
         const auto frames = again.read_reply(seconds(5));
-        accepted = !frames.empty() && frames.back() == json({{"status", "watch"}});
+        accepted = !frames.empty() && is_watch(frames.back());
         if (!accepted) std::this_thread::sleep_for(milliseconds(100));
     }
     CHECK(accepted);
@@ -322,7 +322,7 @@ TEST_CASE("eventd shutting down ends open streams with \"eventd is shutting down
     REQUIRE(raw.send_query("EVENTS STREAM app.login COUNT"));
     const auto frames = raw.read_reply(seconds(10));
     REQUIRE(!frames.empty());
-    REQUIRE(frames.back() == json({{"status", "watch"}}));
+    REQUIRE(is_watch(frames.back()));
     Child eventctl(env.query_argv("EVENTS bulk.tick WHERE i == 24 SELECT i STREAM"));
     REQUIRE(eventctl.read_line(seconds(10)) == R"({"i":24})");
 

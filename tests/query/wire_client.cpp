@@ -110,6 +110,11 @@ std::vector<nlohmann::json> WireClient::read_reply(std::chrono::milliseconds tim
     }
 }
 
+bool is_watch(const nlohmann::json& frame) {
+    return frame.is_object() && frame.size() == 2 && frame.value("status", "") == "watch" &&
+           frame.contains("cursor") && frame["cursor"].is_string();
+}
+
 bool WireClient::wait_closed(std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
     while (!closed_) {

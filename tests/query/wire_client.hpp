@@ -47,6 +47,10 @@ private:
     bool closed_ = false;
 };
 
+// A stream's `watch` frame: {status: "watch", cursor: <string>} (the cursor of the snapshot
+// the initial result came from, docs/QUERY-SERVER.md "Cursors").
+bool is_watch(const nlohmann::json& frame);
+
 // Every record of the `ok` frames of a reply.
 std::vector<nlohmann::json> records_of(const std::vector<nlohmann::json>& frames);
 

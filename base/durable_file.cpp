@@ -1,11 +1,11 @@
-#include "durable_file.hpp"
+#include "base/durable_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 
-namespace eventd::store::detail {
+namespace kmes {
 
 void sync_directory(const std::filesystem::path& dir) {
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -14,9 +14,23 @@ void sync_directory(const std::filesystem::path& dir) {
     ::close(fd);
 }
 
-kmes::Status write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+namespace {
+
+std::filesystem::path beside(const std::filesystem::path& path) {
     std::filesystem::path tmp = path;
     tmp += ".tmp";
+    return tmp;
+}
+
+}  // namespace
+
+kmes::Status write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+    if (auto st = write_beside(path, content); !st) return st;
+    return replace_with_beside(path);
+}
+
+kmes::Status write_beside(const std::filesystem::path& path, std::string_view content) {
+    const std::filesystem::path tmp = beside(path);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return kmes::errno_error("cannot create " + tmp.string());
     size_t done = 0;
@@ -38,6 +52,11 @@ kmes::Status write_file_atomically(const std::filesystem::path& path, std::strin
         return kmes::errno_error(e, "cannot fsync " + tmp.string());
     }
     ::close(fd);
+    return {};
+}
+
+kmes::Status replace_with_beside(const std::filesystem::path& path) {
+    const std::filesystem::path tmp = beside(path);
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
         const int e = errno;
         ::unlink(tmp.c_str());
@@ -47,4 +66,4 @@ kmes::Status write_file_atomically(const std::filesystem::path& path, std::strin
     return {};
 }
 
-}  // namespace eventd::store::detail
+}  // namespace kmes
