@@ -125,6 +125,7 @@ RunResult Child::finish(std::chrono::milliseconds timeout) {
     waitpid(pid_, &status, 0);
     pid_ = -1;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     r.out = std::move(out_);
     r.err = std::move(err_);
     return r;

@@ -17,6 +17,7 @@ struct RunResult {
     std::string out;
     std::string err;
     bool timed_out = false;
+    int term_signal = 0;  // the signal that ended it, when one did
 };
 
 // A local user to run as; nullopt = this process (root).

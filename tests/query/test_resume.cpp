@@ -1,0 +1,328 @@
+// [resume]: resumable streams end to end (issue 12 part 1; docs/QUERY-SERVER.md "Cursors"),
+// against a real kmes-shimd + eventd and the fixture store: every frame of a resumed query
+// carries a cursor; resuming after a frame's cursor delivers exactly the records after it,
+// also after an eventd restart, then continues live; refusals (clauses, garbage, another
+// store, a position real retention deleted) and allow_gap's gap frame with the exact count;
+// access control applies; eventctl --cursor-file killed with SIGKILL in a loop writes every
+// record to its output file exactly once.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "local_users.hpp"
+#include "query_env.hpp"
+#include "store/store_position.hpp"
+#include "stream_helpers.hpp"
+#include "wire_client.hpp"
+
+namespace eventd::query_it {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// One request with after (and allow_gap) over the raw protocol; the frames up to end, watch or
+// error.
+std::vector<json> resume(QueryEnv& env, const std::string& query, const std::string& after, bool allow_gap = false) {
+    WireClient client(env.socket());
+    json request = {{"query", query}, {"after", after}};
+    if (allow_gap) request["allow_gap"] = true;
+    REQUIRE(client.send_frame(request));
+    return client.read_reply(seconds(10));
+}
+
+// The `i` payload values of the records of `frames`, in order.
+std::vector<int64_t> values_of(const std::vector<json>& frames, const char* key = "i") {
+    std::vector<int64_t> out;
+    for (const json& r : records_of(frames)) out.push_back(r.value(key, int64_t(-1)));
+    return out;
+}
+
+std::vector<int64_t> range(int64_t from, int64_t to) {
+    std::vector<int64_t> v;
+    for (int64_t i = from; i <= to; ++i) v.push_back(i);
+    return v;
+}
+
+// Every frame of a resumed reply: ok frames and the closing end/watch carry a cursor.
+void check_cursors(const std::vector<json>& frames) {
+    REQUIRE_FALSE(frames.empty());
+    for (const json& f : frames) {
+        INFO(f.dump());
+        const std::string status = f.value("status", "");
+        if (status == "ok" || status == "end" || status == "watch") CHECK(f.contains("cursor"));
+    }
+}
+
+std::string error_of(const std::vector<json>& frames) {
+    REQUIRE_FALSE(frames.empty());
+    INFO(frames.back().dump());
+    REQUIRE(frames.back().value("status", "") == "error");
+    return frames.back().value("error", "");
+}
+
+}  // namespace
+
+TEST_CASE("a cursor resumes exactly after its frame, across an eventd restart, and then live", "[resume]") {
+    QueryEnv env(fast_commits({{"QueryResponseTargetBytes", 1024}}));
+    for (int i = 1; i <= 40; ++i) emit("res.one", {{"i", i}, {"pad", std::string(100, 'p')}});
+    REQUIRE(await_count(env, "EVENTS res.one COUNT", 40, seconds(10)) == 40);
+
+    // From the oldest record (""): every record in commit order, several frames, each with a cursor.
+    const std::vector<json> all = resume(env, "EVENTS res.one", "");
+    check_cursors(all);
+    REQUIRE(all.back().value("status", "") == "end");
+    CHECK(values_of(all) == range(1, 40));
+    REQUIRE(all.size() >= 4);  // 1 KiB frames of records of ~300 bytes
+
+    // After the second frame's cursor: exactly what followed it.
+    const size_t in_first_two = all[0]["records"].size() + all[1]["records"].size();
+    const std::string after_two = all[1]["cursor"];
+    CHECK(values_of(resume(env, "EVENTS res.one", after_two)) == range(int64_t(in_first_two) + 1, 40));
+    // The end frame's cursor: nothing more.
+    const std::string at_end = all.back()["cursor"];
+    const auto nothing = resume(env, "EVENTS res.one", at_end);
+    CHECK(records_of(nothing).empty());
+    CHECK(nothing.back().value("status", "") == "end");
+
+    // A cursor stays valid across an eventd restart.
+    env.stop_eventd();
+    env.start_eventd();
+    CHECK(values_of(resume(env, "EVENTS res.one", after_two)) == range(int64_t(in_first_two) + 1, 40));
+
+    // A resumed stream: the catch-up, watch (with a cursor), then live frames with cursors.
+    WireClient stream(env.socket());
+    REQUIRE(stream.send_frame({{"query", "EVENTS res.one STREAM"}, {"after", after_two}}));
+    const auto caught_up = stream.read_reply(seconds(10));
+    check_cursors(caught_up);
+    REQUIRE(is_watch(caught_up.back()));
+    CHECK(values_of(caught_up) == range(int64_t(in_first_two) + 1, 40));
+    emit("res.one", {{"i", 41}});
+    emit("res.other", {{"i", 1000}});  // not matching
+    emit("res.one", {{"i", 42}});
+    std::vector<json> live;
+    while (values_of(live).size() < 2) {
+        auto f = stream.read_frame(seconds(5));
+        REQUIRE(f);
+        live.push_back(*f);
+    }
+    check_cursors(live);
+    CHECK(values_of(live) == std::vector<int64_t>{41, 42});
+    // The live frame's cursor resumes after it, like any other.
+    CHECK(values_of(resume(env, "EVENTS res.one", live.back()["cursor"])).empty());
+    if (live.size() == 2)
+        CHECK(values_of(resume(env, "EVENTS res.one", live.front()["cursor"])) == std::vector<int64_t>{42});
+
+    // A plain stream's watch frame names its snapshot: resuming there gives only what came later.
+    WireClient plain(env.socket());
+    REQUIRE(plain.send_query("EVENTS res.one STREAM TAKE 1 SELECT i"));
+    const auto initial = plain.read_reply(seconds(10));
+    REQUIRE(is_watch(initial.back()));
+    CHECK(values_of(initial) == std::vector<int64_t>{42});
+    emit("res.one", {{"i", 43}});
+    REQUIRE(await_count(env, "EVENTS res.one COUNT", 43, seconds(10)) == 43);
+    CHECK(values_of(resume(env, "EVENTS res.one", initial.back()["cursor"])) == std::vector<int64_t>{43});
+}
+
+TEST_CASE("refused resumptions say why; allow_gap resumes a cursor of another store from the oldest record",
+          "[resume]") {
+    QueryEnv env;
+    const auto all = resume(env, "EVENTS app.login SELECT user", "");
+    REQUIRE(all.back().value("status", "") == "end");
+    const size_t logins = records_of(all).size();
+    REQUIRE(logins > 0);
+    const std::string cursor = all.back()["cursor"];
+
+    CHECK(error_of(resume(env, "EVENTS app.login TAKE 5", cursor)) ==
+          "a resumed stream (after) delivers every matching record after the cursor in store order; it cannot be "
+          "combined with TAKE (they shape an initial result, and a resumed stream has none)");
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login SINCE 1d ago SORT user COUNT", cursor)),
+               Catch::Contains("SINCE, SORT, an aggregate"));
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login", "garbage")), Catch::StartsWith("not a cursor eventd wrote"));
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login", "9.AAAA")), Catch::Contains("a cursor of a newer eventd"));
+    CHECK(error_of(resume(env, "STATUS", cursor)) == "'after' resumes EVENTS queries only");
+
+    // Another store: the same cursor with a different store id.
+    auto position = store::decode_cursor(cursor).value();
+    position.store[0] ^= 0xff;
+    const std::string foreign = store::encode_cursor(position);
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login", foreign)),
+               Catch::StartsWith("this cursor belongs to another event store") && Catch::Contains("allow_gap"));
+    const auto gapped = resume(env, "EVENTS app.login SELECT user", foreign, true);
+    REQUIRE(gapped.size() >= 2);
+    CHECK(gapped.front().value("status", "") == "gap");
+    CHECK(gapped.front()["lost"].is_null());  // unknown: nothing is known of the other store
+    CHECK(records_of(gapped).size() == logins);
+}
+
+TEST_CASE("a position retention deleted is refused with the exact count; allow_gap resumes after the hole",
+          "[resume]") {
+    // The fixture's March 2026 rows are kept by EventRetentionDays 3650 (the environment's base);
+    // 30 makes the real retention thread delete them (those of the active shards: the
+    // historical shard-0002.db is not retained).
+    QueryEnv env(EnvOptions{.eventd = {{"QueryResponseTargetBytes", 1024}}});
+    // eventd's own synthetic.startup is committed shortly after it is ready: wait for it.
+    REQUIRE(await_count(env, "EVENTS synthetic.startup COUNT", 1, seconds(10)) == 1);
+    const auto before = resume(env, "EVENTS", "");
+    REQUIRE(before.back().value("status", "") == "end");
+    REQUIRE(before.size() >= 3);
+    const std::string cursor = before.front()["cursor"];  // after the first frame
+    const auto rest_before = records_of(resume(env, "EVENTS", cursor));
+    env.reload({{"EventRetentionDays", 30}}, "EventRetentionDays");
+    const int64_t old_rows = count(env, "EVENTS UNTIL 2026-04-01 COUNT");
+    REQUIRE(old_rows > 0);
+    // Only the historical file's March rows remain once retention has run.
+    REQUIRE(await_count(env, "EVENTS UNTIL 2026-04-01 COUNT", 11, seconds(20)) == 11);
+
+    const auto gapped = resume(env, "EVENTS", cursor, true);
+    REQUIRE(gapped.front().value("status", "") == "gap");
+    REQUIRE(gapped.front()["lost"].is_number_unsigned());
+    const uint64_t lost = gapped.front()["lost"];
+    const auto rest_after = records_of(gapped);
+    // Exactly the records that were after the cursor and are gone now. (eventd's own records of
+    // the reload and of the retention run were committed meanwhile: new, after the cursor too.)
+    std::multiset<std::string> before_set;
+    for (const json& r : rest_before) before_set.insert(r.dump());
+    size_t kept = 0;
+    for (const json& r : rest_after) {
+        if (before_set.count(r.dump())) {
+            ++kept;
+        } else {
+            INFO(r.dump());
+            CHECK(r.value("event_type", "").rfind("synthetic.", 0) == 0);
+        }
+    }
+    CHECK(lost == rest_before.size() - kept);
+    CHECK(lost > 0);
+
+    const std::string refused = error_of(resume(env, "EVENTS", cursor));
+    CHECK_THAT(refused, Catch::StartsWith("the cursor's position is no longer stored: " + std::to_string(lost) +
+                                          " records after it were deleted") &&
+                            Catch::Contains("allow_gap"));
+    // Resuming after the gapped catch-up: the gap was counted once, not again.
+    const auto again = resume(env, "EVENTS", gapped.back()["cursor"]);
+    CHECK(again.front().value("status", "") == "end");
+}
+
+TEST_CASE("a resumed query shows a user exactly what a plain one would", "[resume]") {
+    ensure_test_users();
+    const json policy = {{"Events",
+                          {{"*", json::array({{{"allow", {"group:adm"}}}})},
+                           {"app.login", json::array({{{"allow", {"group:eventd-auditors"}},
+                                                       {"fields", {"timestamp", "event_type", "user"}}}})}}}};
+    QueryEnv env(EnvOptions{.eventd = {{"Security", policy}}});
+    const auto auditor = lookup_user("eventd-auditor");
+    REQUIRE(auditor);
+    const RunResult plain = env.query("EVENTS", auditor);
+    REQUIRE(plain.exit_code == 0);
+    std::multiset<std::string> expected;
+    for (const json& r : parse_jsonl(plain.out)) expected.insert(r.dump());
+    REQUIRE(!expected.empty());
+
+    // A directory of the user's own for the cursor file.
+    const std::string home = env.dir() + "/auditor";
+    REQUIRE(::mkdir(home.c_str(), 0700) == 0);
+    REQUIRE(::chown(home.c_str(), auditor->uid, auditor->gid) == 0);
+    const std::string cursor_file = home + "/cursor";
+    const RunResult resumed =
+        run_command(command_as(auditor, {env.eventctl(), "--socket", env.socket(), "--format", "jsonl",
+                                         "--cursor-file", cursor_file, "EVENTS"}),
+                    seconds(20));
+    INFO(resumed.err);
+    REQUIRE(resumed.exit_code == 0);
+    std::multiset<std::string> got;
+    for (const json& r : parse_jsonl(resumed.out)) got.insert(r.dump());
+    CHECK(got == expected);
+}
+
+TEST_CASE("eventctl --cursor-file killed at random moments writes every record to its file exactly once",
+          "[resume]") {
+    QueryEnv env(fast_commits({{"QueryResponseTargetBytes", 1024}}));
+    const std::string out_file = env.dir() + "/out.jsonl";
+    const std::string cursor_file = env.dir() + "/loop.cursor";
+    // `>>`: the file is appended to by every run, as an operator would.
+    const std::vector<std::string> argv = {
+        "/bin/sh", "-c",      "exec \"$0\" \"$@\" >> " + out_file, env.eventctl(), "--socket", env.socket(),
+        "--format", "jsonl", "--cursor-file",                     cursor_file,    "EVENTS loop.* STREAM SELECT i"};
+
+    std::mt19937 rng(20261125);
+    std::uniform_int_distribution<int> pause_ms(5, 250);
+    constexpr int kRounds = 25, kPerRound = 80;
+    int emitted = 0, kills = 0;
+    for (int round = 0; round < kRounds; ++round) {
+        Child eventctl(argv);
+        // Events arrive while it runs; the kill lands anywhere: catch-up, live, between frames.
+        for (int i = 0; i < kPerRound; ++i) {
+            emit("loop.tick", {{"i", ++emitted}, {"pad", std::string(60, 'x')}});
+            if (i % 20 == 0) std::this_thread::sleep_for(milliseconds(pause_ms(rng) / 10));
+        }
+        std::this_thread::sleep_for(milliseconds(pause_ms(rng)));
+        eventctl.signal(SIGKILL);
+        const RunResult r = eventctl.finish(seconds(5));
+        ++kills;
+        INFO("round " << round << " stderr: " << r.err);
+        CHECK(r.err.find("error") == std::string::npos);
+    }
+    // A last run that is not killed takes whatever the killed ones left.
+    REQUIRE(await_count(env, "EVENTS loop.* COUNT", emitted, seconds(20)) == emitted);
+    {
+        Child eventctl(argv);
+        // One more event, so that the run is seen working (not only started) before Ctrl-C.
+        emit("loop.tick", {{"i", ++emitted}});
+        const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+        for (;;) {
+            std::ifstream in(out_file);
+            std::string line;
+            int lines = 0;
+            while (std::getline(in, line)) ++lines;
+            if (lines >= emitted || std::chrono::steady_clock::now() > deadline) break;
+            std::this_thread::sleep_for(milliseconds(100));
+        }
+        eventctl.signal(SIGINT);
+        const RunResult r = eventctl.finish(seconds(5));
+        INFO("last run: " << r.err << (r.timed_out ? " (timed out)" : "") << " signal " << r.term_signal
+                           << " lines in file: " << [&] {
+            std::ifstream in(out_file);
+            std::string line;
+            int lines = 0;
+            while (std::getline(in, line)) ++lines;
+            return lines;
+        }() << " of " << emitted);
+        CHECK(r.exit_code == 0);
+    }
+
+    // Every i exactly once, nothing else (what `sort | uniq -d` and a count would say).
+    std::map<int64_t, int> seen;
+    std::ifstream in(out_file);
+    std::string line;
+    while (std::getline(in, line)) {
+        INFO("line: " << line);
+        const json r = json::parse(line);  // a torn line would not parse
+        ++seen[r.at("i").get<int64_t>()];
+    }
+    std::vector<int64_t> twice, missing;
+    for (int64_t i = 1; i <= emitted; ++i) {
+        if (seen[i] > 1) twice.push_back(i);
+        if (seen[i] == 0) missing.push_back(i);
+    }
+    INFO(kills << " kills, " << emitted << " events");
+    CHECK(twice.empty());
+    CHECK(missing.empty());
+    CHECK(seen.size() == static_cast<size_t>(emitted));
+}
+
+}  // namespace eventd::query_it
