@@ -62,7 +62,8 @@ kmes::Status replace_with_beside(const std::filesystem::path& path) {
         ::unlink(tmp.c_str());
         return kmes::errno_error(e, "cannot rename " + tmp.string() + " to " + path.string());
     }
-    sync_directory(path.parent_path());
+    // "cursor" (a relative name in the working directory) has no parent_path: that is ".".
+    sync_directory(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
     return {};
 }
 

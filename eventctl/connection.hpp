@@ -36,6 +36,8 @@ public:
     kmes::Result<ReadResult> send_frame(std::span<const uint8_t> body);
     // kClosed only at a frame boundary; a frame cut short is an Error.
     kmes::Result<ReadResult> read_frame(std::vector<uint8_t>& body);
+    // The socket, for a shutdown() from another thread that must end a blocked read.
+    int fd() const { return fd_; }
 
 private:
     Connection(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <sstream>
 
 #include "base/durable_file.hpp"
@@ -78,6 +79,11 @@ std::optional<OutputMark> output_mark(int fd) {
 kmes::Result<uint64_t> rewind_output(int fd, const SavedCursor& saved) {
     const auto now = output_mark(fd);
     if (!now || !saved.output || now->dev != saved.output->dev || now->ino != saved.output->ino) return uint64_t{0};
+    if (now->size < saved.output->size)
+        std::fprintf(stderr,
+                     "eventctl: warning: the output file is shorter than when the cursor was saved (%llu < %llu "
+                     "bytes): was it truncated or restored? Records before the cursor are not printed again\n",
+                     static_cast<unsigned long long>(now->size), static_cast<unsigned long long>(saved.output->size));
     if (now->size <= saved.output->size) return uint64_t{0};
     if (::ftruncate(fd, static_cast<off_t>(saved.output->size)) != 0)
         return kmes::errno_error("cannot cut standard output back to where the saved cursor ends (" +

@@ -58,7 +58,7 @@ const char* const kHelpFooter =
     "  run that is stopped or killed and started again continues where the last saved batch ended.\n"
     "  SINCE, UNTIL, SORT, SKIP, TAKE and aggregates cannot be combined with it. If retention\n"
     "  deleted events after the saved cursor, eventctl fails, or with --allow-gap warns how many\n"
-    "  were lost and goes on from the oldest stored one.\n"
+    "  were lost and goes on with the events still stored after the cursor.\n"
     "\n"
     "Exit status: 0 success (an empty result too; a stream ended with Ctrl-C), 1 eventd answered\n"
     "with an error or the connection failed (message on stderr, nothing on stdout), 2 usage error\n"

@@ -70,8 +70,8 @@ int main(int argc, char** argv) {
                            ->type_name("FILE");
     app.add_flag("--allow-gap", allow_gap,
                  "with --cursor-file: when retention deleted records after the saved\n"
-                 "cursor, resume at the oldest record (and say how many were lost)\n"
-                 "instead of failing");
+                 "cursor, go on with the records still stored after it (and say how\n"
+                 "many were lost) instead of failing");
     app.add_flag("-V,--version", show_version, "print the version and exit");
     app.footer(eventctl::kHelpFooter);
     try {

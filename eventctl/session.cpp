@@ -120,7 +120,12 @@ private:
     // The frame's records are flushed: its cursor replaces the saved one (for an output
     // file, with where the file ends now).
     kmes::Status save(const std::string& cursor) {
+        if (out_.stopped()) return {};  // Ctrl-C dropped part of the batch: keep the old cursor
         if (output_is_file_) {
+            // The records on disk before the cursor that says they are (a power loss must not
+            // leave the cursor ahead of the file).
+            if (::fdatasync(STDOUT_FILENO) != 0)
+                return kmes::errno_error("cannot sync the output file before saving the cursor");
             if (auto st = prepare_cursor(*cursor_file_, cursor, output_mark(STDOUT_FILENO)); !st) return st;
         }
         if (auto st = commit_cursor(*cursor_file_); !st) return st;

@@ -27,7 +27,7 @@ struct SessionOptions {
     bool status_view = false;  // pretty means tables (eventctl status)
     // Resume after the cursor in this file and keep it there (see above).
     std::optional<std::string> cursor_file;
-    bool allow_gap = false;  // resume at the oldest record when the saved position was deleted
+    bool allow_gap = false;  // go on past records deleted after the saved position (warned on stderr)
 };
 
 enum class SessionEnd {

@@ -48,10 +48,16 @@ kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan&
     auto snapshot = open_snapshot(file, visible, ctx);
     if (!snapshot) return snapshot.error();
     if (!*snapshot) return std::optional<Shard>{};
-    if (start && (*snapshot)->watermark() > 0) {
-        auto id = (*snapshot)->file_id();
-        if (!id) return query_error(id.error(), ctx);
-        start->position.last_id[*id] = (*snapshot)->watermark();
+    if (start) {
+        // Past ids retention already deleted too (max_id_issued): a cursor taken from this
+        // stream must not count them as lost.
+        auto issued = (*snapshot)->max_id_issued();
+        if (!issued) return query_error(issued.error(), ctx);
+        if (const int64_t past = std::max((*snapshot)->watermark(), *issued); past > 0) {
+            auto id = (*snapshot)->file_id();
+            if (!id) return query_error(id.error(), ctx);
+            start->position.last_id[*id] = past;
+        }
     }
     auto cursor = (*snapshot)->run(plan.read);
     if (!cursor) {

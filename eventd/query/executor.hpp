@@ -42,8 +42,8 @@ struct ExecutionContext {
 };
 
 // Where a stream's live phase starts (§8.7): for every shard file read, by file id, the largest
-// id present in the snapshot the initial result was read from (files with no rows are left
-// out). Filled for streams only; its store id is the caller's to set.
+// id it ever issued as of the snapshot the initial result was read from (files that never had a
+// row are left out). Filled for streams only; its store id is the caller's to set.
 struct StreamStart {
     store::StorePosition position;
 };

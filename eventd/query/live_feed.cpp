@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <optional>
@@ -151,6 +152,13 @@ kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& acce
     const auto known = m.position.last_id.find(c->file);
     int64_t watermark = known == m.position.last_id.end() ? 0 : known->second;  // 0: new to this stream
     kmes::Status st = read_after(c->rows, c->file, watermark, c->snapshot.watermark(), encoder, sink);
+    if (st) {
+        // Past ids issued and already deleted (none are stored above max(id) in this snapshot):
+        // a cursor must not count them as lost.
+        auto issued = c->snapshot.max_id_issued();
+        if (!issued) return issued.error();
+        watermark = std::max(watermark, *issued);
+    }
     if (watermark > 0) m.position.last_id[c->file] = watermark;
     return st;
 }

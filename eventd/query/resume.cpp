@@ -127,7 +127,7 @@ kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const 
     for (const auto& [file, last] : wanted) {
         if (seen.count(file)) continue;
         lost_unknown = true;
-        short_files.push_back("a file no longer in the store (" + std::to_string(last) + " rows of it delivered)");
+        short_files.push_back("a file that is gone or unreadable (delivered up to its row id " + std::to_string(last) + ")");
     }
 
     if (lost > 0 || lost_unknown) {
@@ -137,7 +137,7 @@ kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const 
         if (!allow_gap)
             return Error{EINVAL, "the cursor's position is no longer stored: " + count +
                                      " records after it were deleted (retention) or are in files that are gone: " +
-                                     where + "; ask with allow_gap to resume at the oldest record"};
+                                     where + "; ask with allow_gap to go on with the records still stored after it"};
         if (gap.detail.empty()) gap.detail = count + " records after the cursor were deleted: " + where;
         if (!lost_unknown) gap.lost = lost;
         if (auto st = on_gap(gap); !st) return st.error();

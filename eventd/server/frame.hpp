@@ -10,7 +10,9 @@
 //              allow_gap?: bool}
 //   result    {status: "ok", records: [map, …]}  records packed to ≈ QueryResponseTargetBytes;
 //             [cursor: "…"]                      a stream's position after them (ours, issue 12)
-//   gap       {status: "gap", lost: n|nil}       a resumed stream skips records retention deleted
+//   gap       {status: "gap", lost: n|nil,       a resumed stream skips records retention deleted
+//             detail: "…"}                       (allow_gap), before its first record
+//   end       [cursor: "…"]                      a resumed query's position after its last frame
 //   end       {status: "end"}                    after the last result (not for streams)
 //   watch     {status: "watch"[, cursor]}        a stream's initial result is complete (ours)
 //   error     {status: "error", error: "…"}      last message; the connection closes
@@ -64,7 +66,7 @@ inline constexpr int kRequestMaxDepth = 32;
 struct Request {
     std::string query;
     std::optional<std::string> after;  // a cursor ("" = from the oldest record): resume there
-    bool allow_gap = false;            // resume at the oldest record when `after` was deleted
+    bool allow_gap = false;            // go on past records deleted after `after` (a gap frame says how many)
 };
 
 // The request of a body; unknown keys are ignored. Errors (EINVAL), sent back as they are:

@@ -136,10 +136,11 @@ private:
     bool finish_initial_frames();
     void follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access, StreamWake& wake,
                 uint64_t generation);
-    // A stream's live phase: when rows were examined but none sent for kCheckpointInterval, an
-    // ok frame without records tells the client the position it has reached (so a resumed
-    // stream does not count rows that never matched as lost when retention deletes them).
-    bool send_checkpoint_if_due(bool sent_records);
+    // A stream's live phase: when the position moved past what the last frame said and no
+    // cursor was sent for kCheckpointInterval, an ok frame without records tells the client the
+    // position it has reached (so that rows that never matched are not counted as lost when
+    // retention deletes them before the next record).
+    bool send_checkpoint_if_due();
 
     // Initial phase: blocking sends bounded by the deadline.
     kmes::Status send_initial(const std::vector<uint8_t>& frame);
@@ -393,19 +394,12 @@ bool Session::finish_initial_frames() {
     return false;
 }
 
-bool Session::send_checkpoint_if_due(bool sent_records) {
+bool Session::send_checkpoint_if_due() {
     const auto& position = batcher_.position();
-    if (!position) return true;
-    const auto now = Clock::now();
-    if (sent_records) {
-        told_ = position;
-        told_at_ = now;
-        return true;
-    }
-    if (told_ == position || now - told_at_ < kCheckpointInterval) return true;
+    if (!position || told_ == position || Clock::now() - told_at_ < kCheckpointInterval) return true;
     batcher_.flush_position();
     told_ = position;
-    told_at_ = now;
+    told_at_ = Clock::now();
     while (batcher_.has_frame())
         if (!send_live(batcher_.next_frame())) return false;
     return true;
@@ -470,14 +464,21 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
                 return;
             }
         }
+        // Every row up to the feed's position was examined and every match is in the batcher
+        // (sealed or open): the last frame may carry that position, past trailing rows that
+        // did not match.
+        if (batcher_.position()) batcher_.track_position(feed.position());
+        const bool had_open_records = batcher_.pending_records() > 0;
         batcher_.flush();
         while (batcher_.has_frame()) {
             if (!send_live(batcher_.next_frame())) return;
             sent_records = true;
         }
-        // Rows examined that did not match move the position too (the next frame says so).
-        if (batcher_.position()) batcher_.track_position(feed.position());
-        if (!send_checkpoint_if_due(sent_records)) return;
+        if (sent_records) {
+            told_at_ = Clock::now();
+            if (had_open_records) told_ = batcher_.position();  // the last frame carried it
+        }
+        if (!send_checkpoint_if_due()) return;
         sent_records = false;
     }
 }

@@ -1,0 +1,124 @@
+#include "forward/config.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+namespace eventd::forward {
+namespace {
+
+using json = nlohmann::json;
+
+kmes::Error bad(const std::string& key, const std::string& what) {
+    return kmes::Error{EINVAL, "eventd-forward configuration: " + key + " " + what};
+}
+
+kmes::Status read_string(const json& doc, const std::string& key, std::string& out, bool path) {
+    const json& v = doc.at(key);
+    if (!v.is_string() || v.get<std::string>().empty())
+        return bad(key, std::string("must be a non-empty ") + (path ? "path " : "") + "string, got " + v.dump());
+    out = v.get<std::string>();
+    return {};
+}
+
+kmes::Status read_u32(const json& doc, const std::string& key, uint32_t& out, uint32_t min, uint32_t max) {
+    const json& v = doc.at(key);
+    if (!v.is_number_unsigned() || v.get<uint64_t>() < min || v.get<uint64_t>() > max)
+        return bad(key, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
+                            v.dump());
+    out = static_cast<uint32_t>(v.get<uint64_t>());
+    return {};
+}
+
+// A NATS subject token may not hold '.', '*', '>' or whitespace; a stream name neither, nor
+// path separators (JetStream stores it as a directory).
+bool valid_stream_name(const std::string& s) {
+    for (unsigned char c : s)
+        if (c <= ' ' || c == '.' || c == '*' || c == '>' || c == '/' || c == '\\' || c >= 0x7f) return false;
+    return true;
+}
+
+bool valid_subject_prefix(const std::string& s) {
+    if (s.front() == '.' || s.back() == '.' || s.find("..") != std::string::npos) return false;
+    for (unsigned char c : s)
+        if (c <= ' ' || c == '*' || c == '>' || c >= 0x7f) return false;
+    return true;
+}
+
+std::string machine_host_name() {
+    char name[HOST_NAME_MAX + 1] = {};
+    if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+    return name;
+}
+
+}  // namespace
+
+kmes::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
+    if (!doc.is_object()) return kmes::Error{EINVAL, "eventd-forward configuration: must be a JSON object"};
+    LoadedForwardConfig loaded;
+    ForwardConfig& c = loaded.config;
+    using Reader = std::function<kmes::Status()>;
+    const std::map<std::string, Reader> keys = {
+        {"EventdSocketPath", [&] { return read_string(doc, "EventdSocketPath", c.eventd_socket_path, true); }},
+        {"NatsUrl", [&] { return read_string(doc, "NatsUrl", c.nats_url, false); }},
+        {"Stream", [&] { return read_string(doc, "Stream", c.stream, false); }},
+        {"SubjectPrefix", [&] { return read_string(doc, "SubjectPrefix", c.subject_prefix, false); }},
+        {"StateDirectory", [&] { return read_string(doc, "StateDirectory", c.state_directory, true); }},
+        {"Query", [&] { return read_string(doc, "Query", c.query, false); }},
+        {"HostName", [&] { return read_string(doc, "HostName", c.host_name, false); }},
+        {"CredentialsFile", [&] { return read_string(doc, "CredentialsFile", c.credentials_file, true); }},
+        {"NKey", [&] { return read_string(doc, "NKey", c.nkey, false); }},
+        {"NKeySeedFile", [&] { return read_string(doc, "NKeySeedFile", c.nkey_seed_file, true); }},
+        {"TlsCaFile", [&] { return read_string(doc, "TlsCaFile", c.tls_ca_file, true); }},
+        {"TlsCertFile", [&] { return read_string(doc, "TlsCertFile", c.tls_cert_file, true); }},
+        {"TlsKeyFile", [&] { return read_string(doc, "TlsKeyFile", c.tls_key_file, true); }},
+        {"MaxPendingAcks", [&] { return read_u32(doc, "MaxPendingAcks", c.max_pending_acks, 1, 1u << 20); }},
+        {"AckTimeoutMs", [&] { return read_u32(doc, "AckTimeoutMs", c.ack_timeout_ms, 100, 600000); }},
+        {"DuplicateWindowSeconds",
+         [&] { return read_u32(doc, "DuplicateWindowSeconds", c.duplicate_window_seconds, 1, 7 * 86400); }},
+        {"MaxBackoffMs", [&] { return read_u32(doc, "MaxBackoffMs", c.max_backoff_ms, 10, 600000); }},
+    };
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+        const auto known = keys.find(it.key());
+        if (known == keys.end()) {
+            loaded.warnings.push_back("unknown key " + it.key() + " ignored");
+            continue;
+        }
+        if (auto st = known->second(); !st) return st.error();
+    }
+    if (c.nats_url.empty()) return bad("NatsUrl", "is required (e.g. \"nats://127.0.0.1:4222\")");
+    if (!valid_stream_name(c.stream)) return bad("Stream", "must not contain '.', '*', '>', '/', '\\' or spaces");
+    if (!valid_subject_prefix(c.subject_prefix))
+        return bad("SubjectPrefix", "must be dot-separated tokens without '*', '>' or spaces");
+    if (c.host_name.empty()) c.host_name = machine_host_name();
+    if (c.tls_cert_file.empty() != c.tls_key_file.empty())
+        return bad(c.tls_cert_file.empty() ? "TlsCertFile" : "TlsKeyFile", "is needed with the other one");
+    if (c.nkey.empty() != c.nkey_seed_file.empty())
+        return bad(c.nkey.empty() ? "NKey" : "NKeySeedFile", "is needed with the other one");
+    if (!c.credentials_file.empty() && !c.nkey_seed_file.empty())
+        return bad("NKeySeedFile", "cannot be combined with CredentialsFile (the .creds file holds the seed)");
+    return loaded;
+}
+
+kmes::Result<LoadedForwardConfig> load_forward_config(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return kmes::errno_error("cannot read the configuration " + path);
+    std::stringstream text;
+    text << in.rdbuf();
+    json doc;
+    try {
+        doc = json::parse(text.str());
+    } catch (const json::parse_error& e) {
+        return kmes::Error{EINVAL, "configuration " + path + " is not valid JSON: " + e.what()};
+    }
+    auto loaded = parse_forward_config(doc);
+    if (!loaded) return kmes::Error{loaded.error().code, loaded.error().message + " (" + path + ")"};
+    return loaded;
+}
+
+}  // namespace eventd::forward

@@ -1,0 +1,51 @@
+// eventd-forward's configuration (issue 12 part 2; docs/FORWARD.md "Configuration"): a JSON
+// object, /etc/eventd/eventd-forward.json when installed. Every value is checked at startup and a
+// wrong one refuses the start, naming the key (a forwarder that starts on a guess could publish
+// to the wrong place); unknown keys are reported as warnings (a typo of an optional key would
+// otherwise be silent).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.hpp"
+
+namespace eventd::forward {
+
+struct ForwardConfig {
+    std::string eventd_socket_path = "/run/eventd/query.sock";
+    std::string nats_url;  // required, e.g. nats://127.0.0.1:4222
+    std::string stream = "EVENTD";
+    std::string subject_prefix = "eventd";
+    std::string state_directory = "/var/lib/eventd-forward";
+    std::string query = "EVENTS";  // STREAM is added; SINCE/UNTIL/SORT/SKIP/TAKE/aggregates/SELECT refused
+    std::string host_name;         // default: the machine's hostname
+    // NATS authentication and TLS (all optional).
+    std::string credentials_file;  // a .creds file (JWT + NKey seed)
+    std::string nkey;              // a user NKey (U…), with nkey_seed_file
+    std::string nkey_seed_file;    // the file holding its seed (SU…)
+    std::string tls_ca_file;       // trust these CAs (implies TLS)
+    std::string tls_cert_file;     // client certificate (with tls_key_file)
+    std::string tls_key_file;
+    // Publishing.
+    uint32_t max_pending_acks = 4096;        // published, not yet acknowledged
+    uint32_t ack_timeout_ms = 30000;         // no ack progress this long: reconnect
+    uint32_t duplicate_window_seconds = 3600;  // for a stream it creates; warned about when shorter
+    uint32_t max_backoff_ms = 30000;         // reconnect backoff cap (with jitter)
+};
+
+struct LoadedForwardConfig {
+    ForwardConfig config;
+    std::vector<std::string> warnings;  // unknown keys
+};
+
+// Parse and check a configuration document. EINVAL naming the key for anything wrong.
+kmes::Result<LoadedForwardConfig> parse_forward_config(const nlohmann::json& document);
+
+// Read FILE and parse it. Errors name the file.
+kmes::Result<LoadedForwardConfig> load_forward_config(const std::string& path);
+
+}  // namespace eventd::forward

@@ -1,0 +1,331 @@
+// eventd-forward's sessions and backoff; see forwarder.hpp for the flow.
+#include "forward/forwarder.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "base/durable_file.hpp"
+#include "eventctl/connection.hpp"
+#include "eventctl/interrupt.hpp"
+#include "eventctl/reply.hpp"
+#include "forward/ack_window.hpp"
+#include "forward/jetstream.hpp"
+#include "forward/record_id.hpp"
+#include "forward/status.hpp"
+
+namespace eventd::forward {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+int64_t wall_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// The persisted cursor: "" (from the oldest record) before the first one was saved.
+kmes::Result<std::string> load_cursor(const fs::path& file) {
+    std::ifstream in(file);
+    if (!in) {
+        if (errno == ENOENT) return std::string();
+        return kmes::errno_error("cannot read " + file.string());
+    }
+    std::string cursor;
+    std::getline(in, cursor);
+    return cursor;
+}
+
+// What outlives one session: the persisted cursor and the status.
+class State {
+public:
+    State(const ForwardConfig& config, std::string cursor) : config_(config), cursor_(std::move(cursor)) {
+        status_.pid = static_cast<int>(::getpid());
+    }
+
+    const ForwardConfig& config() const { return config_; }
+    std::string cursor() const {
+        std::lock_guard lock(mutex_);
+        return cursor_;
+    }
+
+    // Persist `point` (fsync'd, atomic rename): from now on a new session resumes there.
+    kmes::Status save(const PersistPoint& point) {
+        if (auto st = kmes::write_file_atomically(fs::path(config_.state_directory) / kCursorFileName,
+                                                  point.cursor + "\n");
+            !st)
+            return st;
+        std::lock_guard lock(mutex_);
+        cursor_ = point.cursor;
+        status_.cursor_saved_ns = wall_ns();
+        if (point.newest_event_ns > 0) status_.last_acked_timestamp_ns = point.newest_event_ns;
+        return {};
+    }
+
+    template <class F>
+    void update(F&& f) {
+        std::lock_guard lock(mutex_);
+        f(status_);
+    }
+
+    void set_state(const std::string& state, const std::string& error = {}) {
+        update([&](ForwardStatus& s) {
+            s.state = state;
+            if (!error.empty()) s.last_error = error;
+        });
+        sd_notifyf(0, "STATUS=%s%s%s", state.c_str(), error.empty() ? "" : ": ", error.c_str());
+        write_status_now();
+    }
+
+    kmes::Status write_status_now() {
+        ForwardStatus copy;
+        {
+            std::lock_guard lock(mutex_);
+            status_.updated_ns = wall_ns();
+            copy = status_;
+        }
+        auto st = write_status(config_.state_directory, copy);
+        if (!st) spdlog::warn("cannot write the status file: {}", st.error().message);
+        return st;
+    }
+
+private:
+    const ForwardConfig& config_;
+    mutable std::mutex mutex_;
+    std::string cursor_;
+    ForwardStatus status_;
+};
+
+// The thread that persists the cursor as acks come in and rewrites the status every second.
+class Persister {
+public:
+    Persister(State& state, AckWindow& window, WindowCounters base)
+        : state_(state), window_(window), base_(base), thread_([this] { run(); }) {}
+    ~Persister() { stop(); }
+
+    // The last persistable cursor saved; the thread ends.
+    void stop() {
+        if (!thread_.joinable()) return;
+        stopping_ = true;
+        thread_.join();
+    }
+    const std::optional<std::string>& save_error() const { return save_error_; }
+
+private:
+    void run() {
+        std::optional<PersistPoint> saved;
+        auto next_status = Clock::now();
+        for (;;) {
+            const bool last = stopping_.load();
+            auto point = window_.wait_persistable(saved, Clock::now() + std::chrono::milliseconds(200));
+            if (point && point != saved) {
+                if (auto st = state_.save(*point); !st) {
+                    save_error_ = st.error().message;
+                    spdlog::error("cannot save the cursor: {}", st.error().message);
+                } else {
+                    saved = point;
+                }
+            }
+            if (last || Clock::now() >= next_status) {
+                const WindowCounters c = window_.counters();
+                state_.update([&](ForwardStatus& s) {
+                    s.published = base_.published + c.published;
+                    s.acked = base_.acked + c.acked;
+                    s.duplicates = base_.duplicates + c.duplicates;
+                    s.pending = c.pending;
+                });
+                state_.write_status_now();
+                next_status = Clock::now() + std::chrono::seconds(1);
+            }
+            if (last) return;
+        }
+    }
+
+    State& state_;
+    AckWindow& window_;
+    WindowCounters base_;
+    std::atomic<bool> stopping_{false};
+    std::optional<std::string> save_error_;
+    std::thread thread_;
+};
+
+// A synthetic.forward_gap record: eventd could not deliver `lost` records after the cursor the
+// session resumed from (retention deleted them). Its id derives from that cursor, so a replay of
+// the same resumption publishes it once.
+std::vector<uint8_t> gap_record(const std::string& host, const std::string& resumed_after, const eventctl::Reply& gap) {
+    json record = {{"event_type", "synthetic.forward_gap"},
+                   {"timestamp", wall_ns()},
+                   {"boot_id", "00000000-0000-0000-0000-000000000000"},
+                   {"host", host},
+                   {"lost", gap.lost ? json(*gap.lost) : json(nullptr)},
+                   {"detail", gap.detail},
+                   {"resumed_after", resumed_after}};
+    return json::to_msgpack(record);
+}
+
+enum class SessionEnd { stopped, failed };
+
+class Session {
+public:
+    Session(State& state, WindowCounters base) : state_(state), config_(state.config()), base_(base) {}
+
+    // Runs until a signal (stopped) or a failure (the error says why). `made_progress`: some
+    // cursor was persisted (the backoff starts over).
+    kmes::Result<SessionEnd> run(bool& made_progress, WindowCounters& totals) {
+        const std::string resumed_after = state_.cursor();
+        state_.set_state("connecting");
+        std::atomic<int> eventd_fd{-1};
+        auto wake_reader = [&eventd_fd] {
+            const int fd = eventd_fd.load();
+            if (fd >= 0) ::shutdown(fd, SHUT_RDWR);  // the blocked read_frame returns
+        };
+        auto js = JetStream::connect(config_, window_, wake_reader);
+        if (!js) return js.error();
+        js_ = js->get();
+        std::vector<std::string> warnings;
+        if (auto st = (*js)->ensure_stream(warnings); !st) return st.error();
+        for (const auto& w : warnings) spdlog::warn("{}", w);
+        auto conn = eventctl::Connection::open(config_.eventd_socket_path);
+        if (!conn) return conn.error();
+        eventd_fd = conn->fd();
+
+        Persister persister(state_, window_, base_);
+        struct Finish {
+            Persister& p;
+            AckWindow& w;
+            WindowCounters& totals;
+            ~Finish() {
+                p.stop();
+                totals = w.counters();
+            }
+        } finish{persister, window_, totals};
+
+        json request = {{"query", config_.query + " STREAM"}, {"after", resumed_after}, {"allow_gap", true}};
+        const auto body = json::to_msgpack(request);
+        if (auto sent = conn->send_frame(body); !sent) return sent.error();
+        state_.set_state("forwarding");
+
+        std::vector<uint8_t> frame;
+        for (;;) {
+            auto got = conn->read_frame(frame);
+            if (auto failure = window_.failure()) return kmes::Error{EIO, *failure};
+            if (!got) return kmes::Error{got.error().code, "eventd: " + got.error().message};
+            if (*got == eventctl::ReadResult::interrupted) {
+                // Let the acks of what was published arrive, so the cursor saved is the newest.
+                if (auto st = (*js)->complete(5000); !st) spdlog::warn("{}", st.error().message);
+                made_progress = true;
+                return SessionEnd::stopped;
+            }
+            if (*got == eventctl::ReadResult::closed) return kmes::Error{EPIPE, "eventd closed the stream"};
+            auto reply = eventctl::parse_reply(frame);
+            if (!reply) return reply.error();
+            if (reply->status == eventctl::ReplyStatus::error)
+                return kmes::Error{EPROTO, "eventd: " + reply->error};
+            if (reply->status == eventctl::ReplyStatus::gap) {
+                spdlog::warn("{} records after the saved cursor are no longer in eventd ({}); publishing "
+                             "synthetic.forward_gap",
+                             reply->lost ? std::to_string(*reply->lost) : "an unknown number of", reply->detail);
+                const auto record = gap_record(config_.host_name, resumed_after, *reply);
+                if (auto st = publish(record, "gap:" + stable_hash(resumed_after)); !st)
+                    return st.error();
+                state_.update([](ForwardStatus& s) { ++s.gaps; });
+            }
+            int64_t newest = 0;
+            for (const auto& record : reply->records) {
+                auto keys = record_keys(record);
+                if (!keys) return keys.error();
+                newest = std::max(newest, keys->timestamp);
+                if (auto st = publish_record(*keys, record); !st) return st.error();
+            }
+            if (reply->cursor) window_.checkpoint(*reply->cursor, newest);
+            if (reply->status == eventctl::ReplyStatus::watch) {
+                state_.update([](ForwardStatus& s) { s.caught_up = true; });
+                spdlog::info("caught up with eventd: forwarding live");
+            }
+            if (window_.persistable()) made_progress = true;
+        }
+    }
+
+private:
+    kmes::Status publish_record(const RecordKeys& keys, std::span<const uint8_t> record) {
+        return js_->publish(subject_for(config_.subject_prefix, config_.host_name, keys.event_type),
+                            message_id(keys, record),
+                            {{"Eventd-Host", config_.host_name}, {"Eventd-Boot", keys.boot_id}}, record);
+    }
+    kmes::Status publish(const std::vector<uint8_t>& record, const std::string& id) {
+        return js_->publish(subject_for(config_.subject_prefix, config_.host_name, "synthetic.forward_gap"), id,
+                            {{"Eventd-Host", config_.host_name}}, record);
+    }
+
+    State& state_;
+    const ForwardConfig& config_;
+    WindowCounters base_;
+    AckWindow window_;
+    JetStream* js_ = nullptr;
+};
+
+}  // namespace
+
+kmes::Status run_forwarder(const ForwardConfig& config) {
+    std::error_code ec;
+    fs::create_directories(config.state_directory, ec);
+    if (ec) return kmes::Error{ec.value(), "cannot create StateDirectory " + config.state_directory + ": " + ec.message()};
+    auto cursor = load_cursor(fs::path(config.state_directory) / kCursorFileName);
+    if (!cursor) return cursor.error();
+    State state(config, *cursor);
+    if (auto st = state.write_status_now(); !st)
+        return kmes::Error{st.error().code, "StateDirectory " + config.state_directory + " is not writable: " +
+                                                st.error().message};
+    sd_notify(0, "READY=1");
+    spdlog::info("forwarding {} from {} to {} (stream {}, subjects {}.{}.>){}", config.query,
+                 config.eventd_socket_path, config.nats_url, config.stream, config.subject_prefix,
+                 escape_token(config.host_name), cursor->empty() ? ", from the oldest record" : ", resuming");
+
+    std::mt19937_64 rng(std::random_device{}());
+    const auto min_backoff = std::chrono::milliseconds(100);
+    auto backoff = min_backoff;
+    WindowCounters totals;
+    for (bool first = true;; first = false) {
+        if (!first) state.update([](ForwardStatus& s) { ++s.reconnects; });
+        bool progress = false;
+        WindowCounters session_counters;
+        Session session(state, totals);
+        auto end = session.run(progress, session_counters);
+        totals.published += session_counters.published;
+        totals.acked += session_counters.acked;
+        totals.duplicates += session_counters.duplicates;
+        if (end && *end == SessionEnd::stopped) break;
+        if (eventctl::interrupted()) break;
+        const std::string why = end ? "the session ended" : end.error().message;
+        if (progress) backoff = min_backoff;
+        // Full jitter in [backoff/2, backoff]: many forwarders never retry in step.
+        std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
+        const auto wait = std::chrono::milliseconds(jitter(rng));
+        spdlog::warn("{}; retrying in {} ms", why, wait.count());
+        state.set_state("backing off", why);
+        pollfd p{eventctl::interrupt_fd(), POLLIN, 0};
+        ::poll(&p, 1, static_cast<int>(wait.count()));
+        if (eventctl::interrupted()) break;
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(config.max_backoff_ms));
+    }
+    sd_notify(0, "STOPPING=1");
+    state.set_state("stopped");
+    return {};
+}
+
+}  // namespace eventd::forward

@@ -1,0 +1,83 @@
+// eventd-forward: publishes eventd's events to NATS JetStream, exactly once (issue 12 part 2;
+// docs/FORWARD.md). A client of eventd's query socket like eventctl: a forwarder that is down or
+// cut off from NATS never slows ingestion — eventd's store is the buffer.
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "eventctl/interrupt.hpp"
+#include "forward/config.hpp"
+#include "forward/forwarder.hpp"
+#include "forward/status.hpp"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+int64_t wall_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"eventd-forward — publish eventd's events to NATS JetStream, exactly once, resuming after any\n"
+                 "outage from a persisted cursor (docs/FORWARD.md).",
+                 "eventd-forward"};
+    std::string config_path = EVENTD_FORWARD_DEFAULT_CONFIG;
+    bool status = false, version = false;
+    app.add_option("-c,--config", config_path, "the JSON configuration (default " EVENTD_FORWARD_DEFAULT_CONFIG ")")
+        ->type_name("FILE");
+    app.add_flag("--status", status,
+                 "print the running forwarder's status (from StateDirectory/status.json) and exit:\n"
+                 "cursor lag in records and seconds, published, acknowledged, duplicates, reconnects");
+    app.add_flag("-V,--version", version, "print the version and exit");
+    app.footer(
+        "Configuration keys (JSON object): NatsUrl (required), EventdSocketPath, Stream, SubjectPrefix,\n"
+        "StateDirectory, Query, HostName, CredentialsFile, NKey + NKeySeedFile, TlsCaFile,\n"
+        "TlsCertFile + TlsKeyFile, MaxPendingAcks, AckTimeoutMs, DuplicateWindowSeconds, MaxBackoffMs.\n"
+        "Reference: docs/FORWARD.md (installed in share/doc/eventd).\n"
+        "\n"
+        "Exit status: 0 stopped by SIGTERM/SIGINT (or --status printed), 1 cannot run (configuration,\n"
+        "StateDirectory), 2 usage error.");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);
+        std::fprintf(stderr, "eventd-forward: %s\nRun 'eventd-forward --help' for the options.\n", e.what());
+        return kExitUsage;
+    }
+    if (version) {
+        std::printf("eventd-forward %s (eventd)\n", EVENTD_VERSION);
+        return kExitOk;
+    }
+    auto loaded = eventd::forward::load_forward_config(config_path);
+    if (!loaded) {
+        std::fprintf(stderr, "eventd-forward: %s\n", loaded.error().message.c_str());
+        return kExitFailure;
+    }
+    if (status) {
+        auto text = eventd::forward::status_text(loaded->config.state_directory, wall_ns());
+        if (!text) {
+            std::fprintf(stderr, "eventd-forward: %s\n", text.error().message.c_str());
+            return kExitFailure;
+        }
+        std::fputs(text->c_str(), stdout);
+        return kExitOk;
+    }
+    for (const auto& w : loaded->warnings) spdlog::warn("{}: {}", config_path, w);
+    if (!eventctl::install_interrupt_handlers()) {
+        std::fprintf(stderr, "eventd-forward: cannot set up signal handling\n");
+        return kExitFailure;
+    }
+    if (auto st = eventd::forward::run_forwarder(loaded->config); !st) {
+        spdlog::error("{}", st.error().message);
+        return kExitFailure;
+    }
+    return kExitOk;
+}
