@@ -86,9 +86,19 @@ public:
     void set_state(const std::string& state, const std::string& error = {}) {
         update([&](ForwardStatus& s) {
             s.state = state;
-            if (!error.empty()) s.last_error = error;
+            if (!error.empty()) {
+                s.last_error = error;
+                s.last_error_ns = wall_ns();
+            }
         });
-        sd_notifyf(0, "STATUS=%s%s%s", state.c_str(), error.empty() ? "" : ": ", error.c_str());
+        // systemd hears of the transitions between forwarding and not (the status file has
+        // every retry): sd_notify blocks once its datagram queue is full, and a NATS outage
+        // retries many times.
+        const bool forwarding = state == "forwarding";
+        if (forwarding != notified_forwarding_ || state == "stopped") {
+            notified_forwarding_ = forwarding;
+            sd_notifyf(0, "STATUS=%s%s%s", state.c_str(), error.empty() ? "" : ": ", error.c_str());
+        }
         write_status_now();
     }
 
@@ -109,6 +119,7 @@ private:
     mutable std::mutex mutex_;
     std::string cursor_;
     ForwardStatus status_;
+    bool notified_forwarding_ = false;
 };
 
 // The thread that persists the cursor as acks come in and rewrites the status every second.
@@ -188,6 +199,7 @@ public:
     // cursor was persisted (the backoff starts over).
     kmes::Result<SessionEnd> run(bool& made_progress, WindowCounters& totals) {
         const std::string resumed_after = state_.cursor();
+        state_.update([](ForwardStatus& s) { s.caught_up = false; });
         state_.set_state("connecting");
         std::atomic<int> eventd_fd{-1};
         auto wake_reader = [&eventd_fd] {
@@ -203,6 +215,12 @@ public:
         auto conn = eventctl::Connection::open(config_.eventd_socket_path);
         if (!conn) return conn.error();
         eventd_fd = conn->fd();
+        // The connection closes before the JetStream handles (declared later, destroyed
+        // first); a late failure callback must not shut down a descriptor number reused since.
+        struct ForgetFd {
+            std::atomic<int>& fd;
+            ~ForgetFd() { fd = -1; }
+        } forget_fd{eventd_fd};
 
         Persister persister(state_, window_, base_);
         struct Finish {

@@ -11,7 +11,8 @@ namespace {
 kmes::Error nats_error(const std::string& what, natsStatus s) {
     const char* last = nats_GetLastError(nullptr);
     std::string text = what + ": " + natsStatus_GetText(s);
-    if (last && *last && std::strcmp(last, natsStatus_GetText(s)) != 0) text += " (" + std::string(last) + ")";
+    // nats.c's own text often repeats the status ("(conn.c:2088): No server available…").
+    if (last && *last && !std::strstr(last, natsStatus_GetText(s))) text += " (" + std::string(last) + ")";
     return kmes::Error{EIO, text};
 }
 

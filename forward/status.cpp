@@ -12,6 +12,7 @@ using json = nlohmann::json;
 json to_json(const ForwardStatus& s) {
     return json{{"state", s.state},
                 {"last_error", s.last_error},
+                {"last_error_ns", s.last_error_ns},
                 {"caught_up", s.caught_up},
                 {"published", s.published},
                 {"acked", s.acked},
@@ -65,7 +66,8 @@ kmes::Result<std::string> status_text(const std::string& dir, int64_t now_ns) {
     };
     line("state", s.value("state", "?") + " (pid " + std::to_string(s.value("pid", 0)) + ", updated " +
                       seconds_since("updated_ns") + ")");
-    if (!s.value("last_error", std::string()).empty()) line("last error", s.value("last_error", std::string()));
+    if (!s.value("last_error", std::string()).empty())
+        line("last error", s.value("last_error", std::string()) + " (" + seconds_since("last_error_ns") + ")");
     line("catch-up", caught_up ? "done: forwarding live" : "in progress");
     line("lag, records", std::to_string(pending) + " published, not yet acknowledged" +
                              (caught_up ? "" : " (plus what eventd has not sent yet)"));

@@ -16,6 +16,7 @@ namespace eventd::forward {
 struct ForwardStatus {
     std::string state = "starting";  // connecting, forwarding, backing off, stopped
     std::string last_error;          // why the last session ended ("" none)
+    int64_t last_error_ns = 0;       // wall clock of last_error
     bool caught_up = false;          // the stream's catch-up is over: records are live
     uint64_t published = 0;          // every session's, since start
     uint64_t acked = 0;

@@ -1,0 +1,129 @@
+#include "nats_fixture.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <nats/nats.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+namespace eventd::query_it {
+namespace {
+
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
+bool accepts(int port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+}
+
+// A JetStream context for reading, closed with the object.
+struct Reader {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    explicit Reader(const std::string& url) {
+        REQUIRE(natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK);
+        REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
+    }
+    ~Reader() {
+        if (js) jsCtx_Destroy(js);
+        if (nc) natsConnection_Destroy(nc);
+    }
+    // (first, last) sequence; nullopt when the stream does not exist.
+    std::optional<std::pair<uint64_t, uint64_t>> range(const std::string& stream, uint64_t* messages = nullptr) {
+        jsStreamInfo* si = nullptr;
+        jsErrCode code{};
+        if (js_GetStreamInfo(&si, js, stream.c_str(), nullptr, &code) != NATS_OK) return std::nullopt;
+        auto r = std::make_pair(si->State.FirstSeq, si->State.LastSeq);
+        if (messages) *messages = si->State.Msgs;
+        jsStreamInfo_Destroy(si);
+        return r;
+    }
+};
+
+}  // namespace
+
+NatsServer::NatsServer(std::string dir) : dir_(std::move(dir)), port_(free_port()) { start(); }
+
+NatsServer::~NatsServer() { stop(); }
+
+void NatsServer::start() {
+    kmes::it::DaemonCommand c;
+    c.name = "nats-server";
+    c.args = {kmes::it::path_from_env("NATS_SERVER"), "-js", "-a", "127.0.0.1", "-p", std::to_string(port_), "-sd", dir_ + "/jetstream"};
+    c.log_path = dir_ + "/nats-server.log";
+    c.notify_path = dir_ + "/nats.notify";
+    c.ready_timeout = std::chrono::seconds(10);
+    c.stop_timeout = std::chrono::seconds(10);
+    process_ = std::make_unique<kmes::it::DaemonProcess>(c);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!accepts(port_)) {
+        INFO(process_->log());
+        REQUIRE(process_->running());
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+void NatsServer::stop() {
+    if (!process_) return;
+    process_->terminate();
+    process_.reset();
+}
+
+uint64_t NatsServer::count(const std::string& stream) {
+    Reader r(url());
+    uint64_t n = 0;
+    return r.range(stream, &n) ? n : 0;
+}
+
+std::vector<StoredMessage> NatsServer::messages(const std::string& stream) {
+    Reader r(url());
+    std::vector<StoredMessage> out;
+    const auto range = r.range(stream);
+    if (!range) return out;
+    for (uint64_t seq = range->first; seq <= range->second && range->second > 0; ++seq) {
+        natsMsg* msg = nullptr;
+        jsErrCode code{};
+        if (js_GetMsg(&msg, r.js, stream.c_str(), seq, nullptr, &code) != NATS_OK) continue;  // deleted
+        StoredMessage m;
+        m.sequence = seq;
+        m.subject = natsMsg_GetSubject(msg);
+        const char** keys = nullptr;
+        int n = 0;
+        if (natsMsgHeader_Keys(msg, &keys, &n) == NATS_OK) {
+            for (int i = 0; i < n; ++i) {
+                const char* value = nullptr;
+                if (natsMsgHeader_Get(msg, keys[i], &value) == NATS_OK) m.headers[keys[i]] = value;
+            }
+            free(keys);
+        }
+        const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
+        m.data.assign(data, data + natsMsg_GetDataLength(msg));
+        natsMsg_Destroy(msg);
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+}  // namespace eventd::query_it

@@ -1,0 +1,42 @@
+// A real nats-server with JetStream for the forwarder tests (issue 12): started on a free
+// loopback port with its store in a directory of the test, stopped and started again on the
+// same port and store (an outage), and read back through nats.c: every message a stream holds,
+// with its subject, headers and body.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon_process.hpp"
+
+namespace eventd::query_it {
+
+struct StoredMessage {
+    uint64_t sequence = 0;
+    std::string subject;
+    std::map<std::string, std::string> headers;
+    std::vector<uint8_t> data;
+};
+
+class NatsServer {
+public:
+    explicit NatsServer(std::string dir);  // REQUIREs that it accepts connections
+    ~NatsServer();
+    std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+    void stop();
+    void start();
+
+    // Messages in `stream` (0 when the stream does not exist yet).
+    uint64_t count(const std::string& stream);
+    std::vector<StoredMessage> messages(const std::string& stream);
+
+private:
+    std::string dir_;
+    int port_ = 0;
+    std::unique_ptr<kmes::it::DaemonProcess> process_;
+};
+
+}  // namespace eventd::query_it

@@ -1,0 +1,249 @@
+// [forward]: eventd-forward end to end (issue 12 part 2; docs/FORWARD.md) — a real kmes-shimd,
+// eventd (fixture store), nats-server with JetStream on loopback and the eventd-forward binary:
+// every record lands in the stream exactly once with its subject, Nats-Msg-Id, headers and body,
+// across SIGKILLs of the forwarder and a NATS outage; a position retention deleted becomes a
+// synthetic.forward_gap record with the exact count; configuration errors are named.
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "daemon_process.hpp"
+#include "forward/record_id.hpp"
+#include "nats_fixture.hpp"
+#include "query_env.hpp"
+#include "stream_helpers.hpp"
+#include "wire_client.hpp"
+
+namespace eventd::query_it {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kHost = "web 3.example";  // a space and dots: escaped in subjects
+
+// eventd-forward as systemd runs it (READY=1 awaited; SIGTERM at the end must exit 0).
+class Forwarder {
+public:
+    Forwarder(QueryEnv& env, const NatsServer& nats, const json& extra = json::object()) : env_(env) {
+        json config = {{"NatsUrl", nats.url()},           {"EventdSocketPath", env.socket()},
+                       {"StateDirectory", state_dir()},   {"HostName", kHost},
+                       {"AckTimeoutMs", 2000},            {"MaxBackoffMs", 500}};
+        for (auto it = extra.begin(); it != extra.end(); ++it) config[it.key()] = it.value();
+        std::ofstream(config_path()) << config.dump(2);
+    }
+    std::string state_dir() const { return env_.dir() + "/forward-state"; }
+    std::string config_path() const { return env_.dir() + "/eventd-forward.json"; }
+
+    void start() {
+        kmes::it::DaemonCommand c;
+        c.name = "eventd-forward";
+        c.args = {kmes::it::path_from_env("EVENTD_FORWARD"), "--config", config_path()};
+        c.log_path = env_.dir() + "/eventd-forward.log";
+        c.notify_path = env_.dir() + "/forward.notify";
+        c.ready_timeout = seconds(10);
+        c.stop_timeout = seconds(10);
+        process_ = std::make_unique<kmes::it::DaemonProcess>(c);
+        std::string why;
+        INFO(why);
+        REQUIRE(process_->wait_ready(&why));
+    }
+    void kill() {
+        process_->kill();
+        process_.reset();
+    }
+    void stop() { process_.reset(); }  // SIGTERM; the fixture CHECKs exit 0
+    std::string log() const { return process_ ? process_->log() : ""; }
+    std::string status() const {
+        return run_command({kmes::it::path_from_env("EVENTD_FORWARD"), "--config", config_path(), "--status"},
+                           seconds(10))
+            .out;
+    }
+
+private:
+    QueryEnv& env_;
+    std::unique_ptr<kmes::it::DaemonProcess> process_;
+};
+
+// Wait until the stream holds `expected` messages; the last count.
+uint64_t await_messages(NatsServer& nats, uint64_t expected, seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    uint64_t n = nats.count("EVENTD");
+    while (n != expected && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(milliseconds(100));
+        n = nats.count("EVENTD");
+    }
+    return n;
+}
+
+struct Expected {
+    std::vector<uint8_t> bytes;  // the record as eventctl --format msgpack prints it
+    forward::RecordKeys keys;
+};
+
+// eventd's records as root, keyed the way the forwarder names them. (Payload keys may be of any
+// msgpack kind, which nlohmann cannot decode: records are compared as bytes.)
+std::map<std::string, Expected> eventd_records(QueryEnv& env) {
+    const RunResult r = env.query("EVENTS", std::nullopt, "msgpack");
+    REQUIRE(r.exit_code == 0);
+    std::map<std::string, Expected> out;
+    size_t at = 0;
+    const auto& b = r.out;
+    while (at + 4 <= b.size()) {
+        const uint32_t n = uint8_t(b[at]) | uint8_t(b[at + 1]) << 8 | uint8_t(b[at + 2]) << 16 | uint32_t(uint8_t(b[at + 3])) << 24;
+        const std::span<const uint8_t> record(reinterpret_cast<const uint8_t*>(b.data()) + at + 4, n);
+        auto keys = forward::record_keys(record);
+        REQUIRE(keys);
+        out[forward::message_id(*keys, record)] = Expected{{record.begin(), record.end()}, *keys};
+        at += 4 + n;
+    }
+    REQUIRE(at == b.size());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("every record reaches JetStream exactly once, across forwarder kills and a NATS outage", "[forward]") {
+    QueryEnv env(fast_commits());
+    NatsServer nats(env.dir());
+    for (int i = 1; i <= 300; ++i) emit("fwd.tick", {{"i", i}, {"pad", std::string(50, 'x')}});
+    REQUIRE(await_count(env, "EVENTS fwd.tick COUNT", 300, seconds(10)) == 300);
+
+    Forwarder forwarder(env, nats);
+    // Killed three times while it works through the backlog.
+    for (int k = 0; k < 3; ++k) {
+        forwarder.start();
+        std::this_thread::sleep_for(milliseconds(150 + 100 * k));
+        forwarder.kill();
+    }
+    forwarder.start();
+    // An outage: records keep arriving in eventd while NATS is down.
+    nats.stop();
+    for (int i = 301; i <= 400; ++i) emit("fwd.tick", {{"i", i}});
+    std::this_thread::sleep_for(milliseconds(800));
+    CHECK_THAT(forwarder.status(), Catch::Contains("backing off"));
+    nats.start();
+    REQUIRE(await_count(env, "EVENTS fwd.tick COUNT", 400, seconds(10)) == 400);
+
+    const auto expected = eventd_records(env);
+    INFO(forwarder.log());
+    REQUIRE(await_messages(nats, expected.size(), seconds(30)) == expected.size());
+    const auto stored = nats.messages("EVENTD");
+    std::map<std::string, int> seen;
+    for (const StoredMessage& m : stored) {
+        INFO(m.subject);
+        REQUIRE(m.headers.count("Nats-Msg-Id"));
+        const std::string& id = m.headers.at("Nats-Msg-Id");
+        ++seen[id];
+        const auto want = expected.find(id);
+        REQUIRE(want != expected.end());
+        // The body is the record as eventctl --format msgpack prints it.
+        CHECK(m.data == want->second.bytes);
+        CHECK(m.headers.at("Eventd-Host") == kHost);
+        CHECK(m.headers.at("Eventd-Boot") == want->second.keys.boot_id);
+        CHECK(m.subject == forward::subject_for("eventd", kHost, want->second.keys.event_type));
+    }
+    for (const auto& [id, n] : seen) {
+        INFO(id);
+        CHECK(n == 1);
+    }
+    CHECK(seen.size() == expected.size());
+    // Subjects: the host's space and dots escaped, the type's dots kept.
+    CHECK(forward::subject_for("eventd", kHost, "kacs.access_denied") == "eventd.web%203%2Eexample.kacs.access_denied");
+    // KMES events carry boot:cpu:sequence.
+    size_t kmes_ids = 0;
+    for (const auto& [id, record] : expected)
+        if (record.keys.sequence) {
+            CHECK(id == record.keys.boot_id + ":" + std::to_string(*record.keys.cpu_id) + ":" +
+                            std::to_string(*record.keys.sequence));
+            ++kmes_ids;
+        }
+    CHECK(kmes_ids >= 400);
+
+    const std::string status = forwarder.status();
+    INFO(status);
+    CHECK_THAT(status, Catch::Contains("catch-up              done"));
+    CHECK_THAT(status, Catch::Contains("reconnects"));
+    forwarder.stop();
+}
+
+TEST_CASE("records retention deleted before they were forwarded become one synthetic.forward_gap", "[forward]") {
+    QueryEnv env(EnvOptions{.eventd = {{"QueryResponseTargetBytes", 1024}}});
+    REQUIRE(await_count(env, "EVENTS synthetic.startup COUNT", 1, seconds(10)) == 1);
+    NatsServer nats(env.dir());
+    // The forwarder "was" stopped after the first frame of the store: its saved cursor.
+    WireClient client(env.socket());
+    REQUIRE(client.send_frame({{"query", "EVENTS"}, {"after", ""}}));
+    const auto frames = client.read_reply(seconds(10));
+    REQUIRE(frames.size() >= 3);
+    const std::string cursor = frames.front()["cursor"];
+    WireClient gapped_client(env.socket());
+    Forwarder forwarder(env, nats);
+    REQUIRE(::mkdir(forwarder.state_dir().c_str(), 0755) == 0);
+    std::ofstream(forwarder.state_dir() + "/cursor") << cursor << "\n";
+
+    // Retention deletes the March 2026 rows of the active shards (tests/query/test_resume.cpp).
+    env.reload({{"EventRetentionDays", 30}}, "EventRetentionDays");
+    REQUIRE(await_count(env, "EVENTS UNTIL 2026-04-01 COUNT", 11, seconds(20)) == 11);
+    REQUIRE(gapped_client.send_frame({{"query", "EVENTS"}, {"after", cursor}, {"allow_gap", true}}));
+    const auto gapped = gapped_client.read_reply(seconds(10));
+    REQUIRE(gapped.front().value("status", "") == "gap");
+    const uint64_t lost = gapped.front()["lost"];
+    const size_t after_gap = records_of(gapped).size();
+
+    forwarder.start();
+    INFO(forwarder.log());
+    // The records after the cursor that are still stored, and one gap record.
+    REQUIRE(await_messages(nats, after_gap + 1, seconds(20)) >= after_gap + 1);
+    std::this_thread::sleep_for(milliseconds(300));
+    const auto stored = nats.messages("EVENTD");
+    std::vector<json> gaps;
+    for (const StoredMessage& m : stored)
+        if (m.subject == forward::subject_for("eventd", kHost, "synthetic.forward_gap"))
+            gaps.push_back(json::from_msgpack(m.data.begin(), m.data.end()));
+    REQUIRE(gaps.size() == 1);
+    CHECK(gaps[0].at("lost") == lost);
+    CHECK(gaps[0].at("host") == kHost);
+    CHECK(gaps[0].at("resumed_after") == cursor);
+    CHECK_THAT(forwarder.status(), Catch::Contains("1 synthetic.forward_gap"));
+    forwarder.stop();
+}
+
+TEST_CASE("eventd-forward names what is wrong with its configuration", "[forward]") {
+    kmes::it::TempDir dir;
+    const std::string binary = kmes::it::path_from_env("EVENTD_FORWARD");
+    auto run_with = [&](const std::string& text, std::vector<std::string> extra = {}) {
+        std::ofstream(dir / "f.json") << text;
+        std::vector<std::string> argv = {binary, "--config", dir / "f.json"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return run_command(argv, seconds(10));
+    };
+    RunResult r = run_with("{}");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("NatsUrl is required"));
+    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "Stream": "a.b"})");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("Stream must not contain"));
+    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "MaxPendingAcks": 0})");
+    CHECK_THAT(r.err, Catch::Contains("MaxPendingAcks must be an integer from 1"));
+    r = run_with("not json");
+    CHECK_THAT(r.err, Catch::Contains("is not valid JSON"));
+    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "StateDirectory": ")" + dir.path() + R"(/nothing"})",
+                 {"--status"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("has eventd-forward run with this StateDirectory?"));
+    r = run_command({binary, "--bogus"}, seconds(10));
+    CHECK(r.exit_code == 2);
+}
+
+}  // namespace eventd::query_it
