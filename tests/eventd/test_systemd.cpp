@@ -60,16 +60,18 @@ std::string copy_unit(const std::string& unit, const std::string& dir, const std
 }
 
 std::pair<int, std::string> verify(const std::string& dir) {
-    return run("systemd-analyze verify " + dir + "/eventd.service " + dir + "/kmes-shim.service");
+    return run("systemd-analyze verify " + dir + "/eventd.service " + dir + "/kmes-shim.service " + dir +
+               "/eventd-forward.service");
 }
 
 }  // namespace
 
-TEST_CASE("systemd: systemd-analyze verify accepts both units with nothing to report", "[systemd]") {
+TEST_CASE("systemd: systemd-analyze verify accepts the units with nothing to report", "[systemd]") {
     REQUIRE(run("command -v systemd-analyze").first == 0);
     kmes::it::TempDir dir;
     copy_unit("eventd.service", dir.path(), env("EVENTD"));
     copy_unit("kmes-shim.service", dir.path(), env("KMES_SHIMD"));
+    copy_unit("eventd-forward.service", dir.path(), env("EVENTD_FORWARD"));
     const auto [status, output] = verify(dir.path());
     INFO(output);
     CHECK(status == 0);
@@ -80,6 +82,7 @@ TEST_CASE("systemd: the verify check fails on a unit with an unknown directive",
     kmes::it::TempDir dir;
     copy_unit("eventd.service", dir.path(), env("EVENTD"), "NotADirective=1");
     copy_unit("kmes-shim.service", dir.path(), env("KMES_SHIMD"));
+    copy_unit("eventd-forward.service", dir.path(), env("EVENTD_FORWARD"));
     const auto [status, output] = verify(dir.path());
     INFO(output);
     CHECK(output.find("NotADirective") != std::string::npos);
@@ -102,4 +105,18 @@ TEST_CASE("systemd: eventd.service is Type=notify with a watchdog, requires and 
     CHECK(has(eventd, "StateDirectory=eventd"));
     CHECK(has(eventd, "RuntimeDirectory=eventd"));
     CHECK(has(eventd, "ExecStart=\\S*/eventd --config /etc/eventd/eventd\\.json$"));
+}
+
+TEST_CASE("systemd: eventd-forward.service is Type=notify, requires and follows eventd, runs as its own user",
+          "[systemd]") {
+    const std::string forward = read_text(env("EVENTD_UNIT_DIR") + "/eventd-forward.service");
+    auto has = [](const std::string& text, const char* line) {
+        return std::regex_search(text, std::regex(std::string("^") + line, std::regex::multiline));
+    };
+    CHECK(has(forward, "Type=notify$"));
+    CHECK(has(forward, "Requires=.*eventd\\.service"));
+    CHECK(has(forward, "After=.*eventd\\.service"));
+    CHECK(has(forward, "User=eventd-forward$"));
+    CHECK(has(forward, "StateDirectory=eventd-forward$"));
+    CHECK(has(forward, "ExecStart=\\S*/eventd-forward --config /etc/eventd/eventd-forward\\.json$"));
 }
