@@ -3,8 +3,10 @@
 // arbitrary places of the msgpack inside. Both ends' decoders read every frame:
 //   eventd    frame_length, the MaxQueryMessageBytes check, decode_request (a request);
 //   eventctl  parse_reply (eventctl/reply.hpp: a reply, records cut out without decoding).
-// Checked besides "no crash": decode_request fails only with its three documented messages,
-// and what it returns travels back unchanged through encode_frame; parse_reply's records are
+// Checked besides "no crash": decode_request fails only with its documented messages, and what
+// it returns travels back unchanged through encode_frame; a request's `after` (a cursor a
+// client sends: attacker text) decodes only when it is exactly what encode_cursor writes, and
+// is refused with EINVAL otherwise; parse_reply's records are
 // each one msgpack map, and RecordBatcher packs them into frames parse_reply reads back the
 // same. A stream ending inside a header or a body is what a closed connection looks like.
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "eventctl/reply.hpp"
 #include "eventd/server/frame.hpp"
 #include "msgpack/reader.hpp"
+#include "store/store_position.hpp"
 
 namespace {
 
@@ -49,6 +52,14 @@ void check_request(std::span<const uint8_t> body) {
     auto decoded = server::decode_request(again_body);
     FUZZ_CHECK(decoded.ok() && decoded->query == text->query && decoded->after == text->after &&
                decoded->allow_gap == text->allow_gap);
+    if (text->after && !text->after->empty()) {
+        auto position = eventd::store::decode_cursor(*text->after);
+        if (position) {
+            FUZZ_CHECK(eventd::store::encode_cursor(*position) == *text->after);  // canonical only
+        } else {
+            FUZZ_CHECK(position.error().code == kmes::ErrorCode::invalid);
+        }
+    }
 }
 
 void check_reply(std::span<const uint8_t> body) {
