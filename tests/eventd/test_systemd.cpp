@@ -59,6 +59,11 @@ std::string copy_unit(const std::string& unit, const std::string& dir, const std
     return path;
 }
 
+// Whether `text` has a line starting with the regular expression `line`.
+bool has(const std::string& text, const char* line) {
+    return std::regex_search(text, std::regex(std::string("^") + line, std::regex::multiline));
+}
+
 std::pair<int, std::string> verify(const std::string& dir) {
     return run("systemd-analyze verify " + dir + "/eventd.service " + dir + "/kmes-shim.service " + dir +
                "/eventd-forward.service");
@@ -92,9 +97,6 @@ TEST_CASE("systemd: eventd.service is Type=notify with a watchdog, requires and 
           "[systemd]") {
     const std::string eventd = read_text(env("EVENTD_UNIT_DIR") + "/eventd.service");
     const std::string shim = read_text(env("EVENTD_UNIT_DIR") + "/kmes-shim.service");
-    auto has = [](const std::string& text, const char* line) {
-        return std::regex_search(text, std::regex(std::string("^") + line, std::regex::multiline));
-    };
     CHECK(has(eventd, "Type=notify$"));
     CHECK(has(shim, "Type=notify$"));
     CHECK(has(eventd, "Requires=.*kmes-shim\\.service"));
@@ -110,9 +112,6 @@ TEST_CASE("systemd: eventd.service is Type=notify with a watchdog, requires and 
 TEST_CASE("systemd: eventd-forward.service is Type=notify, requires and follows eventd, runs as its own user",
           "[systemd]") {
     const std::string forward = read_text(env("EVENTD_UNIT_DIR") + "/eventd-forward.service");
-    auto has = [](const std::string& text, const char* line) {
-        return std::regex_search(text, std::regex(std::string("^") + line, std::regex::multiline));
-    };
     CHECK(has(forward, "Type=notify$"));
     CHECK(has(forward, "Requires=.*eventd\\.service"));
     CHECK(has(forward, "After=.*eventd\\.service"));
