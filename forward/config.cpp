@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <fstream>
@@ -103,6 +104,35 @@ kmes::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
     if (!c.credentials_file.empty() && !c.nkey_seed_file.empty())
         return bad("NKeySeedFile", "cannot be combined with CredentialsFile (the .creds file holds the seed)");
     return loaded;
+}
+
+std::string streaming_query(const std::string& query) {
+    std::string word;
+    bool in_string = false, escaped = false;
+    auto is_stream = [&] {
+        if (word.size() != 6) return false;
+        for (size_t i = 0; i < 6; ++i)
+            if (std::toupper(static_cast<unsigned char>(word[i])) != "STREAM"[i]) return false;
+        return true;
+    };
+    for (char c : query + " ") {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+            word.clear();
+        } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+            word.push_back(c);
+        } else {
+            if (is_stream()) return query;
+            word.clear();
+        }
+    }
+    return query + " STREAM";
 }
 
 kmes::Result<LoadedForwardConfig> load_forward_config(const std::string& path) {

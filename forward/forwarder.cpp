@@ -233,7 +233,7 @@ public:
             }
         } finish{persister, window_, totals};
 
-        json request = {{"query", config_.query + " STREAM"}, {"after", resumed_after}, {"allow_gap", true}};
+        json request = {{"query", streaming_query(config_.query)}, {"after", resumed_after}, {"allow_gap", true}};
         const auto body = json::to_msgpack(request);
         if (auto sent = conn->send_frame(body); !sent) return sent.error();
         state_.set_state("forwarding");

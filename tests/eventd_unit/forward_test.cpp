@@ -1,0 +1,171 @@
+// eventd-forward's pure parts (forward/): the configuration's checks, subjects and message ids,
+// the query it sends, and the ack window's rule for the cursor it may persist — including
+// acknowledgements that arrive out of order from another thread.
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "forward/ack_window.hpp"
+#include "forward/config.hpp"
+#include "forward/record_id.hpp"
+
+namespace {
+
+using nlohmann::json;
+using namespace eventd::forward;
+
+std::string config_error(const json& doc) {
+    auto r = parse_forward_config(doc);
+    REQUIRE_FALSE(r);
+    return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("forward configuration: defaults, required keys and refusals naming the key", "[forward]") {
+    auto ok = parse_forward_config(json{{"NatsUrl", "nats://127.0.0.1:4222"}, {"Typo", 1}});
+    REQUIRE(ok);
+    CHECK(ok->config.stream == "EVENTD");
+    CHECK(ok->config.subject_prefix == "eventd");
+    CHECK(ok->config.eventd_socket_path == "/run/eventd/query.sock");
+    CHECK(ok->config.state_directory == "/var/lib/eventd-forward");
+    CHECK(ok->config.query == "EVENTS");
+    CHECK_FALSE(ok->config.host_name.empty());  // the machine's
+    CHECK(ok->warnings == std::vector<std::string>{"unknown key Typo ignored"});
+
+    CHECK_THAT(config_error(json::object()), Catch::Contains("NatsUrl is required"));
+    CHECK_THAT(config_error(json::array()), Catch::Contains("must be a JSON object"));
+    CHECK_THAT(config_error(json{{"NatsUrl", 5}}), Catch::Contains("NatsUrl must be a non-empty string"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"Stream", "a b"}}), Catch::Contains("Stream must not contain"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"SubjectPrefix", "a..b"}}), Catch::Contains("SubjectPrefix"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"SubjectPrefix", "a.>"}}), Catch::Contains("SubjectPrefix"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"AckTimeoutMs", 5}}),
+               Catch::Contains("AckTimeoutMs must be an integer from 100 to 600000, got 5"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"TlsCertFile", "/c"}}), Catch::Contains("TlsKeyFile is needed"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"NKey", "UABC"}}), Catch::Contains("NKeySeedFile is needed"));
+}
+
+TEST_CASE("forward: the query always streams, once", "[forward]") {
+    CHECK(streaming_query("EVENTS") == "EVENTS STREAM");
+    CHECK(streaming_query("EVENTS kacs.* stream") == "EVENTS kacs.* stream");
+    CHECK(streaming_query("EVENTS STREAM WHERE a == 1") == "EVENTS STREAM WHERE a == 1");
+    // The word inside a string literal is not the keyword.
+    CHECK(streaming_query(R"(EVENTS WHERE note == "a STREAM \" STREAM")") ==
+          R"(EVENTS WHERE note == "a STREAM \" STREAM" STREAM)");
+    CHECK(streaming_query("EVENTS WHERE streams == 1") == "EVENTS WHERE streams == 1 STREAM");
+}
+
+TEST_CASE("forward: subjects escape every token; message ids are stable", "[forward]") {
+    CHECK(escape_token("web-3") == "web-3");
+    CHECK(escape_token("web 3.example") == "web%203%2Eexample");
+    CHECK(escape_token("a*b>c%") == "a%2Ab%3Ec%25");
+    CHECK(escape_token("") == "%");
+    CHECK(subject_for("eventd", "h", "kacs.access_denied") == "eventd.h.kacs.access_denied");
+    CHECK(subject_for("eventd", "h", "a..b") == "eventd.h.a.%.b");
+    CHECK(subject_for("fleet.eu", "h", "x y") == "fleet.eu.h.x%20y");
+
+    const auto kmes = json::to_msgpack(json{{"event_type", "app.login"},
+                                            {"boot_id", "b0000000-0000-4000-8000-000000000001"},
+                                            {"cpu_id", 3},
+                                            {"sequence", 42},
+                                            {"timestamp", 1000},
+                                            {"user", "alice"}});
+    auto keys = record_keys(kmes);
+    REQUIRE(keys);
+    CHECK(message_id(*keys, kmes) == "b0000000-0000-4000-8000-000000000001:3:42");
+
+    const auto synthetic = json::to_msgpack(json{{"event_type", "synthetic.startup"},
+                                                 {"boot_id", "b0000000-0000-4000-8000-000000000001"},
+                                                 {"cpu_id", nullptr},
+                                                 {"sequence", nullptr},
+                                                 {"timestamp", 1000}});
+    keys = record_keys(synthetic);
+    REQUIRE(keys);
+    const std::string id = message_id(*keys, synthetic);
+    CHECK(id.rfind("s:b0000000-0000-4000-8000-000000000001:1000:", 0) == 0);
+    CHECK(id == message_id(*keys, synthetic));
+    auto other = synthetic;
+    other.back() ^= 1;  // a different record, the same header
+    CHECK(message_id(*keys, other) != id);
+    CHECK(stable_hash("") == "cbf29ce484222325");  // FNV-1a 64's offset basis: the same everywhere
+
+    const auto selected = json::to_msgpack(json{{"user", "alice"}});
+    CHECK_FALSE(record_keys(selected));
+}
+
+TEST_CASE("forward ack window: only a checkpoint whose records and all before are acknowledged persists",
+          "[forward]") {
+    AckWindow w;
+    w.reserve(1);
+    w.reserve(2);
+    w.checkpoint("c1", 10);
+    w.reserve(3);
+    w.checkpoint("c2", 20);
+    CHECK_FALSE(w.persistable());
+    w.acked(2, false);
+    CHECK_FALSE(w.persistable());  // 1 is still out
+    w.acked(3, true);
+    CHECK_FALSE(w.persistable());
+    w.acked(1, false);
+    REQUIRE(w.persistable());
+    CHECK(w.persistable()->cursor == "c2");
+    CHECK(w.persistable()->newest_event_ns == 20);
+    const WindowCounters c = w.counters();
+    CHECK(c.published == 3);
+    CHECK(c.acked == 3);
+    CHECK(c.duplicates == 1);
+    CHECK(c.pending == 0);
+    // An ack for a message of no session of this window changes nothing.
+    w.acked(99, false);
+    CHECK(w.counters().acked == 3);
+    CHECK_FALSE(w.failure());
+    w.failed(0, "connection lost");
+    CHECK(w.failure() == std::optional<std::string>("connection lost"));
+}
+
+TEST_CASE("forward ack window: acks from another thread, in any order, never persist a cursor too early",
+          "[forward]") {
+    // The reader reserves and checkpoints while an "ack thread" acknowledges in a shuffled
+    // order; every persistable cursor seen must cover only acknowledged records.
+    constexpr int kRecords = 20000;
+    AckWindow w;
+    std::vector<std::atomic<bool>> acked(kRecords + 1);
+    std::atomic<int> reserved{0};
+    std::thread acker([&] {
+        std::vector<int> pending;
+        int next = 1;
+        uint32_t rng = 12345;
+        while (next <= kRecords || !pending.empty()) {
+            while (next <= reserved.load(std::memory_order_acquire)) pending.push_back(next++);
+            if (pending.empty()) {
+                std::this_thread::yield();
+                continue;
+            }
+            rng = rng * 1103515245 + 12345;
+            const size_t pick = (rng >> 8) % pending.size();
+            const int n = pending[pick];
+            pending[pick] = pending.back();
+            pending.pop_back();
+            acked[static_cast<size_t>(n)].store(true, std::memory_order_release);
+            w.acked(static_cast<uintptr_t>(n), false);
+        }
+    });
+    std::optional<PersistPoint> seen;
+    for (int n = 1; n <= kRecords; ++n) {
+        w.reserve(static_cast<uintptr_t>(n));
+        reserved.store(n, std::memory_order_release);
+        if (n % 7 == 0) w.checkpoint(std::to_string(n), n);
+        if (auto p = w.persistable(); p && p != seen) {
+            seen = p;
+            const int covered = std::stoi(p->cursor);
+            for (int i = 1; i <= covered; ++i) REQUIRE(acked[static_cast<size_t>(i)].load(std::memory_order_acquire));
+        }
+    }
+    acker.join();
+    REQUIRE(w.persistable());
+    CHECK(w.persistable()->cursor == std::to_string(kRecords - kRecords % 7));
+    CHECK(w.counters().pending == 0);
+}
