@@ -2,8 +2,12 @@
 
 #include <nats/nats.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 namespace eventd::forward {
 namespace {
@@ -20,16 +24,27 @@ constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
 }  // namespace
 
+// nats.c delivers connection events on threads of its own, also after natsConnection_Close
+// returned: the handles are released only once the closed callback — the last one — has run,
+// and `closing` keeps the disconnect that Close itself causes from being reported as a failure.
 struct JetStream::Handles {
     natsOptions* options = nullptr;
     natsConnection* connection = nullptr;
     jsCtx* js = nullptr;
+    std::atomic<bool> closing{false};
+    std::mutex mutex;
+    std::condition_variable closed_cv;
+    bool closed = false;  // guarded by mutex
+
     ~Handles() {
-        if (js) jsCtx_Destroy(js);
+        closing = true;
         if (connection) {
             natsConnection_Close(connection);
-            natsConnection_Destroy(connection);
+            std::unique_lock lock(mutex);
+            closed_cv.wait_for(lock, std::chrono::seconds(10), [this] { return closed; });
         }
+        if (js) jsCtx_Destroy(js);
+        if (connection) natsConnection_Destroy(connection);
         if (options) natsOptions_Destroy(options);
     }
 };
@@ -70,10 +85,21 @@ kmes::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
         h.options,
         [](natsConnection*, void* closure) {
             auto* self = static_cast<JetStream*>(closure);
+            if (self->handles_->closing) return;  // our own Close
             self->window_.failed(0, "the connection to NATS was lost");
             if (self->on_failure_) self->on_failure_();
         },
         self.get());
+    if (s == NATS_OK)
+        s = natsOptions_SetClosedCB(
+            h.options,
+            [](natsConnection*, void* closure) {
+                Handles& handles = *static_cast<Handles*>(closure);
+                std::lock_guard lock(handles.mutex);
+                handles.closed = true;
+                handles.closed_cv.notify_all();
+            },
+            &h);
     if (s != NATS_OK) return nats_error("cannot set up the NATS options", s);
 
     s = natsConnection_Connect(&h.connection, h.options);
