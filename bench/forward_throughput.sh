@@ -24,9 +24,9 @@ mkdir -p "$DIR"/{etc,run,lib,log}
 python3 - "$DIR" <<'PY'
 import json, sys
 d = sys.argv[1]
-json.dump({"SocketPath": f"{d}/run/kmes.sock", "RingBufferSizeBytes": 67108864}, open(f"{d}/etc/kmes.json", "w"))
+json.dump({"SocketPath": f"{d}/run/kmes.sock", "BufferCapacity": 67108864}, open(f"{d}/etc/kmes.json", "w"))
 json.dump({"EventStorePath": f"{d}/lib/events", "QuerySocketPath": f"{d}/run/query.sock",
-           "KmesSocketPath": f"{d}/run/kmes.sock", "EventRetentionDays": 3650, "QueryTimeoutMs": 600000},
+           "KmesSocketPath": f"{d}/run/kmes.sock", "EventRetentionDays": 3650, "QueryTimeoutMs": 300000},
           open(f"{d}/etc/eventd.json", "w"))
 PY
 wait_for() { for _ in $(seq 200); do [[ -S $1 ]] && return 0; sleep 0.05; done; echo "no $1" >&2; exit 1; }
@@ -36,9 +36,10 @@ wait_for "$DIR/run/kmes.sock"
 wait_for "$DIR/run/query.sock"
 export KMES_SOCKET=$DIR/run/kmes.sock EVENTD_SOCKET=$DIR/run/query.sock
 taskset -c 0 "$BIN/kmes-shim/tools/kmes-emit" -t bench.fwd -j '{"user":"alice","n":12345,"note":"forward benchmark"}' \
-  -n "$N" -b 256 --retry-eagain
+  -n "$N" -b 256 --retry-eagain --rate 50000
 count() { "$BIN/eventctl/eventctl" -o jsonl "$1 COUNT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])'; }
-until [[ $(count "EVENTS bench.fwd") -ge $N ]]; do sleep 0.2; done
+for _ in $(seq 600); do [[ $(count "EVENTS bench.fwd") -ge $N ]] && break; sleep 0.2; done
+[[ $(count "EVENTS bench.fwd") -ge $N ]] || { echo "eventd stored fewer than $N events (ring overrun?); see $DIR/log" >&2; exit 1; }
 TOTAL=$(count EVENTS)
 now() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
@@ -79,7 +80,11 @@ echo "| eventd-forward, empty cursor → fresh stream | seconds | records/s |"
 echo "|---|---|---|"
 t0=$(now)
 p=$(forward "$DIR/fwd1" FWDONE); pids+=("$p")
-until [[ $(msgs) -ge $TOTAL ]]; do sleep 0.1; done
+wait_msgs() {  # until the streams hold $1 messages (10 minutes at most)
+  for _ in $(seq 6000); do [[ $(msgs) -ge $1 ]] && return 0; sleep 0.1; done
+  echo "the stream did not reach $1 messages; see $DIR/log" >&2; exit 1
+}
+wait_msgs "$TOTAL"
 t=$(secs "$t0" "$(now)")
 echo "| all $TOTAL records stored and acknowledged | $t | $(python3 -c "print(int($TOTAL / $t))") |"
 kill -TERM "$p"; wait "$p" 2>/dev/null || true
@@ -89,7 +94,7 @@ p=$(forward "$DIR/fwd2" FWDTWO)
 sleep "$(python3 -c "print($t / 2)")"
 kill -KILL "$p"; wait "$p" 2>/dev/null || true
 p=$(forward "$DIR/fwd2" FWDTWO); pids+=("$p")
-until [[ $(( $(msgs) - before )) -ge $TOTAL ]]; do sleep 0.1; done
+wait_msgs $(( before + TOTAL ))
 t=$(secs "$t0" "$(now)")
 dups=$("$BIN/forward/eventd-forward" --config "$DIR/etc/fwd-FWDTWO.json" --status | awk '/^duplicates/ {print $2}')
 echo "| the same, SIGKILLed halfway and restarted | $t | $(python3 -c "print(int($TOTAL / $t))") |"
