@@ -1,7 +1,7 @@
 // [forward]: eventd-forward end to end (issue 12 part 2; docs/FORWARD.md) — a real kmes-shimd,
 // eventd (fixture store), nats-server with JetStream on loopback and the eventd-forward binary:
 // every record lands in the stream exactly once with its subject, Nats-Msg-Id, headers and body,
-// across SIGKILLs of the forwarder and a NATS outage; a position retention deleted becomes a
+// across SIGKILLs of the forwarder, a NATS outage and an eventd restart; a position retention deleted becomes a
 // synthetic.forward_gap record with the exact count; configuration errors are named.
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -113,7 +113,8 @@ std::map<std::string, Expected> eventd_records(QueryEnv& env) {
 
 }  // namespace
 
-TEST_CASE("every record reaches JetStream exactly once, across forwarder kills and a NATS outage", "[forward]") {
+TEST_CASE("every record reaches JetStream exactly once, across forwarder kills, a NATS outage and an eventd restart",
+          "[forward]") {
     QueryEnv env(fast_commits());
     NatsServer nats(env.dir());
     for (int i = 1; i <= 300; ++i) emit("fwd.tick", {{"i", i}, {"pad", std::string(50, 'x')}});
@@ -134,6 +135,11 @@ TEST_CASE("every record reaches JetStream exactly once, across forwarder kills a
     CHECK_THAT(forwarder.status(), Catch::Contains("backing off"));
     nats.start();
     REQUIRE(await_count(env, "EVENTS fwd.tick COUNT", 400, seconds(10)) == 400);
+    // eventd itself restarts: the forwarder's stream breaks, it backs off and resumes.
+    env.stop_eventd();
+    env.start_eventd();
+    for (int i = 401; i <= 450; ++i) emit("fwd.tick", {{"i", i}});
+    REQUIRE(await_count(env, "EVENTS fwd.tick COUNT", 450, seconds(10)) == 450);
 
     const auto expected = eventd_records(env);
     INFO(forwarder.log());
@@ -168,7 +174,7 @@ TEST_CASE("every record reaches JetStream exactly once, across forwarder kills a
                             std::to_string(*record.keys.sequence));
             ++kmes_ids;
         }
-    CHECK(kmes_ids >= 400);
+    CHECK(kmes_ids >= 450);
 
     const std::string status = forwarder.status();
     INFO(status);
