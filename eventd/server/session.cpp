@@ -387,10 +387,7 @@ bool Session::report_initial_failure(const kmes::Error& error) {
 bool Session::finish_initial_frames() {
     batcher_.flush();
     if (drain_batcher_initial()) return true;
-    if (send_timed_out_) {
-        shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-        fail(query::timeout_text(limits_.query_timeout_ms));
-    }
+    if (send_timed_out_) report_initial_failure(query::timeout_error(limits_.query_timeout_ms));
     return false;
 }
 
