@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace eventd::forward {
@@ -106,7 +107,10 @@ kmes::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
     return loaded;
 }
 
-std::string streaming_query(const std::string& query) {
+namespace {
+
+// Where the STREAM keyword is (outside string literals, any case), if anywhere.
+std::optional<size_t> stream_keyword(const std::string& query) {
     std::string word;
     bool in_string = false, escaped = false;
     auto is_stream = [&] {
@@ -115,7 +119,9 @@ std::string streaming_query(const std::string& query) {
             if (std::toupper(static_cast<unsigned char>(word[i])) != "STREAM"[i]) return false;
         return true;
     };
-    for (char c : query + " ") {
+    const std::string text = query + " ";
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
         if (in_string) {
             if (escaped) escaped = false;
             else if (c == '\\') escaped = true;
@@ -128,11 +134,23 @@ std::string streaming_query(const std::string& query) {
         } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
             word.push_back(c);
         } else {
-            if (is_stream()) return query;
+            if (is_stream()) return i - word.size();
             word.clear();
         }
     }
-    return query + " STREAM";
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string streaming_query(const std::string& query) {
+    return stream_keyword(query) ? query : query + " STREAM";
+}
+
+std::string counting_query(const std::string& query) {
+    std::string q = query;
+    if (const auto at = stream_keyword(q)) q.erase(*at, 6);
+    return q + " COUNT";
 }
 
 kmes::Result<LoadedForwardConfig> load_forward_config(const std::string& path) {

@@ -49,6 +49,10 @@ kmes::Result<LoadedForwardConfig> parse_forward_config(const nlohmann::json& doc
 // any case): the forwarder always follows.
 std::string streaming_query(const std::string& query);
 
+// `query` without its STREAM and with COUNT: how many of its records follow a cursor (the lag
+// probe's question).
+std::string counting_query(const std::string& query);
+
 // Read FILE and parse it. Errors name the file.
 kmes::Result<LoadedForwardConfig> load_forward_config(const std::string& path);
 

@@ -175,6 +175,65 @@ private:
     std::thread thread_;
 };
 
+// Every 5 s, on a connection of its own: how many matching records eventd stores after the
+// saved cursor (`<Query> COUNT` with `after`) — the lag in records of --status. A failed probe
+// leaves the last count (the sessions report why eventd cannot be reached).
+class LagProbe {
+public:
+    explicit LagProbe(State& state) : state_(state), thread_([this] { run(); }) {}
+    ~LagProbe() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+
+private:
+    void run() {
+        std::unique_lock lock(mutex_);
+        while (!stopping_) {
+            lock.unlock();
+            probe();
+            lock.lock();
+            wake_.wait_for(lock, std::chrono::seconds(5), [this] { return stopping_; });
+        }
+    }
+
+    void probe() {
+        const ForwardConfig& config = state_.config();
+        auto conn = eventctl::Connection::open(config.eventd_socket_path);
+        if (!conn) return;
+        const json request = {{"query", counting_query(config.query)}, {"after", state_.cursor()}};
+        if (auto sent = conn->send_frame(json::to_msgpack(request)); !sent) return;
+        std::vector<uint8_t> frame;
+        for (;;) {
+            auto got = conn->read_frame(frame);
+            if (!got || *got != eventctl::ReadResult::frame) return;
+            auto reply = eventctl::parse_reply(frame);
+            if (!reply || reply->status == eventctl::ReplyStatus::error) return;
+            for (const auto& record : reply->records) {
+                const json r = json::from_msgpack(record.begin(), record.end(), true, false);
+                if (r.is_object() && r.contains("count") && r["count"].is_number_unsigned()) {
+                    const auto n = r["count"].get<int64_t>();
+                    state_.update([&](ForwardStatus& s) {
+                        s.backlog = n;
+                        s.backlog_ns = wall_ns();
+                    });
+                }
+            }
+            if (reply->status == eventctl::ReplyStatus::end) return;
+        }
+    }
+
+    State& state_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;  // guarded by mutex_
+    std::thread thread_;     // last: starts once the members above exist
+};
+
 // A synthetic.forward_gap record: eventd could not deliver `lost` records after the cursor the
 // session resumed from (retention deleted them). Its id derives from that cursor, so a replay of
 // the same resumption publishes it once.
@@ -314,6 +373,7 @@ kmes::Status run_forwarder(const ForwardConfig& config) {
                  config.eventd_socket_path, config.nats_url, config.stream, config.subject_prefix,
                  escape_token(config.host_name), cursor->empty() ? ", from the oldest record" : ", resuming");
 
+    LagProbe lag_probe(state);
     std::mt19937_64 rng(std::random_device{}());
     const auto min_backoff = std::chrono::milliseconds(100);
     auto backoff = min_backoff;

@@ -18,6 +18,8 @@ json to_json(const ForwardStatus& s) {
                 {"acked", s.acked},
                 {"duplicates", s.duplicates},
                 {"pending", s.pending},
+                {"backlog", s.backlog},
+                {"backlog_ns", s.backlog_ns},
                 {"reconnects", s.reconnects},
                 {"gaps", s.gaps},
                 {"last_acked_timestamp_ns", s.last_acked_timestamp_ns},
@@ -69,8 +71,14 @@ kmes::Result<std::string> status_text(const std::string& dir, int64_t now_ns) {
     if (!s.value("last_error", std::string()).empty())
         line("last error", s.value("last_error", std::string()) + " (" + seconds_since("last_error_ns") + ")");
     line("catch-up", caught_up ? "done: forwarding live" : "in progress");
-    line("lag, records", std::to_string(pending) + " published, not yet acknowledged" +
-                             (caught_up ? "" : " (plus what eventd has not sent yet)"));
+    const int64_t backlog = s.value("backlog", int64_t(-1));
+    if (backlog >= 0) {
+        line("lag, records", std::to_string(backlog) + " stored after the saved cursor (counted " +
+                                 seconds_since("backlog_ns") + "; " + std::to_string(pending) +
+                                 " of them published, not yet acknowledged)");
+    } else {
+        line("lag, records", "not counted yet (" + std::to_string(pending) + " published, not yet acknowledged)");
+    }
     line("lag, seconds", lag_seconds);
     line("published", std::to_string(s.value("published", uint64_t(0))));
     line("acknowledged", std::to_string(s.value("acked", uint64_t(0))));

@@ -22,6 +22,8 @@ struct ForwardStatus {
     uint64_t acked = 0;
     uint64_t duplicates = 0;  // acks saying JetStream already held the message (replays)
     uint64_t pending = 0;     // published, not yet acknowledged
+    int64_t backlog = -1;     // matching records eventd stores after the saved cursor (-1: not known)
+    int64_t backlog_ns = 0;   // wall clock of that count
     uint64_t reconnects = 0;  // sessions started after the first
     uint64_t gaps = 0;        // synthetic.forward_gap records published
     int64_t last_acked_timestamp_ns = 0;  // event time of the newest acknowledged record

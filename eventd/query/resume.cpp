@@ -52,6 +52,10 @@ std::string store_text(const store::StoreId& id) { return kmes::guid_text(id); }
 
 }  // namespace
 
+bool is_count_after(const Query& q) {
+    return q.aggregation.kind == Aggregation::Kind::count && !q.stream;
+}
+
 kmes::Status check_resumable(const Query& q) {
     std::vector<std::string> clauses;
     if (q.since_ns) clauses.push_back("SINCE");
@@ -59,13 +63,51 @@ kmes::Status check_resumable(const Query& q) {
     if (!q.sort.empty()) clauses.push_back("SORT");
     if (q.skip) clauses.push_back("SKIP");
     if (q.take) clauses.push_back("TAKE");
-    if (q.aggregation.kind != Aggregation::Kind::none) clauses.push_back("an aggregate");
+    if (q.aggregation.kind != Aggregation::Kind::none && !is_count_after(q)) clauses.push_back("an aggregate");
     if (clauses.empty()) return {};
     std::string list;
     for (size_t i = 0; i < clauses.size(); ++i) list += (i ? ", " : "") + clauses[i];
     return Error{EINVAL, "a resumed stream (after) delivers every matching record after the cursor in store order; "
                          "it cannot be combined with " +
                              list + " (they shape an initial result, and a resumed stream has none)"};
+}
+
+kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
+                                   const std::optional<StorePosition>& from) {
+    if (auto st = check_resumable(q); !st) return st.error();
+    if (from && from->store != store)
+        return Error{EINVAL, "this cursor belongs to another event store (" + store_text(from->store) +
+                                 "; this one is " + store_text(store) + "): nothing to count after it"};
+    const bool restricted = !ctx.access->unrestricted();
+    auto plan = plan_live(q, restricted);
+    if (!plan) return plan.error();
+    auto files = store::list_shard_files(ctx.store_dir);
+    if (!files) return query_error(files.error(), ctx);
+    store::TypeFilter visible;
+    if (restricted) visible = [access = ctx.access](std::string_view type) { return access->visible(type); };
+    uint64_t total = 0;
+    for (const store::ShardFile& file : *files) {
+        auto snapshot = open_snapshot(file, visible, ctx);
+        if (!snapshot) return snapshot.error();
+        if (!*snapshot) continue;
+        auto id = (*snapshot)->file_id();
+        if (!id) return query_error(id.error(), ctx);
+        int64_t after = 0;
+        if (from) {
+            const auto known = from->last_id.find(*id);
+            if (known != from->last_id.end()) after = known->second;
+        }
+        // The live plan's filters, counted: the records a resumed stream would deliver.
+        store::ReadPlan count = plan->read;
+        count.shape = store::ReadPlan::Shape::count;
+        count.where.push_back(id_compare(store::ReadOp::gt, after));
+        auto rows = (*snapshot)->run(count);
+        if (!rows) return query_error(rows.error(), ctx);
+        auto has = rows->next();
+        if (!has) return query_error(has.error(), ctx);
+        total += static_cast<uint64_t>(rows->row().integer(0));
+    }
+    return total;
 }
 
 kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const store::StoreId& store,

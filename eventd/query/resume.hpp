@@ -34,7 +34,18 @@ struct Gap {
 
 // Refused with EINVAL when `q` has a clause a resumed stream cannot honour (SINCE, UNTIL,
 // SORT, SKIP, TAKE, aggregates: they shape an initial result, and a resumed stream has none).
+// One exception: a bare COUNT without STREAM, which count_after answers.
 kmes::Status check_resumable(const Query& q);
+
+// Whether `q` (checked by check_resumable) asks how many records follow the cursor.
+bool is_count_after(const Query& q);
+
+// `EVENTS … COUNT` with `after`: how many matching records are stored after `from` (nullopt:
+// all of them) — a follower's backlog, e.g. eventd-forward's lag in records. Refused like
+// catch_up for a cursor of another store (no allow_gap: a count against another store's
+// position means nothing).
+kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
+                                   const std::optional<store::StorePosition>& from);
 
 // The catch-up of `q` (mode events, checked by check_resumable and access) after `from`
 // (nullopt: from the oldest record) in the store whose id is `store`. Returns where the live

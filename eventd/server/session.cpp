@@ -323,6 +323,17 @@ void Session::run_events(const query::Query& q, const Request& request) {
     ctx.cancelled = &shared_.stopping;
     KMES_SYNC_POINT("Session::run_events:before_execute");
     kmes::Result<query::StreamStart> start = query::StreamStart{};
+    if (request.after && query::is_count_after(q)) {
+        // How many records follow the cursor (a follower's backlog): one record, then end.
+        auto n = query::count_after(q, ctx, *store_id, from);
+        if (!n) {
+            report_initial_failure(n.error());
+            return;
+        }
+        batcher_.add(json{{"count", *n}});
+        if (!finish_initial_frames()) return;
+        return send_final(end_frame());
+    }
     if (request.after) {
         // Every catch-up frame carries the position after its last record.
         store::StorePosition position;

@@ -56,6 +56,10 @@ TEST_CASE("forward: the query always streams, once", "[forward]") {
     CHECK(streaming_query(R"(EVENTS WHERE note == "a STREAM \" STREAM")") ==
           R"(EVENTS WHERE note == "a STREAM \" STREAM" STREAM)");
     CHECK(streaming_query("EVENTS WHERE streams == 1") == "EVENTS WHERE streams == 1 STREAM");
+    // The lag probe's question: the same records, counted.
+    CHECK(counting_query("EVENTS kacs.*") == "EVENTS kacs.* COUNT");
+    CHECK(counting_query("EVENTS kacs.* STREAM WHERE a == 1") == "EVENTS kacs.*  WHERE a == 1 COUNT");
+    CHECK(counting_query(R"(EVENTS WHERE n == "STREAM")") == R"(EVENTS WHERE n == "STREAM" COUNT)");
 }
 
 TEST_CASE("forward: subjects escape every token; message ids are stable", "[forward]") {

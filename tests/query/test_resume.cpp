@@ -94,6 +94,12 @@ TEST_CASE("a cursor resumes exactly after its frame, across an eventd restart, a
     const size_t in_first_two = all[0]["records"].size() + all[1]["records"].size();
     const std::string after_two = all[1]["cursor"];
     CHECK(values_of(resume(env, "EVENTS res.one", after_two)) == range(int64_t(in_first_two) + 1, 40));
+    // COUNT after a cursor: how many a resumed stream would deliver (a follower's backlog).
+    const auto counted = resume(env, "EVENTS res.one COUNT", after_two);
+    REQUIRE(records_of(counted).size() == 1);
+    CHECK(records_of(counted)[0] == json{{"count", 40 - int64_t(in_first_two)}});
+    CHECK(records_of(resume(env, "EVENTS res.one COUNT", ""))[0] == json{{"count", 40}});
+    CHECK(records_of(resume(env, "EVENTS res.one WHERE i > 30 COUNT", after_two))[0] == json{{"count", 10}});
     // The end frame's cursor: nothing more.
     const std::string at_end = all.back()["cursor"];
     const auto nothing = resume(env, "EVENTS res.one", at_end);
@@ -151,8 +157,9 @@ TEST_CASE("refused resumptions say why; allow_gap resumes a cursor of another st
     CHECK(error_of(resume(env, "EVENTS app.login TAKE 5", cursor)) ==
           "a resumed stream (after) delivers every matching record after the cursor in store order; it cannot be "
           "combined with TAKE (they shape an initial result, and a resumed stream has none)");
-    CHECK_THAT(error_of(resume(env, "EVENTS app.login SINCE 1d ago SORT user COUNT", cursor)),
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login SINCE 1d ago SORT user COUNT BY user", cursor)),
                Catch::Contains("SINCE, SORT, an aggregate"));
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login COUNT STREAM", cursor)), Catch::Contains("an aggregate"));
     CHECK_THAT(error_of(resume(env, "EVENTS app.login", "garbage")), Catch::StartsWith("not a cursor eventd wrote"));
     CHECK_THAT(error_of(resume(env, "EVENTS app.login", "9.AAAA")), Catch::Contains("a cursor of a newer eventd"));
     CHECK(error_of(resume(env, "STATUS", cursor)) == "'after' resumes EVENTS queries only");
@@ -163,6 +170,8 @@ TEST_CASE("refused resumptions say why; allow_gap resumes a cursor of another st
     const std::string foreign = store::encode_cursor(position);
     CHECK_THAT(error_of(resume(env, "EVENTS app.login", foreign)),
                Catch::StartsWith("this cursor belongs to another event store") && Catch::Contains("allow_gap"));
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login COUNT", foreign)),
+               Catch::StartsWith("this cursor belongs to another event store"));
     const auto gapped = resume(env, "EVENTS app.login SELECT user", foreign, true);
     REQUIRE(gapped.size() >= 2);
     CHECK(gapped.front().value("status", "") == "gap");
