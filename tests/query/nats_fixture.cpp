@@ -39,15 +39,23 @@ bool accepts(int port) {
 
 // A JetStream context for reading, closed with the object.
 struct Reader {
+    natsOptions* options = nullptr;
     natsConnection* nc = nullptr;
     jsCtx* js = nullptr;
-    explicit Reader(const std::string& url) {
-        REQUIRE(natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK);
+    Reader(const std::string& url, const std::optional<NatsTls>& tls) {
+        REQUIRE(natsOptions_Create(&options) == NATS_OK);
+        REQUIRE(natsOptions_SetURL(options, url.c_str()) == NATS_OK);
+        if (tls) {
+            REQUIRE(natsOptions_SetSecure(options, true) == NATS_OK);
+            REQUIRE(natsOptions_LoadCATrustedCertificates(options, tls->ca_file.c_str()) == NATS_OK);
+        }
+        REQUIRE(natsConnection_Connect(&nc, options) == NATS_OK);
         REQUIRE(natsConnection_JetStream(&js, nc, nullptr) == NATS_OK);
     }
     ~Reader() {
         if (js) jsCtx_Destroy(js);
         if (nc) natsConnection_Destroy(nc);
+        if (options) natsOptions_Destroy(options);
     }
     // (first, last) sequence; nullopt when the stream does not exist.
     std::optional<std::pair<uint64_t, uint64_t>> range(const std::string& stream, uint64_t* messages = nullptr) {
@@ -63,7 +71,10 @@ struct Reader {
 
 }  // namespace
 
-NatsServer::NatsServer(std::string dir) : dir_(std::move(dir)), port_(free_port()) { start(); }
+NatsServer::NatsServer(std::string dir, std::optional<NatsTls> tls)
+    : dir_(std::move(dir)), tls_(std::move(tls)), port_(free_port()) {
+    start();
+}
 
 NatsServer::~NatsServer() { stop(); }
 
@@ -71,6 +82,7 @@ void NatsServer::start() {
     kmes::it::DaemonCommand c;
     c.name = "nats-server";
     c.args = {kmes::it::path_from_env("NATS_SERVER"), "-js", "-a", "127.0.0.1", "-p", std::to_string(port_), "-sd", dir_ + "/jetstream"};
+    if (tls_) c.args.insert(c.args.end(), {"--tls", "--tlscert", tls_->cert_file, "--tlskey", tls_->key_file});
     c.log_path = dir_ + "/nats-server.log";
     c.notify_path = dir_ + "/nats.notify";
     c.ready_timeout = std::chrono::seconds(10);
@@ -92,13 +104,13 @@ void NatsServer::stop() {
 }
 
 uint64_t NatsServer::count(const std::string& stream) {
-    Reader r(url());
+    Reader r(url(), tls_);
     uint64_t n = 0;
     return r.range(stream, &n) ? n : 0;
 }
 
 std::vector<StoredMessage> NatsServer::messages(const std::string& stream) {
-    Reader r(url());
+    Reader r(url(), tls_);
     std::vector<StoredMessage> out;
     const auto range = r.range(stream);
     if (!range) return out;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,17 @@ struct StoredMessage {
     std::vector<uint8_t> data;
 };
 
+// TLS: the server's certificate and key, signed by `ca_file`, which the reader trusts.
+struct NatsTls {
+    std::string cert_file, key_file, ca_file;
+};
+
 class NatsServer {
 public:
-    explicit NatsServer(std::string dir);  // REQUIREs that it accepts connections
+    // REQUIREs that it accepts connections.
+    explicit NatsServer(std::string dir, std::optional<NatsTls> tls = std::nullopt);
     ~NatsServer();
-    std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+    std::string url() const { return (tls_ ? "tls://127.0.0.1:" : "nats://127.0.0.1:") + std::to_string(port_); }
     void stop();
     void start();
 
@@ -35,6 +42,7 @@ public:
 
 private:
     std::string dir_;
+    std::optional<NatsTls> tls_;
     int port_ = 0;
     std::unique_ptr<kmes::it::DaemonProcess> process_;
 };

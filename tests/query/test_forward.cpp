@@ -233,6 +233,47 @@ TEST_CASE("records retention deleted before they were forwarded become one synth
     forwarder.stop();
 }
 
+TEST_CASE("eventd-forward over TLS trusts only the configured CA", "[forward]") {
+    QueryEnv env(fast_commits());
+    const std::string d = env.dir();
+    // A CA, a server certificate for 127.0.0.1 signed by it, and an unrelated CA (openssl).
+    const RunResult made = run_command(
+        {"/bin/sh", "-c",
+         "cd " + d +
+             " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=eventd-test-ca"
+             " && openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1"
+             " && printf 'subjectAltName=IP:127.0.0.1\\n' > ext.cnf"
+             " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2"
+             " -extfile ext.cnf"
+             " && openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out other.pem -days 2 -subj /CN=other"},
+        seconds(60));
+    INFO(made.err);
+    REQUIRE(made.exit_code == 0);
+    NatsServer nats(d, NatsTls{d + "/server.pem", d + "/server.key", d + "/ca.pem"});
+    for (int i = 1; i <= 50; ++i) emit("tls.tick", {{"i", i}});
+    REQUIRE(await_count(env, "EVENTS tls.tick COUNT", 50, seconds(10)) == 50);
+    {
+        Forwarder untrusting(env, nats, {{"TlsCaFile", d + "/other.pem"}, {"StateDirectory", d + "/other-state"}});
+        untrusting.start();
+        std::string status;
+        const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+        do {
+            std::this_thread::sleep_for(milliseconds(200));
+            status = untrusting.status();
+        } while (status.find("SSL") == std::string::npos && std::chrono::steady_clock::now() < deadline);
+        INFO(status);
+        CHECK_THAT(status, Catch::Contains("backing off") && Catch::Contains("SSL"));
+        CHECK(nats.count("EVENTD") == 0);
+        untrusting.stop();
+    }
+    Forwarder forwarder(env, nats, {{"TlsCaFile", d + "/ca.pem"}});
+    forwarder.start();
+    const auto total = static_cast<uint64_t>(count(env, "EVENTS COUNT"));
+    INFO(forwarder.log());
+    CHECK(await_messages(nats, total, seconds(20)) == total);
+    forwarder.stop();
+}
+
 TEST_CASE("eventd-forward names what is wrong with its configuration", "[forward]") {
     kmes::it::TempDir dir;
     const std::string binary = kmes::it::path_from_env("EVENTD_FORWARD");
