@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "base/fnv1a.hpp"
 #include "msgpack/reader.hpp"
 
 namespace eventd::forward {
@@ -92,11 +93,7 @@ std::string message_id(const RecordKeys& keys, std::span<const uint8_t> record) 
 }
 
 std::string stable_hash(std::string_view bytes) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char b : bytes) {
-        h ^= b;
-        h *= 0x100000001b3ull;
-    }
+    const uint64_t h = kmes::fnv1a64(kmes::kFnv1aOffsetBasis, bytes);
     static constexpr char kHex[] = "0123456789abcdef";
     std::string hex(16, '0');
     for (int i = 0; i < 16; ++i) hex[i] = kHex[(h >> (60 - 4 * i)) & 15];

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/base64url.hpp"
+#include "base/fnv1a.hpp"
 
 namespace eventd::store {
 namespace {
@@ -25,13 +26,9 @@ FileId legacy_file_id(std::string_view file_name) {
     // Two FNV-1a 64 hashes (different offset bases) of a prefixed name: stable across versions
     // and machines, which is all it needs — names within one store differ.
     FileId id{};
-    const uint64_t bases[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+    const uint64_t bases[2] = {kmes::kFnv1aOffsetBasis, kmes::kFnv1aSecondBasis};
     for (int half = 0; half < 2; ++half) {
-        uint64_t h = bases[half];
-        for (char c : std::string("eventd-legacy-file:") + std::string(file_name)) {
-            h ^= static_cast<uint8_t>(c);
-            h *= 0x100000001b3ull;
-        }
+        const uint64_t h = kmes::fnv1a64(kmes::fnv1a64(bases[half], "eventd-legacy-file:"), file_name);
         for (int i = 0; i < 8; ++i) id[half * 8 + i] = uint8_t(h >> (8 * i));
     }
     return id;

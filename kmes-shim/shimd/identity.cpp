@@ -3,23 +3,18 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/fnv1a.hpp"
+
 namespace kmes::shim {
 namespace {
 
 uint64_t fnv1a(uint64_t seed, std::string_view domain, const uint8_t* data, size_t len) {
-    uint64_t h = seed;
-    auto mix = [&h](uint8_t byte) {
-        h ^= byte;
-        h *= 0x100000001b3ull;
-    };
-    for (char c : domain) mix(static_cast<uint8_t>(c));
-    for (size_t i = 0; i < len; ++i) mix(data[i]);
-    return h;
+    return fnv1a64(fnv1a64(seed, domain), std::string_view(reinterpret_cast<const char*>(data), len));
 }
 
 Guid derive(std::string_view domain, const uint8_t* data, size_t len) {
-    const uint64_t hi = fnv1a(0xcbf29ce484222325ull, domain, data, len);
-    const uint64_t lo = fnv1a(0x84222325cbf29ce4ull, domain, data, len);
+    const uint64_t hi = fnv1a(kFnv1aOffsetBasis, domain, data, len);
+    const uint64_t lo = fnv1a(kFnv1aSecondBasis, domain, data, len);
     Guid g;
     std::memcpy(g.data(), &hi, 8);
     std::memcpy(g.data() + 8, &lo, 8);
