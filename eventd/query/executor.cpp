@@ -158,6 +158,11 @@ private:
 
 }  // namespace
 
+store::TypeFilter caller_visibility(const ExecutionContext& ctx) {
+    if (ctx.access->unrestricted()) return {};
+    return [access = ctx.access](std::string_view type) { return access->visible(type); };
+}
+
 Error query_error(const Error& e, const ExecutionContext& ctx) {
     if (e.is_cancelled()) return shutdown_error();
     if (e.is_timed_out()) return timeout_error(ctx.timeout_ms);
@@ -203,9 +208,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return query_error(files.error(), ctx);
 
-    // eventd_visible's answer: the caller's type access (none asked for an unrestricted caller).
-    store::TypeFilter visible;
-    if (restricted) visible = [access = ctx.access](std::string_view type) { return access->visible(type); };
+    const store::TypeFilter visible = caller_visibility(ctx);
     StreamStart start;
     StreamStart* const stream_start = q.stream ? &start : nullptr;
 

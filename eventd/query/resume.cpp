@@ -1,9 +1,9 @@
 // A resumed stream's catch-up; see resume.hpp for the steps.
 #include "eventd/query/resume.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <cerrno>
+#include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -19,13 +19,38 @@ using store::EventColumn;
 using store::FileId;
 using store::StorePosition;
 
-// One file of the catch-up, read in the snapshot its gap was counted in.
+// One shard file opened for a resumed read, with the cursor's position in it.
 struct CatchUpFile {
     store::ShardSnapshot snapshot;
     FileId file;
-    int64_t after = 0;   // the cursor's position in it
+    int64_t after = 0;   // the cursor's position in it (0: nothing delivered)
     int64_t issued = 0;  // the largest id it ever had
 };
+
+// `file` opened for the caller of `ctx` (open_snapshot) with its id and the position `wanted`
+// names for it. nullopt: a file the query may leave out.
+kmes::Result<std::optional<CatchUpFile>> open_file(const store::ShardFile& file, const store::TypeFilter& visible,
+                                                   ExecutionContext& ctx, const std::map<FileId, int64_t>& wanted) {
+    auto snapshot = open_snapshot(file, visible, ctx);
+    if (!snapshot) return snapshot.error();
+    if (!*snapshot) return std::optional<CatchUpFile>{};
+    auto id = (*snapshot)->file_id();
+    if (!id) return query_error(id.error(), ctx);
+    auto issued = (*snapshot)->max_id_issued();
+    if (!issued) return query_error(issued.error(), ctx);
+    const auto known = wanted.find(*id);
+    const int64_t after = known == wanted.end() ? 0 : known->second;
+    return std::optional<CatchUpFile>{CatchUpFile{std::move(**snapshot), *id, after, *issued}};
+}
+
+// The single number a count plan yields.
+kmes::Result<uint64_t> count_of(store::ShardSnapshot& snapshot, const store::ReadPlan& count) {
+    auto rows = snapshot.run(count);
+    if (!rows) return rows.error();
+    auto has = rows->next();
+    if (!has) return has.error();
+    return static_cast<uint64_t>(rows->row().integer(0));
+}
 
 store::Predicate id_compare(store::ReadOp op, int64_t value) {
     store::Predicate p;
@@ -41,14 +66,14 @@ kmes::Result<uint64_t> stored_after(CatchUpFile& f) {
     store::ReadPlan count;
     count.shape = store::ReadPlan::Shape::count;
     count.where = {id_compare(store::ReadOp::gt, f.after), id_compare(store::ReadOp::le, f.issued)};
-    auto rows = f.snapshot.run(count);
-    if (!rows) return rows.error();
-    auto has = rows->next();
-    if (!has) return has.error();
-    return static_cast<uint64_t>(rows->row().integer(0));
+    return count_of(f.snapshot, count);
 }
 
-std::string store_text(const store::StoreId& id) { return kmes::guid_text(id); }
+// The start of the refusal for a cursor of another store.
+std::string another_store(const store::StoreId& cursor, const store::StoreId& here) {
+    return "this cursor belongs to another event store (" + kmes::guid_text(cursor) + "; this one is " +
+           kmes::guid_text(here) + ")";
+}
 
 }  // namespace
 
@@ -75,37 +100,25 @@ kmes::Status check_resumable(const Query& q) {
 kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
                                    const std::optional<StorePosition>& from) {
     if (auto st = check_resumable(q); !st) return st.error();
-    if (from && from->store != store)
-        return Error{EINVAL, "this cursor belongs to another event store (" + store_text(from->store) +
-                                 "; this one is " + store_text(store) + "): nothing to count after it"};
-    const bool restricted = !ctx.access->unrestricted();
-    auto plan = plan_live(q, restricted);
+    if (from && from->store != store) return Error{EINVAL, another_store(from->store, store) + ": nothing to count after it"};
+    auto plan = plan_live(q, !ctx.access->unrestricted());
     if (!plan) return plan.error();
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return query_error(files.error(), ctx);
-    store::TypeFilter visible;
-    if (restricted) visible = [access = ctx.access](std::string_view type) { return access->visible(type); };
+    const store::TypeFilter visible = caller_visibility(ctx);
+    const std::map<FileId, int64_t> wanted = from ? from->last_id : std::map<FileId, int64_t>{};
     uint64_t total = 0;
     for (const store::ShardFile& file : *files) {
-        auto snapshot = open_snapshot(file, visible, ctx);
-        if (!snapshot) return snapshot.error();
-        if (!*snapshot) continue;
-        auto id = (*snapshot)->file_id();
-        if (!id) return query_error(id.error(), ctx);
-        int64_t after = 0;
-        if (from) {
-            const auto known = from->last_id.find(*id);
-            if (known != from->last_id.end()) after = known->second;
-        }
+        auto f = open_file(file, visible, ctx, wanted);
+        if (!f) return f.error();
+        if (!*f) continue;
         // The live plan's filters, counted: the records a resumed stream would deliver.
         store::ReadPlan count = plan->read;
         count.shape = store::ReadPlan::Shape::count;
-        count.where.push_back(id_compare(store::ReadOp::gt, after));
-        auto rows = (*snapshot)->run(count);
-        if (!rows) return query_error(rows.error(), ctx);
-        auto has = rows->next();
-        if (!has) return query_error(has.error(), ctx);
-        total += static_cast<uint64_t>(rows->row().integer(0));
+        count.where.push_back(id_compare(store::ReadOp::gt, (*f)->after));
+        auto n = count_of((*f)->snapshot, count);
+        if (!n) return query_error(n.error(), ctx);
+        total += *n;
     }
     return total;
 }
@@ -114,8 +127,7 @@ kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const 
                                    const std::optional<StorePosition>& from, bool allow_gap,
                                    const std::function<kmes::Status(const Gap&)>& on_gap, const PositionedSink& sink) {
     if (auto st = check_resumable(q); !st) return st.error();
-    const bool restricted = !ctx.access->unrestricted();
-    auto plan = plan_live(q, restricted);
+    auto plan = plan_live(q, !ctx.access->unrestricted());
     if (!plan) return plan.error();
 
     StreamStart start;
@@ -127,9 +139,8 @@ kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const 
     std::map<FileId, int64_t> wanted = from ? from->last_id : std::map<FileId, int64_t>{};
     if (from && from->store != store) {
         if (!allow_gap)
-            return Error{EINVAL, "this cursor belongs to another event store (" + store_text(from->store) +
-                                     "; this one is " + store_text(store) +
-                                     "): start without it, or ask with allow_gap to read this store from its oldest record"};
+            return Error{EINVAL, another_store(from->store, store) +
+                                     ": start without it, or ask with allow_gap to read this store from its oldest record"};
         wanted.clear();
         lost_unknown = true;
         gap.detail = "the cursor belongs to another event store; resumed at this store's oldest record";
@@ -137,24 +148,18 @@ kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const 
 
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return query_error(files.error(), ctx);
-    store::TypeFilter visible;
-    if (restricted) visible = [access = ctx.access](std::string_view type) { return access->visible(type); };
+    const store::TypeFilter visible = caller_visibility(ctx);
 
     // Every file's snapshot and gap first: a refusal must come before any record.
     std::vector<CatchUpFile> open;
     std::set<FileId> seen;
     std::vector<std::string> short_files;
     for (const store::ShardFile& file : *files) {
-        auto snapshot = open_snapshot(file, visible, ctx);
-        if (!snapshot) return snapshot.error();
-        if (!*snapshot) continue;  // unreadable and skippable: if the cursor names it, it is "gone" below
-        auto id = (*snapshot)->file_id();
-        if (!id) return query_error(id.error(), ctx);
-        auto issued = (*snapshot)->max_id_issued();
-        if (!issued) return query_error(issued.error(), ctx);
-        const auto known = wanted.find(*id);
-        CatchUpFile f{std::move(**snapshot), *id, known == wanted.end() ? 0 : known->second, *issued};
-        seen.insert(*id);
+        auto opened = open_file(file, visible, ctx, wanted);
+        if (!opened) return opened.error();
+        if (!*opened) continue;  // unreadable and skippable: if the cursor names it, it is "gone" below
+        CatchUpFile f = std::move(**opened);
+        seen.insert(f.file);
         if (f.issued > f.after) {
             auto stored = stored_after(f);
             if (!stored) return query_error(stored.error(), ctx);

@@ -131,8 +131,9 @@ private:
     void run_status();
     void run_index(const query::Query& q);
     void run_events(const query::Query& q, const Request& request);
-    // The initial phase's outcome as the client hears it; false when the session is over.
-    bool report_initial_failure(const kmes::Error& error);
+    // The initial phase failed: the client hears why (unless it cannot hear anything any more),
+    // counted as a timeout or an error (a shutdown is neither).
+    void report_initial_failure(const kmes::Error& error);
     bool finish_initial_frames();
     void follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access, StreamWake& wake,
                 uint64_t generation);
@@ -326,10 +327,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
     if (request.after && query::is_count_after(q)) {
         // How many records follow the cursor (a follower's backlog): one record, then end.
         auto n = query::count_after(q, ctx, *store_id, from);
-        if (!n) {
-            report_initial_failure(n.error());
-            return;
-        }
+        if (!n) return report_initial_failure(n.error());
         batcher_.add(json{{"count", *n}});
         if (!finish_initial_frames()) return;
         return send_final(end_frame());
@@ -353,10 +351,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
         };
         start = query::execute(q, ctx, sink);
     }
-    if (!start) {
-        report_initial_failure(start.error());
-        return;
-    }
+    if (!start) return report_initial_failure(start.error());
     if (!finish_initial_frames()) return;
     // From here on every frame carries the cursor (a plain stream's initial frames have none:
     // their order is the query's, not the store's); the watch or end frame names the snapshot.
@@ -377,21 +372,18 @@ void Session::run_events(const query::Query& q, const Request& request) {
     follow(q, std::move(*start), access, *wake, generation);
 }
 
-bool Session::report_initial_failure(const kmes::Error& error) {
-    const std::string timeout_text = query::timeout_text(limits_.query_timeout_ms);
+void Session::report_initial_failure(const kmes::Error& error) {
     if (send_timed_out_) {
         shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-        fail(timeout_text);  // unless the frame was cut
-        return false;
+        return fail(query::timeout_text(limits_.query_timeout_ms));  // unless the frame was cut
     }
-    if (client_gone_) return false;  // nothing can reach the client any more
+    if (client_gone_) return;  // nothing can reach the client any more
     // A cancel (shutdown) is neither a timeout nor a failure: it is not counted.
     if (error.is_timed_out())
         shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
     else if (!error.is_cancelled())
         shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
     fail(error.message);
-    return false;
 }
 
 // The initial result's last records, sealed and sent.
