@@ -34,11 +34,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-int64_t wall_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 // The persisted cursor: "" (from the oldest record) before the first one was saved.
 kmes::Result<std::string> load_cursor(const fs::path& file) {
     std::ifstream in(file);

@@ -18,11 +18,6 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
-int64_t wall_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,7 +57,7 @@ int main(int argc, char** argv) {
         return kExitFailure;
     }
     if (status) {
-        auto text = eventd::forward::status_text(loaded->config.state_directory, wall_ns());
+        auto text = eventd::forward::status_text(loaded->config.state_directory, eventd::forward::wall_ns());
         if (!text) {
             std::fprintf(stderr, "eventd-forward: %s\n", text.error().message.c_str());
             return kExitFailure;

@@ -1,5 +1,6 @@
 #include "forward/status.hpp"
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +9,11 @@
 namespace eventd::forward {
 
 using json = nlohmann::json;
+
+int64_t wall_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
 
 json to_json(const ForwardStatus& s) {
     return json{{"state", s.state},

@@ -32,6 +32,9 @@ struct ForwardStatus {
     int pid = 0;
 };
 
+// Now, in ns since the epoch: the clock of every time in the status.
+int64_t wall_ns();
+
 nlohmann::json to_json(const ForwardStatus& status);
 
 // Write status.json in `dir` atomically.

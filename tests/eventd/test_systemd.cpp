@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include <catch2/catch.hpp>
 
+#include "daemon_process.hpp"
 #include "shim_fixture.hpp"
 
 namespace {
@@ -24,13 +24,6 @@ std::string env(const char* name) {
     const char* v = std::getenv(name);
     if (!v || !*v) FAIL(name << " is not set: run the tests through `meson test`");
     return v;
-}
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 // Run a shell command; its exit status and combined output.
@@ -47,7 +40,7 @@ std::pair<int, std::string> run(const std::string& command) {
 // Copy `unit` into `dir` with the ExecStart binary replaced by `binary`.
 std::string copy_unit(const std::string& unit, const std::string& dir, const std::string& binary,
                       const std::string& extra_service_line = "") {
-    std::string text = read_text(env("EVENTD_UNIT_DIR") + "/" + unit);
+    std::string text = kmes::it::read_text(env("EVENTD_UNIT_DIR") + "/" + unit);
     REQUIRE(!text.empty());
     const std::regex exec("^ExecStart=\\S+", std::regex::multiline);
     REQUIRE(std::regex_search(text, exec));
@@ -95,8 +88,8 @@ TEST_CASE("systemd: the verify check fails on a unit with an unknown directive",
 
 TEST_CASE("systemd: eventd.service is Type=notify with a watchdog, requires and follows the shim, reloads by SIGHUP",
           "[systemd]") {
-    const std::string eventd = read_text(env("EVENTD_UNIT_DIR") + "/eventd.service");
-    const std::string shim = read_text(env("EVENTD_UNIT_DIR") + "/kmes-shim.service");
+    const std::string eventd = kmes::it::read_text(env("EVENTD_UNIT_DIR") + "/eventd.service");
+    const std::string shim = kmes::it::read_text(env("EVENTD_UNIT_DIR") + "/kmes-shim.service");
     CHECK(has(eventd, "Type=notify$"));
     CHECK(has(shim, "Type=notify$"));
     CHECK(has(eventd, "Requires=.*kmes-shim\\.service"));
@@ -111,7 +104,7 @@ TEST_CASE("systemd: eventd.service is Type=notify with a watchdog, requires and 
 
 TEST_CASE("systemd: eventd-forward.service is Type=notify, requires and follows eventd, runs as its own user",
           "[systemd]") {
-    const std::string forward = read_text(env("EVENTD_UNIT_DIR") + "/eventd-forward.service");
+    const std::string forward = kmes::it::read_text(env("EVENTD_UNIT_DIR") + "/eventd-forward.service");
     CHECK(has(forward, "Type=notify$"));
     CHECK(has(forward, "Requires=.*eventd\\.service"));
     CHECK(has(forward, "After=.*eventd\\.service"));

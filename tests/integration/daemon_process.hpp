@@ -81,6 +81,9 @@ private:
 // it is unset, as it is when the test binary is run by hand.
 std::string path_from_env(const char* variable);
 
+// The whole content of a text file ("" when it cannot be read).
+std::string read_text(const std::string& path);
+
 // The wait status as text ("exit 0", "signal SIGSEGV") for test messages.
 std::string describe_status(int status);
 

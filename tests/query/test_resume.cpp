@@ -23,6 +23,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "daemon_process.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
 #include "store/store_position.hpp"
@@ -312,13 +313,6 @@ std::map<int64_t, int> count_values(const std::string& jsonl) {
     return seen;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 size_t line_count(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
 }  // namespace
@@ -332,10 +326,10 @@ TEST_CASE("eventctl --cursor-file killed at random moments writes every record t
         "/bin/sh", "-c",      "exec \"$0\" \"$@\" >> " + out_file, env.eventctl(), "--socket", env.socket(),
         "--format", "jsonl", "--cursor-file",                     env.dir() + "/loop.cursor", "EVENTS loop.* STREAM SELECT i"};
     const int emitted = kill_loop(
-        env, argv, [&](Child&) { return line_count(read_file(out_file)); }, [](const RunResult&) {});
+        env, argv, [&](Child&) { return line_count(kmes::it::read_text(out_file)); }, [](const RunResult&) {});
 
     // Every i exactly once, nothing else (what `sort | uniq -d` and a count would say).
-    auto seen = count_values(read_file(out_file));
+    auto seen = count_values(kmes::it::read_text(out_file));
     std::vector<int64_t> twice, missing;
     for (int64_t i = 1; i <= emitted; ++i) {
         if (seen[i] > 1) twice.push_back(i);
