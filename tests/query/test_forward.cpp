@@ -64,6 +64,17 @@ public:
     }
     void stop() { process_.reset(); }  // SIGTERM; the fixture CHECKs exit 0
     std::string log() const { return process_ ? process_->log() : ""; }
+    // status() once it contains every one of `texts`, or the last one after `timeout`.
+    std::string await_status(const std::vector<std::string>& texts, seconds timeout = seconds(10)) const {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            const std::string text = status();
+            bool all = true;
+            for (const auto& t : texts) all = all && text.find(t) != std::string::npos;
+            if (all || std::chrono::steady_clock::now() > deadline) return text;
+            std::this_thread::sleep_for(milliseconds(50));
+        }
+    }
     std::string status() const {
         return run_command({kmes::it::path_from_env("EVENTD_FORWARD"), "--config", config_path(), "--status"},
                            seconds(10))
@@ -131,8 +142,9 @@ TEST_CASE("every record reaches JetStream exactly once, across forwarder kills, 
     // An outage: records keep arriving in eventd while NATS is down.
     nats.stop();
     for (int i = 301; i <= 400; ++i) emit("fwd.tick", {{"i", i}});
-    std::this_thread::sleep_for(milliseconds(800));
-    CHECK_THAT(forwarder.status(), Catch::Contains("backing off"));
+    // It retries every MaxBackoffMs (500 ms here): between two tries its state is "backing off",
+    // during one "connecting" — wait for a moment between tries.
+    CHECK_THAT(forwarder.await_status({"backing off"}), Catch::Contains("backing off"));
     nats.start();
     REQUIRE(await_count(env, "EVENTS fwd.tick COUNT", 400, seconds(10)) == 400);
     // eventd itself restarts: the forwarder's stream breaks, it backs off and resumes.
@@ -177,13 +189,8 @@ TEST_CASE("every record reaches JetStream exactly once, across forwarder kills, 
     CHECK(kmes_ids >= 450);
 
     // The lag probe (every 5 s) counts what eventd stores after the saved cursor: nothing now.
-    std::string status = forwarder.status();
-    const auto deadline = std::chrono::steady_clock::now() + seconds(15);
-    while (status.find("lag, records          0 stored after the saved cursor") == std::string::npos &&
-           std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(milliseconds(200));
-        status = forwarder.status();
-    }
+    const std::string status =
+        forwarder.await_status({"lag, records          0 stored after the saved cursor"}, seconds(15));
     INFO(status);
     CHECK_THAT(status, Catch::Contains("lag, records          0 stored after the saved cursor"));
     CHECK_THAT(status, Catch::Contains("catch-up              done"));
@@ -255,12 +262,7 @@ TEST_CASE("eventd-forward over TLS trusts only the configured CA", "[forward]") 
     {
         Forwarder untrusting(env, nats, {{"TlsCaFile", d + "/other.pem"}, {"StateDirectory", d + "/other-state"}});
         untrusting.start();
-        std::string status;
-        const auto deadline = std::chrono::steady_clock::now() + seconds(10);
-        do {
-            std::this_thread::sleep_for(milliseconds(200));
-            status = untrusting.status();
-        } while (status.find("SSL") == std::string::npos && std::chrono::steady_clock::now() < deadline);
+        const std::string status = untrusting.await_status({"backing off", "SSL"});
         INFO(status);
         CHECK_THAT(status, Catch::Contains("backing off") && Catch::Contains("SSL"));
         CHECK(nats.count("EVENTD") == 0);
