@@ -231,6 +231,30 @@ const std::vector<Line>& query_lines() {
     return kLines;
 }
 
+// {kind:"collector"} (eventd/collector/collector.hpp): a collector's source and lag, in the
+// place of the rings a host has.
+const std::vector<Line>& collector_lines() {
+    static const std::vector<Line> kLines = {
+        {"state", "state", plain},
+        {"nats_url", "NATS", plain},
+        {"stream", "stream", plain},
+        {"durable", "durable consumer", plain},
+        {"pending", "lag: not yet delivered (records)", plain},
+        {"ack_pending", "delivered, not yet acknowledged", plain},
+        {"uncommitted", "held by this eventd, not yet committed", plain},
+        {"received", "received", plain},
+        {"duplicates", "already stored (not stored again)", plain},
+        {"acked", "acknowledged after commit", plain},
+        {"redelivery_requested", "failed commits (delivered again)", plain},
+        {"redelivered", "redelivered by the server", plain},
+        {"refused", "refused (not eventd records)", plain},
+        {"sessions", "sessions", plain},
+        {"last_received_ns", "last received (UTC)", time_ns},
+        {"last_error", "last error", plain},
+    };
+    return kLines;
+}
+
 // {kind:"index_policy"} (eventd/index/policy_thread.hpp): the policy's settings and last run,
 // then the desired index set and the query counters as two tables.
 const std::vector<Line>& index_policy_lines() {
@@ -303,6 +327,15 @@ std::string render_status(const std::vector<Json>& records) {
         if (!out.empty()) out += "\n";
         out += title + "\n" + body;
     };
+    if (by_kind.count("collector")) {
+        std::string body;
+        for (const Json* r : by_kind["collector"]) {
+            Json shown = *r;
+            if (shown.contains("last_error") && shown["last_error"].is_null()) shown.erase("last_error");
+            body += lines(shown, collector_lines());
+        }
+        section("Collector (JetStream)", body);
+    }
     if (by_kind.count("ring")) section("Rings (per CPU)", table(by_kind["ring"], ring_columns()));
     if (by_kind.count("shard")) section("Shards", table(by_kind["shard"], shard_columns()));
     if (by_kind.count("shard_indexes"))
@@ -323,7 +356,7 @@ std::string render_status(const std::vector<Json>& records) {
         section("Adaptive indexing", body);
     }
     for (const auto& kind : order) {
-        if (kind == "ring" || kind == "shard" || kind == "shard_indexes" || kind == "rates" || kind == "queries" ||
+        if (kind == "collector" || kind == "ring" || kind == "shard" || kind == "shard_indexes" || kind == "rates" || kind == "queries" ||
             kind == "index_policy")
             continue;
         section(kind.empty() ? "Other" : "Other: " + plain(Json(kind)), table(by_kind[kind], {}));

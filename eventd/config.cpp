@@ -72,6 +72,12 @@ kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     r.optional_path("KmesSocketPath", c.kmes_socket_path);
     // PSD-008 §12.1 ranges.
     r.number("StorageShards", c.storage_shards, 0, 256, k.storage_shards);
+    if (document.contains("CollectorSource")) {
+        out.present.insert("CollectorSource");
+        auto source = collector::parse_source_config(document["CollectorSource"]);
+        if (!source) return source.error();
+        c.collector = std::move(*source);
+    }
     r.number("MaxBatchSize", c.max_batch_size, 100, 100000, k.max_batch_size);
     r.number("MaxBatchLatencyMs", c.max_batch_latency_ms, 10, 5000, k.max_batch_latency_ms);
     r.number("EventRetentionDays", c.event_retention_days, 1, 3650, k.event_retention_days);
@@ -166,6 +172,7 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
         fixed("QuerySocketPath", f.query_socket_path != t.query_socket_path);
         fixed("KmesSocketPath", f.kmes_socket_path != t.kmes_socket_path);
         fixed("StorageShards", f.storage_shards != t.storage_shards);
+        fixed("CollectorSource", f.collector != t.collector);
     }
     return changes;
 }

@@ -2,11 +2,12 @@
 // Machine\System\eventd\ (DESIGN.md §2, PSD-008 §12.1). Reference: docs/CONFIGURATION.md.
 //
 // Required keys (EventStorePath, QuerySocketPath) missing or invalid → eventd refuses to start,
-// naming the key. Optional keys: an invalid value keeps the compiled-in default at startup, the
+// naming the key; so does an invalid CollectorSource (collector/source_config.hpp). Optional keys: an invalid value keeps the compiled-in default at startup, the
 // value in force at runtime (DESIGN.md §8); either way it is logged. Unknown keys are ignored.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.hpp"
+#include "eventd/collector/source_config.hpp"
 
 namespace eventd {
 
@@ -24,6 +26,8 @@ struct EventdConfig {
     // Optional; restart to change.
     std::string kmes_socket_path = "/run/kmes/kmes.sock";
     uint32_t storage_shards = 0;  // 0 = CPU count
+    // Collector mode (docs/FORWARD.md "Collector"): set = records from JetStream, no KMES rings.
+    std::optional<collector::SourceConfig> collector;
     // Tuning; applied at once on reload (§12.1), each change recorded as synthetic.config_change.
     uint32_t max_batch_size = 10000;
     uint32_t max_batch_latency_ms = 100;

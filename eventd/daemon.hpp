@@ -18,6 +18,7 @@
 
 #include "config.hpp"
 #include "drain_thread.hpp"
+#include "eventd/collector/collector.hpp"
 #include "lock_order.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/index/desired_set.hpp"
@@ -83,6 +84,8 @@ private:
     // daemon_startup.cpp
     kmes::Status open_shards(uint32_t count);
     kmes::Status attach_rings(std::vector<kmes::RingReader>& readers);
+    // Collector mode (issue 12 part 3): the shards, fed by a Collector instead of drains.
+    kmes::Status start_collector_mode();
     kmes::Status open_query_socket();
     kmes::Status start_query_server();
 
@@ -115,6 +118,9 @@ private:
 
     std::vector<std::unique_ptr<ShardWriter>> writers_;
     std::vector<std::unique_ptr<DrainThread>> drains_;
+    // Collector mode only (then drains_ is empty). Stops fetching before the writers finish and
+    // is destroyed after them: their last commits are still acknowledged (shutdown()).
+    std::unique_ptr<collector::Collector> collector_;
     // storage_error records from opening shards, with the shard they describe
     std::vector<std::pair<uint32_t, store::EventRow>> startup_errors_;
 

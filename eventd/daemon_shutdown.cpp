@@ -56,7 +56,9 @@ void Daemon::shutdown(bool dump) {
     if (retention_thread_.joinable()) retention_thread_.join();
     // 2. The policy thread saves the query counters a last time (no query counts any more).
     if (index_policy_) index_policy_->stop();
-    // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
+    // 3. Final drain: every drain thread reads what is available, hands it over, and ends
+    // (in collector mode the collector stops fetching; its session stays for the last acks).
+    if (collector_) collector_->stop_fetching();
     for (auto& d : drains_) d->request_stop();
     for (auto& d : drains_) d->stop();
     // 4. Final commits: writers commit what they hold and stop — all at once, so that their
@@ -90,6 +92,7 @@ void Daemon::shutdown(bool dump) {
     desired_set_.set_on_publish(nullptr);
     drains_.clear();
     close_shards_side_by_side(writers_);
+    collector_.reset();  // flushes the last acknowledgements, then closes its NATS session
     server_.reset();
     spdlog::info("eventd stopped");
 }
@@ -100,6 +103,7 @@ std::string Daemon::status_line() const {
         events += d->stats().events.load();
         lost += d->stats().lost_events.load();
     }
+    if (collector_) return "collected " + std::to_string(collector_->received()) + " records";
     return "ingested " + std::to_string(events) + " events, " + std::to_string(lost) + " lost (gaps)";
 }
 

@@ -4,8 +4,10 @@
 // synthetic.startup. main signals READY=1 after start() succeeds.
 #include <sys/socket.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +53,12 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     d->index_policy_ = index::PolicyThread::open(
         index::PolicyThread::Options{config.event_store_path, &d->desired_set_, &d->field_counter_,
                                      index_policy_settings(config), synthetic::now_ns});
+
+    if (config.collector) {
+        if (Status s = d->start_collector_mode(); !s) return s.error();
+        d->ready_.store(true);
+        return d;
+    }
 
     // Phase 3: boot boundary. The KMES boot id keys every row (DESIGN.md §2).
     if (kmes_boot_id(d->boot_id_.data()) != 0)
@@ -126,6 +134,47 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     return d;
 }
 
+// Collector mode (issue 12 part 3; docs/FORWARD.md "Collector"): phases 3–7 without KMES. The
+// rows keep their hosts' boot ids; the collector's own records (startup, shutdown, storage
+// errors, configuration changes) carry a boot id drawn for this run, as a boot would.
+Status Daemon::start_collector_mode() {
+    if (getrandom(boot_id_.data(), boot_id_.size(), 0) != ssize_t(boot_id_.size()))
+        return kmes::errno_error("getrandom for the collector's run id");
+    std::ifstream os_boot("/proc/sys/kernel/random/boot_id");
+    std::getline(os_boot, os_boot_id_);
+    const uint32_t shard_count =
+        config_.storage_shards != 0 ? config_.storage_shards : std::max(1u, std::thread::hardware_concurrency());
+    if (Status s = open_shards(shard_count); !s) return s;
+    std::vector<std::string> unreadable;
+    accounted_ = store::load_sequence_state(config_.event_store_path, &unreadable);
+    for (const std::string& f : unreadable) spdlog::warn("sequence state of {} could not be read", f);
+    spdlog::info("collector mode: run {}, {} shard(s), records from stream {} at {}", kmes::guid_text(boot_id_),
+                 shard_count, config_.collector->stream, config_.collector->nats_url);
+    if (Status s = open_query_socket(); !s) return s;
+    if (Status s = start_query_server(); !s) return s;
+    std::vector<ShardWriter*> writers;
+    for (auto& w : writers_) {
+        w->set_accounted_elsewhere(&accounted_);  // what historical files hold: not stored again
+        writers.push_back(w.get());
+    }
+    for (auto& w : writers_) w->start();
+    desired_set_.set_on_publish([this] {
+        for (auto& w : writers_) w->desired_set_changed();
+    });
+    collector_ = std::make_unique<collector::Collector>(*config_.collector, std::move(writers));
+    collector_->start();
+    index_policy_->start();
+    retention_thread_ = std::thread([this] {
+        run_guarded(
+            "the retention thread", [this] { retention_loop(); }, [this](const std::string& why) { fail(why); });
+    });
+    writers_.front()->post(HandoffItem{synthetic::startup(boot_id_, os_boot_id_, false, shard_count, {}),
+                                       Accounting{0, 0, 0}});
+    for (auto& [shard, record] : startup_errors_) post_daemon_record(std::move(record), shard);
+    startup_errors_.clear();
+    return {};
+}
+
 Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
     for (uint32_t cpu = 0;; ++cpu) {
         auto reader = kmes::RingReader::open(cpu, kmes::ReaderOptions{});  // from tail_pos (§2.2.2)
@@ -178,7 +227,12 @@ Status Daemon::open_shards(uint32_t count) {
                         [raw](uint32_t shard) {
                             if (raw->server_) raw->server_->on_commit(shard);
                         },
-                        [raw](const std::string& why) { raw->fail(why); }},
+                        [raw](const std::string& why) { raw->fail(why); },
+                        // Collector mode: the collector exists before any record reaches a
+                        // writer and is destroyed after the writers (shutdown()).
+                        [raw](const std::vector<uint64_t>& tickets, bool committed) {
+                            if (raw->collector_) raw->collector_->on_collected(tickets, committed);
+                        }},
             &desired_set_));
     }
     return {};

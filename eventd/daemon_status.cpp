@@ -45,6 +45,7 @@ std::optional<uint64_t> count_rows(const store::ShardFile& file, Clock::time_poi
 void Daemon::tick() {
     RateSample s{Clock::now(), 0, 0};
     for (const auto& d : drains_) s.in += d->stats().events.load(std::memory_order_relaxed);
+    if (collector_) s.in += collector_->received();
     for (const auto& w : writers_) s.out += w->stats().rows.load(std::memory_order_relaxed);
     std::lock_guard lock(rates_mutex_);
     rate_samples_.push_back(s);
@@ -61,10 +62,12 @@ std::vector<json> Daemon::status_records() const {
         {"boot_id", kmes::guid_text(boot_id_)},
         {"started_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(started_at_.time_since_epoch()).count()},
         {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count()},
+        {"mode", collector_ ? "collector" : "host"},
         {"cpus", drains_.size()},
         {"shards", writers_.size()}});
+    if (collector_) out.push_back(collector_->status_record());
 
-    uint64_t in = 0, out_rows = 0;
+    uint64_t in = collector_ ? collector_->received() : 0, out_rows = 0;
     for (const auto& d : drains_) {
         const DrainStats& s = d->stats();
         const uint64_t capacity = s.capacity_bytes.load(std::memory_order_relaxed);

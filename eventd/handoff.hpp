@@ -24,7 +24,13 @@ struct Accounting {
 
 struct HandoffItem {
     store::EventRow row;
-    std::optional<Accounting> accounting;  // none for daemon-wide synthetic records
+    // What the row accounts for under row.boot_id; none for daemon-wide synthetic records.
+    std::optional<Accounting> accounting;
+    // Non-zero: a record the collector received (eventd/collector/collector.hpp). The writer
+    // stores it only when it is not stored already, and reports the ticket once the batch
+    // committed or failed (WriterHooks::on_collected) — JetStream redelivers it then, so a
+    // failed batch loses nothing of it and no gap is recorded.
+    uint64_t ticket = 0;
 };
 
 class Handoff {

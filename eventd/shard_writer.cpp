@@ -151,6 +151,11 @@ void ShardWriter::run() {
                 begin_batch(now);
             }
             for (HandoffItem& item : items) {
+                if (item.ticket) {  // collected: JetStream delivers it again if this batch fails
+                    batch_tickets_.push_back(item.ticket);
+                    if (!batch_failed_) store_collected(item);
+                    continue;
+                }
                 if (item.accounting)
                     batch_accounting_.push_back(*item.accounting);
                 else
@@ -158,7 +163,8 @@ void ShardWriter::run() {
                 if (batch_failed_) continue;
                 Status s = db_->insert(item.row);
                 if (s && item.accounting)
-                    s = db_->account(boot_id_, item.accounting->cpu_id, item.accounting->first, item.accounting->last);
+                    s = db_->account(item.row.boot_id, item.accounting->cpu_id, item.accounting->first,
+                                     item.accounting->last);
                 if (!s) {
                     batch_failed_ = true;
                     batch_error_ = s.error().message;
@@ -228,6 +234,8 @@ void ShardWriter::begin_batch(Clock::time_point now) {
     batch_count_ = 0;
     batch_accounting_.clear();
     batch_records_.clear();
+    batch_tickets_.clear();
+    batch_duplicates_ = 0;
     batch_started_ = now;
     if (Status s = db_->begin(); !s) {
         batch_failed_ = true;
@@ -260,6 +268,39 @@ void ShardWriter::write_lost_ranges() {
     }
 }
 
+// Issue 12 part 3: a collected record is stored unless this store holds it already — JetStream
+// delivers a message again after a collector crash or an unacknowledged commit, and a host's
+// forwarder may publish one twice beyond the stream's duplicate window. KMES events and gap
+// records are known by their accounted sequences (this shard's, committed or in this
+// transaction, and the other files'); other synthetic records by an identical stored row.
+// Routing by (boot, cpu) (collector.cpp) sends every copy to this same shard.
+void ShardWriter::store_collected(const HandoffItem& item) {
+    bool stored_already = false;
+    if (const auto& a = item.accounting) {
+        const auto left = db_->unaccounted(item.row.boot_id, a->cpu_id, a->first, a->last, accounted_elsewhere_);
+        stored_already = left.empty();
+    } else {
+        auto found = db_->contains_same(item.row);
+        if (!found) {
+            batch_failed_ = true;
+            batch_error_ = found.error().message;
+            return;
+        }
+        stored_already = *found;
+    }
+    if (stored_already) {
+        ++batch_duplicates_;
+        return;
+    }
+    Status s = db_->insert(item.row);
+    if (s && item.accounting)
+        s = db_->account(item.row.boot_id, item.accounting->cpu_id, item.accounting->first, item.accounting->last);
+    if (!s) {
+        batch_failed_ = true;
+        batch_error_ = s.error().message;
+    }
+}
+
 void ShardWriter::commit_batch() {
     in_transaction_ = false;
     // Tests hold or slow the commit here (a slow disk: test_hooks.hpp; retention vs writer).
@@ -282,7 +323,9 @@ void ShardWriter::commit_batch() {
     }
     retained_.clear();
     failing_ = false;
-    stats_.rows.fetch_add(batch_count_, std::memory_order_relaxed);
+    stats_.rows.fetch_add(batch_count_ - batch_duplicates_, std::memory_order_relaxed);
+    stats_.duplicates.fetch_add(batch_duplicates_, std::memory_order_relaxed);
+    if (!batch_tickets_.empty() && hooks_.on_collected) hooks_.on_collected(batch_tickets_, true);
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
     stats_.last_batch_size.store(batch_count_, std::memory_order_relaxed);
     stats_.commit_ns_total.fetch_add(static_cast<uint64_t>(took * 1e9), std::memory_order_relaxed);
@@ -310,11 +353,16 @@ void ShardWriter::fail_batch(const std::string& error) {
     for (store::EventRow& row : batch_records_)
         if (retained_.size() < kMaxRetained) retained_.push_back(std::move(row));
     batch_records_.clear();
+    // Collected records are not lost: unacknowledged (negatively), JetStream delivers them again.
+    if (!batch_tickets_.empty() && hooks_.on_collected) hooks_.on_collected(batch_tickets_, false);
     stats_.failed_batches.fetch_add(1, std::memory_order_relaxed);
     stats_.lost_events.fetch_add(events, std::memory_order_relaxed);
     if (batch_count_ == 0 && failing_) return;  // an idle retry that failed again: nothing new to say
-    spdlog::error("shard {}: commit of {} records failed: {}; lost {}", db_->index(), batch_count_, error,
-                  describe(coalesce(batch_lost)));
+    spdlog::error("shard {}: commit of {} records failed: {}; lost {}{}", db_->index(), batch_count_, error,
+                  describe(coalesce(batch_lost)),
+                  batch_tickets_.empty() ? ""
+                                         : "; " + std::to_string(batch_tickets_.size()) +
+                                               " collected records will be delivered again");
     // One storage_error per failure episode (until the next successful commit): a record per
     // failed batch would, with every shard full, bounce between shards for ever — each failing
     // to store the other's record and posting a new one about it.

@@ -50,6 +50,8 @@ struct WriterStats {
     std::atomic<uint64_t> last_commit_ns{0};   // wall clock of the last successful commit
     std::atomic<uint64_t> last_batch_size{0};  // records in it
     std::atomic<uint64_t> commit_ns_total{0};  // time spent in successful COMMITs
+    // Collected records (HandoffItem::ticket) found stored already and not stored again.
+    std::atomic<uint64_t> duplicates{0};
 };
 
 struct WriterHooks {
@@ -61,6 +63,10 @@ struct WriterHooks {
     // The writer thread stopped on an unexpected exception (thread_boundary.hpp): nothing
     // commits this shard any more, so the daemon must fail and restart.
     std::function<void(const std::string& why)> on_fatal;
+    // The batch holding these collected records (HandoffItem::ticket) committed, or failed and
+    // was rolled back. Runs on the writer thread with the shard's db_mutex_ held: it may take
+    // only leaf locks and must not block (the collector acknowledges to JetStream here).
+    std::function<void(const std::vector<uint64_t>& tickets, bool committed)> on_collected;
 };
 
 class ShardWriter {
@@ -100,6 +106,10 @@ public:
         return f(*db_);
     }
 
+    // Collector mode: sequences accounted in other shard files at startup (historical ones),
+    // which collected records are checked against too. Set before start(); outlives the writer.
+    void set_accounted_elsewhere(const store::SequenceState* state) { accounted_elsewhere_ = state; }
+
     // Highest sequence per (boot, cpu) committed in this shard (for synthetic.shutdown).
     store::SequenceState committed_state();
 
@@ -107,6 +117,7 @@ private:
     void run();
     void begin_batch(std::chrono::steady_clock::time_point now);
     void write_lost_ranges();
+    void store_collected(const HandoffItem& item);  // a record from the collector, once
     void commit_batch();
     void fail_batch(const std::string& error);
     void report_storage_error();  // on_storage_error for a failed batch; db_mutex_ not held
@@ -146,6 +157,9 @@ private:
     std::chrono::steady_clock::time_point batch_started_;
     std::vector<Accounting> batch_accounting_;
     std::vector<store::EventRow> batch_records_;  // daemon-wide records in the open batch
+    std::vector<uint64_t> batch_tickets_;         // collected records in the open batch
+    uint64_t batch_duplicates_ = 0;               // of them, stored already
+    const store::SequenceState* accounted_elsewhere_ = nullptr;
     std::vector<Accounting> lost_;                // ranges of failed batches, written as gaps at the next commit
     std::vector<store::EventRow> retained_;       // daemon-wide records of failed batches, retried
     bool failing_ = false;  // a commit failed and none succeeded since (one storage_error per episode)

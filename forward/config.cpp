@@ -11,6 +11,8 @@
 #include <optional>
 #include <sstream>
 
+#include "nats/names.hpp"
+
 namespace eventd::forward {
 namespace {
 
@@ -35,14 +37,6 @@ kmes::Status read_u32(const json& doc, const std::string& key, uint32_t& out, ui
                             v.dump());
     out = static_cast<uint32_t>(v.get<uint64_t>());
     return {};
-}
-
-// A NATS subject token may not hold '.', '*', '>' or whitespace; a stream name neither, nor
-// path separators (JetStream stores it as a directory).
-bool valid_stream_name(const std::string& s) {
-    for (unsigned char c : s)
-        if (c <= ' ' || c == '.' || c == '*' || c == '>' || c == '/' || c == '\\' || c >= 0x7f) return false;
-    return true;
 }
 
 bool valid_subject_prefix(const std::string& s) {
@@ -73,12 +67,12 @@ kmes::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
         {"StateDirectory", [&] { return read_string(doc, "StateDirectory", c.state_directory, true); }},
         {"Query", [&] { return read_string(doc, "Query", c.query, false); }},
         {"HostName", [&] { return read_string(doc, "HostName", c.host_name, false); }},
-        {"CredentialsFile", [&] { return read_string(doc, "CredentialsFile", c.credentials_file, true); }},
-        {"NKey", [&] { return read_string(doc, "NKey", c.nkey, false); }},
-        {"NKeySeedFile", [&] { return read_string(doc, "NKeySeedFile", c.nkey_seed_file, true); }},
-        {"TlsCaFile", [&] { return read_string(doc, "TlsCaFile", c.tls_ca_file, true); }},
-        {"TlsCertFile", [&] { return read_string(doc, "TlsCertFile", c.tls_cert_file, true); }},
-        {"TlsKeyFile", [&] { return read_string(doc, "TlsKeyFile", c.tls_key_file, true); }},
+        {"CredentialsFile", [&] { return read_string(doc, "CredentialsFile", c.auth.credentials_file, true); }},
+        {"NKey", [&] { return read_string(doc, "NKey", c.auth.nkey, false); }},
+        {"NKeySeedFile", [&] { return read_string(doc, "NKeySeedFile", c.auth.nkey_seed_file, true); }},
+        {"TlsCaFile", [&] { return read_string(doc, "TlsCaFile", c.auth.tls_ca_file, true); }},
+        {"TlsCertFile", [&] { return read_string(doc, "TlsCertFile", c.auth.tls_cert_file, true); }},
+        {"TlsKeyFile", [&] { return read_string(doc, "TlsKeyFile", c.auth.tls_key_file, true); }},
         {"MaxPendingAcks", [&] { return read_u32(doc, "MaxPendingAcks", c.max_pending_acks, 1, 1u << 20); }},
         {"AckTimeoutMs", [&] { return read_u32(doc, "AckTimeoutMs", c.ack_timeout_ms, 100, 600000); }},
         {"DuplicateWindowSeconds",
@@ -94,16 +88,11 @@ kmes::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
         if (auto st = known->second(); !st) return st.error();
     }
     if (c.nats_url.empty()) return bad("NatsUrl", "is required (e.g. \"nats://127.0.0.1:4222\")");
-    if (!valid_stream_name(c.stream)) return bad("Stream", "must not contain '.', '*', '>', '/', '\\' or spaces");
+    if (!nats::valid_name(c.stream)) return bad("Stream", "must not contain '.', '*', '>', '/', '\\' or spaces");
     if (!valid_subject_prefix(c.subject_prefix))
         return bad("SubjectPrefix", "must be dot-separated tokens without '*', '>' or spaces");
     if (c.host_name.empty()) c.host_name = machine_host_name();
-    if (c.tls_cert_file.empty() != c.tls_key_file.empty())
-        return bad(c.tls_cert_file.empty() ? "TlsCertFile" : "TlsKeyFile", "is needed with the other one");
-    if (c.nkey.empty() != c.nkey_seed_file.empty())
-        return bad(c.nkey.empty() ? "NKey" : "NKeySeedFile", "is needed with the other one");
-    if (!c.credentials_file.empty() && !c.nkey_seed_file.empty())
-        return bad("NKeySeedFile", "cannot be combined with CredentialsFile (the .creds file holds the seed)");
+    if (const auto problem = nats::auth_problem(c.auth)) return bad(problem->first, problem->second);
     return loaded;
 }
 

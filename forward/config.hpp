@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.hpp"
+#include "nats/client_auth.hpp"
 
 namespace eventd::forward {
 
@@ -23,13 +24,7 @@ struct ForwardConfig {
     std::string state_directory = "/var/lib/eventd-forward";
     std::string query = "EVENTS";  // STREAM is added; SINCE/UNTIL/SORT/SKIP/TAKE/aggregates/SELECT refused
     std::string host_name;         // default: the machine's hostname
-    // NATS authentication and TLS (all optional).
-    std::string credentials_file;  // a .creds file (JWT + NKey seed)
-    std::string nkey;              // a user NKey (U…), with nkey_seed_file
-    std::string nkey_seed_file;    // the file holding its seed (SU…)
-    std::string tls_ca_file;       // trust these CAs (implies TLS)
-    std::string tls_cert_file;     // client certificate (with tls_key_file)
-    std::string tls_key_file;
+    nats::ClientAuth auth;  // NATS authentication and TLS (all optional)
     // Publishing.
     uint32_t max_pending_acks = 4096;        // published, not yet acknowledged
     uint32_t ack_timeout_ms = 30000;         // no ack progress this long: reconnect

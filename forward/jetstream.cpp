@@ -2,6 +2,8 @@
 
 #include <nats/nats.h>
 
+#include "nats/client.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -12,13 +14,7 @@
 namespace eventd::forward {
 namespace {
 
-kmes::Error nats_error(const std::string& what, natsStatus s) {
-    const char* last = nats_GetLastError(nullptr);
-    std::string text = what + ": " + natsStatus_GetText(s);
-    // nats.c's own text often repeats the status ("(conn.c:2088): No server available…").
-    if (last && *last && !std::strstr(last, natsStatus_GetText(s))) text += " (" + std::string(last) + ")";
-    return kmes::Error{EIO, text};
-}
+using nats::nats_error;
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
@@ -64,22 +60,7 @@ kmes::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
     if (s == NATS_OK) s = natsOptions_SetTimeout(h.options, config.ack_timeout_ms);
     if (s == NATS_OK) s = natsOptions_SetAllowReconnect(h.options, false);  // a new session instead
     if (s != NATS_OK) return nats_error("cannot set up the NATS options", s);
-    if (!config.credentials_file.empty()) {
-        s = natsOptions_SetUserCredentialsFromFiles(h.options, config.credentials_file.c_str(), nullptr);
-        if (s != NATS_OK) return nats_error("CredentialsFile " + config.credentials_file, s);
-    }
-    if (!config.nkey.empty()) {
-        s = natsOptions_SetNKeyFromSeed(h.options, config.nkey.c_str(), config.nkey_seed_file.c_str());
-        if (s != NATS_OK) return nats_error("NKeySeedFile " + config.nkey_seed_file, s);
-    }
-    if (!config.tls_ca_file.empty() || !config.tls_cert_file.empty()) {
-        s = natsOptions_SetSecure(h.options, true);
-        if (s == NATS_OK && !config.tls_ca_file.empty())
-            s = natsOptions_LoadCATrustedCertificates(h.options, config.tls_ca_file.c_str());
-        if (s == NATS_OK && !config.tls_cert_file.empty())
-            s = natsOptions_LoadCertificatesChain(h.options, config.tls_cert_file.c_str(), config.tls_key_file.c_str());
-        if (s != NATS_OK) return nats_error("TLS setup", s);
-    }
+    if (auto st = nats::apply_auth(h.options, config.auth); !st) return st.error();
     // A lost connection fails the session: its pending acks can never arrive.
     s = natsOptions_SetDisconnectedCB(
         h.options,

@@ -67,4 +67,14 @@ std::vector<std::pair<uint64_t, uint64_t>> SequenceRanges::missing_within(uint64
     return missing;
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> not_accounted(const SequenceState& state, const BootCpu& key,
+                                                         std::vector<std::pair<uint64_t, uint64_t>> ranges) {
+    const auto it = state.find(key);
+    if (it == state.end()) return ranges;
+    std::vector<std::pair<uint64_t, uint64_t>> left;
+    for (const auto& [first, last] : ranges)
+        for (const auto& part : it->second.missing_within(first, last)) left.push_back(part);
+    return left;
+}
+
 }  // namespace eventd::store

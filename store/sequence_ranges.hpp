@@ -41,4 +41,8 @@ struct BootCpu {
 
 using SequenceState = std::map<BootCpu, SequenceRanges>;
 
+// The parts of `ranges` (ascending, disjoint) that `state` does not account for under `key`.
+std::vector<std::pair<uint64_t, uint64_t>> not_accounted(const SequenceState& state, const BootCpu& key,
+                                                         std::vector<std::pair<uint64_t, uint64_t>> ranges);
+
 }  // namespace eventd::store

@@ -60,6 +60,15 @@ public:
     Status insert(const EventRow& row);  // the prepared INSERT (§2.4.5)
     // Mark [first, last] of (boot, cpu) as accounted for in this transaction.
     Status account(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last);
+    // A collector's de-duplication (eventd/collector/, shard_writer.hpp), inside a transaction:
+    // the parts of [first, last] of (boot, cpu) neither committed, nor accounted in it so far,
+    // nor in `elsewhere` (other files' state); whether a row with `row`'s timestamp, boot, type,
+    // cpu and payload is stored already (for records without a sequence), the open
+    // transaction's rows included.
+    std::vector<std::pair<uint64_t, uint64_t>> unaccounted(const kmes::Guid& boot_id, uint16_t cpu_id,
+                                                           uint64_t first, uint64_t last,
+                                                           const SequenceState* elsewhere) const;
+    Result<bool> contains_same(const EventRow& row);
     Status commit();  // the durability boundary (§2.4.1); on failure the transaction is rolled back
     void rollback();
 
@@ -103,6 +112,7 @@ private:
     sqlite3_stmt* delete_oldest_ = nullptr;  // retention without a cutoff
     sqlite3_stmt* oldest_ = nullptr;
     sqlite3_stmt* save_max_id_ = nullptr;
+    sqlite3_stmt* find_same_ = nullptr;  // contains_same()
     // Row ids are never reused within a file (a stream cursor names "every row up to id N",
     // store_position.hpp): SQLite would number the next row max(id) + 1, reusing ids whenever
     // retention deleted the row holding the largest (an old timestamp committed late), or 1 in

@@ -123,6 +123,11 @@ Status ShardDb::prepare_statements() {
         {&delete_oldest_, "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY timestamp LIMIT ?1)"},
         {&oldest_, "SELECT min(timestamp) FROM events"},
         {&save_max_id_, "INSERT OR REPLACE INTO metadata (key, value) VALUES ('max_id_issued', ?1)"},
+        // A collector's duplicate check of a record without a sequence (through
+        // idx_events_timestamp: duplicates share the timestamp).
+        {&find_same_,
+         "SELECT 1 FROM events WHERE timestamp = ?1 AND boot_id = ?2 AND event_type = ?3 AND payload IS ?4 "
+         "AND cpu_id IS ?5 LIMIT 1"},
     };
     for (const Wanted& w : wanted) {
         auto stmt = prepare(db_, w.sql, path_);
@@ -134,7 +139,7 @@ Status ShardDb::prepare_statements() {
 
 ShardDb::~ShardDb() {
     for (sqlite3_stmt* stmt :
-         {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_, save_max_id_}) {
+         {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_, save_max_id_, find_same_}) {
         sqlite3_finalize(stmt);
     }
     // An open transaction is rolled back by the close; the last connection also checkpoints.

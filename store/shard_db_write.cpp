@@ -99,6 +99,32 @@ Status ShardDb::account(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t fir
     return {};
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> ShardDb::unaccounted(const kmes::Guid& boot_id, uint16_t cpu_id,
+                                                                uint64_t first, uint64_t last,
+                                                                const SequenceState* elsewhere) const {
+    const BootCpu key{boot_id, cpu_id};
+    auto left = not_accounted(pending_, key, not_accounted(state_, key, {{first, last}}));
+    return elsewhere ? not_accounted(*elsewhere, key, std::move(left)) : left;
+}
+
+Result<bool> ShardDb::contains_same(const EventRow& row) {
+    sqlite3_stmt* stmt = find_same_;
+    sqlite3_bind_int64(stmt, 1, to_sql(row.timestamp));
+    bind_guid(stmt, 2, row.boot_id);
+    sqlite3_bind_text(stmt, 3, row.event_type.data(), static_cast<int>(row.event_type.size()), SQLITE_STATIC);
+    if (row.payload) {
+        if (row.payload->empty())
+            sqlite3_bind_zeroblob(stmt, 4, 0);
+        else
+            sqlite3_bind_blob(stmt, 4, row.payload->data(), static_cast<int>(row.payload->size()), SQLITE_STATIC);
+    }
+    if (row.cpu_id) sqlite3_bind_int(stmt, 5, *row.cpu_id);
+    const int rc = run(stmt);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return sqlite_error(db_, rc, path_, "look for a stored copy of a record");
+}
+
 // Rewrite the sequence_state rows that the pending ranges of `key` change: every stored
 // range touching a pending one is absorbed into a coalesced range [F, L], so deleting the
 // rows whose first_sequence lies in [F, L] and inserting [F, L] keeps the table coalesced

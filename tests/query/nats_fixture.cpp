@@ -103,6 +103,12 @@ void NatsServer::stop() {
     process_.reset();
 }
 
+void NatsServer::kill() {
+    if (!process_) return;
+    process_->kill();
+    process_.reset();
+}
+
 uint64_t NatsServer::count(const std::string& stream) {
     Reader r(url(), tls_);
     uint64_t n = 0;

@@ -33,7 +33,8 @@ public:
     explicit NatsServer(std::string dir, std::optional<NatsTls> tls = std::nullopt);
     ~NatsServer();
     std::string url() const { return (tls_ ? "tls://127.0.0.1:" : "nats://127.0.0.1:") + std::to_string(port_); }
-    void stop();
+    void stop();  // SIGTERM
+    void kill();  // SIGKILL: a crash (the stream's files as the process left them)
     void start();
 
     // Messages in `stream` (0 when the stream does not exist yet).

@@ -13,7 +13,7 @@
 namespace eventd::query_it {
 
 QueryEnv::QueryEnv(EnvOptions options) {
-    kmes::it::ShimOptions shim{.cpus = options.cpus};
+    kmes::it::ShimOptions shim{.config = options.kmes_config, .cpus = options.cpus};
     if (!options.generate.empty()) shim.extra_args = {"--generate", options.generate};
     shim_ = kmes::it::ShimProcess::start(std::move(shim));
     if (options.fixture) fixture_ = build_fixture_store(store());

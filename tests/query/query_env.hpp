@@ -25,6 +25,7 @@ struct EnvOptions {
     uint32_t cpus = 2;
     uint64_t filler_rows = 0;  // add_filler_shard(store, 3, n) when > 0
     std::string generate;      // kmes-shimd --generate spec (events on every ring); empty: quiet rings
+    nlohmann::json kmes_config = nlohmann::json::object();  // kmes.json (e.g. a small BufferCapacity)
 };
 
 class QueryEnv {

@@ -18,6 +18,7 @@
 
 #include "daemon_process.hpp"
 #include "forward/record_id.hpp"
+#include "forward_process.hpp"
 #include "nats_fixture.hpp"
 #include "query_env.hpp"
 #include "stream_helpers.hpp"
@@ -30,61 +31,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr const char* kHost = "web 3.example";  // a space and dots: escaped in subjects
-
-// eventd-forward as systemd runs it (READY=1 awaited; SIGTERM at the end must exit 0).
-class Forwarder {
-public:
-    Forwarder(QueryEnv& env, const NatsServer& nats, const json& extra = json::object()) : env_(env) {
-        json config = {{"NatsUrl", nats.url()},           {"EventdSocketPath", env.socket()},
-                       {"StateDirectory", state_dir()},   {"HostName", kHost},
-                       {"AckTimeoutMs", 2000},            {"MaxBackoffMs", 500}};
-        for (auto it = extra.begin(); it != extra.end(); ++it) config[it.key()] = it.value();
-        std::ofstream(config_path()) << config.dump(2);
-    }
-    std::string state_dir() const { return env_.dir() + "/forward-state"; }
-    std::string config_path() const { return env_.dir() + "/eventd-forward.json"; }
-
-    void start() {
-        kmes::it::DaemonCommand c;
-        c.name = "eventd-forward";
-        c.args = {kmes::it::path_from_env("EVENTD_FORWARD"), "--config", config_path()};
-        c.log_path = env_.dir() + "/eventd-forward.log";
-        c.notify_path = env_.dir() + "/forward.notify";
-        c.ready_timeout = seconds(10);
-        c.stop_timeout = seconds(10);
-        process_ = std::make_unique<kmes::it::DaemonProcess>(c);
-        std::string why;
-        INFO(why);
-        REQUIRE(process_->wait_ready(&why));
-    }
-    void kill() {
-        process_->kill();
-        process_.reset();
-    }
-    void stop() { process_.reset(); }  // SIGTERM; the fixture CHECKs exit 0
-    std::string log() const { return process_ ? process_->log() : ""; }
-    // status() once it contains every one of `texts`, or the last one after `timeout`.
-    std::string await_status(const std::vector<std::string>& texts, seconds timeout = seconds(10)) const {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        for (;;) {
-            const std::string text = status();
-            bool all = true;
-            for (const auto& t : texts) all = all && text.find(t) != std::string::npos;
-            if (all || std::chrono::steady_clock::now() > deadline) return text;
-            std::this_thread::sleep_for(milliseconds(50));
-        }
-    }
-    std::string status() const {
-        return run_command({kmes::it::path_from_env("EVENTD_FORWARD"), "--config", config_path(), "--status"},
-                           seconds(10))
-            .out;
-    }
-
-private:
-    QueryEnv& env_;
-    std::unique_ptr<kmes::it::DaemonProcess> process_;
-};
+constexpr const char* kHost = kForwardTestHost;  // a space and dots: escaped in subjects
 
 // Wait until the stream holds `expected` messages; the last count.
 uint64_t await_messages(NatsServer& nats, uint64_t expected, seconds timeout) {

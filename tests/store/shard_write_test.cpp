@@ -227,3 +227,56 @@ TEST_CASE("size_bytes counts the database file and its WAL", "[write]") {
     CHECK(db->size_bytes() == expected);
     CHECK(fs::file_size(dir / "shard-0000.db-wal") > 0);
 }
+
+TEST_CASE("a collector's duplicate check: accounted sequences here, in the open transaction and elsewhere", "[write]") {
+    using Parts = std::vector<std::pair<uint64_t, uint64_t>>;
+    TempDir dir;
+    auto db = open_shard(dir.path());
+    const Guid boot = guid(0xb0);
+    REQUIRE(db->begin().ok());
+    REQUIRE(db->account(boot, 1, 1, 10).ok());
+    REQUIRE(db->commit().ok());
+    REQUIRE(db->begin().ok());
+    REQUIRE(db->account(boot, 1, 15, 15).ok());  // not committed yet: still a duplicate within the batch
+    eventd::store::SequenceState elsewhere;
+    elsewhere[{boot, 1}].add(20, 30);
+    CHECK(db->unaccounted(boot, 1, 5, 5, nullptr).empty());
+    CHECK(db->unaccounted(boot, 1, 15, 15, nullptr).empty());
+    CHECK(db->unaccounted(boot, 1, 8, 25, nullptr) == Parts{{11, 14}, {16, 25}});
+    CHECK(db->unaccounted(boot, 1, 8, 25, &elsewhere) == Parts{{11, 14}, {16, 19}});
+    CHECK(db->unaccounted(boot, 2, 5, 5, &elsewhere) == Parts{{5, 5}});  // another CPU
+    CHECK(db->unaccounted(guid(0xb1), 1, 5, 5, &elsewhere) == Parts{{5, 5}});  // another boot
+    db->rollback();
+}
+
+TEST_CASE("a collector's duplicate check of a record without a sequence: an identical stored row", "[write]") {
+    TempDir dir;
+    auto db = open_shard(dir.path());
+    EventRow row;
+    row.boot_id = guid(0xb0);
+    row.timestamp = 5;
+    row.event_type = "synthetic.startup";
+    row.payload = std::vector<uint8_t>{0x81, 0xa1, 'k', 0x01};
+    auto same = [&](const EventRow& r) {
+        auto found = db->contains_same(r);
+        REQUIRE(found);
+        return *found;
+    };
+    REQUIRE(db->begin().ok());
+    CHECK_FALSE(same(row));
+    REQUIRE(db->insert(row).ok());
+    CHECK(same(row));  // the open transaction's rows count
+    REQUIRE(db->commit().ok());
+    CHECK(same(row));
+    EventRow other = row;
+    other.payload = std::vector<uint8_t>{0x80};
+    CHECK_FALSE(same(other));
+    other = row;
+    other.cpu_id = 0;
+    CHECK_FALSE(same(other));
+    other = row;
+    other.payload.reset();
+    CHECK_FALSE(same(other));
+    other.payload = std::vector<uint8_t>{};  // empty, not NULL
+    CHECK_FALSE(same(other));
+}

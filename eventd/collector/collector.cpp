@@ -1,0 +1,308 @@
+#include "eventd/collector/collector.hpp"
+
+#include <nats/nats.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <span>
+
+#include <spdlog/spdlog.h>
+
+#include "base/fnv1a.hpp"
+#include "eventd/collector/record_row.hpp"
+#include "eventd/synthetic.hpp"
+#include "eventd/thread_boundary.hpp"
+#include "nats/client.hpp"
+
+namespace eventd::collector {
+namespace {
+
+using nats::nats_error;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+constexpr int64_t kFetchWaitMs = 250;  // how long one fetch waits for messages (and stop_fetching for it)
+constexpr auto kLagInterval = std::chrono::seconds(1);
+constexpr int64_t kRequestTimeoutMs = 5000;  // connect and JetStream API requests
+constexpr int64_t kFinalFlushMs = 2000;      // the last acknowledgements at shutdown
+constexpr char kHostHeader[] = "Eventd-Host";  // forward/forwarder.cpp sets it
+
+}  // namespace
+
+struct Collector::Session {
+    natsOptions* options = nullptr;
+    natsConnection* connection = nullptr;
+    jsCtx* js = nullptr;
+    natsSubscription* subscription = nullptr;
+    Clock::time_point lag_checked{};
+
+    ~Session() {
+        if (subscription) natsSubscription_Destroy(subscription);
+        if (connection) natsConnection_Close(connection);
+        if (js) jsCtx_Destroy(js);
+        if (connection) natsConnection_Destroy(connection);
+        if (options) natsOptions_Destroy(options);
+    }
+};
+
+Collector::Collector(SourceConfig config, std::vector<ShardWriter*> writers)
+    : config_(std::move(config)), writers_(std::move(writers)) {}
+
+Collector::~Collector() {
+    stop_fetching();
+    if (session_ && session_->connection) natsConnection_FlushTimeout(session_->connection, kFinalFlushMs);
+    if (session_) end_session(*session_);
+    session_.reset();
+}
+
+void Collector::start() {
+    thread_ = std::thread([this] {
+        // An exception here is a bug: the collector stops, the writers and queries go on, and
+        // STATUS says why (no restart loop: the shards hold nothing inconsistent).
+        run_guarded(
+            "the collector", [this] { run(); },
+            [this](const std::string& why) { set_state("stopped", why); });
+    });
+}
+
+void Collector::stop_fetching() {
+    {
+        std::lock_guard lock(wake_mutex_);
+        stopping_.store(true);
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void Collector::set_state(const std::string& state, const std::string& error) {
+    std::lock_guard lock(state_mutex_);
+    state_ = state;
+    if (!error.empty()) last_error_ = error;
+}
+
+bool Collector::wait_backoff(uint32_t attempt) {
+    // Exponential from 100 ms to MaxBackoffMs, each wait drawn from [half, whole]: collectors
+    // restarted together do not hammer NATS in step.
+    const uint64_t cap = config_.max_backoff_ms;
+    const uint64_t whole = std::min<uint64_t>(cap, 100ull << std::min<uint32_t>(attempt, 20));
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    const auto wait = std::chrono::milliseconds(whole / 2 + rng() % (whole / 2 + 1));
+    std::unique_lock lock(wake_mutex_);
+    return !wake_.wait_for(lock, wait, [this] { return stopping_.load(); });
+}
+
+void Collector::run() {
+    for (uint32_t attempt = 0; !stopping_.load(); ++attempt) {
+        if (session_) {
+            end_session(*session_);
+            session_.reset();
+        }
+        session_ = std::make_unique<Session>();
+        sessions_.fetch_add(1, std::memory_order_relaxed);
+        set_state("connecting");
+        const uint64_t before = received_.load(std::memory_order_relaxed);
+        run_session(*session_);
+        if (stopping_.load()) break;
+        if (received_.load(std::memory_order_relaxed) != before) attempt = 0;  // it worked for a while
+        set_state("backing off");
+        if (!wait_backoff(attempt)) break;
+    }
+}
+
+// One session: connect, bind the durable consumer (created or updated to the configured
+// acknowledgement settings), fetch until stopping or a failure.
+void Collector::run_session(Session& s) {
+    auto fail = [this](const kmes::Error& e) {
+        spdlog::warn("collector: {}; trying again", e.message);
+        set_state("backing off", e.message);
+    };
+    natsStatus st = natsOptions_Create(&s.options);
+    if (st == NATS_OK) st = natsOptions_SetURL(s.options, config_.nats_url.c_str());
+    if (st == NATS_OK) st = natsOptions_SetName(s.options, "eventd collector");
+    if (st == NATS_OK) st = natsOptions_SetTimeout(s.options, kRequestTimeoutMs);
+    if (st == NATS_OK) st = natsOptions_SetAllowReconnect(s.options, false);  // a new session instead
+    if (st != NATS_OK) return fail(nats_error("cannot set up the NATS options", st));
+    if (auto a = nats::apply_auth(s.options, config_.auth); !a) return fail(a.error());
+    st = natsConnection_Connect(&s.connection, s.options);
+    if (st != NATS_OK) return fail(nats_error("cannot connect to NATS at " + config_.nats_url, st));
+    jsOptions js_options;
+    jsOptions_Init(&js_options);
+    js_options.Wait = kRequestTimeoutMs;
+    st = natsConnection_JetStream(&s.js, s.connection, &js_options);
+    if (st != NATS_OK) return fail(nats_error("cannot use JetStream on " + config_.nats_url, st));
+
+    jsConsumerConfig consumer;
+    jsConsumerConfig_Init(&consumer);
+    consumer.Durable = config_.durable.c_str();
+    consumer.AckPolicy = js_AckExplicit;
+    consumer.DeliverPolicy = js_DeliverAll;
+    consumer.AckWait = int64_t(config_.ack_wait_seconds) * kNanosPerSecond;
+    consumer.MaxAckPending = config_.max_ack_pending;
+    consumer.MaxDeliver = -1;  // a record is never given up on
+    if (!config_.filter_subject.empty()) consumer.FilterSubject = config_.filter_subject.c_str();
+    jsConsumerInfo* info = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    st = js_GetConsumerInfo(&info, s.js, config_.stream.c_str(), config_.durable.c_str(), nullptr, &code);
+    if (st == NATS_OK) {
+        jsConsumerInfo_Destroy(info);
+        info = nullptr;
+        st = js_UpdateConsumer(&info, s.js, config_.stream.c_str(), &consumer, nullptr, &code);
+        if (st != NATS_OK) {  // e.g. a filter the server will not change: keep the consumer as it is
+            spdlog::warn("collector: consumer {} of stream {} kept as it is: {}", config_.durable, config_.stream,
+                         nats_error("cannot update it", st).message);
+            st = NATS_OK;
+        }
+    } else if (st == NATS_NOT_FOUND || code == JSConsumerNotFoundErr) {
+        st = js_AddConsumer(&info, s.js, config_.stream.c_str(), &consumer, nullptr, &code);
+    }
+    if (info) jsConsumerInfo_Destroy(info);
+    if (st != NATS_OK) {
+        if (code == JSStreamNotFoundErr)
+            return fail(kmes::Error{ENOENT, "stream " + config_.stream +
+                                                " does not exist yet (no eventd-forward has created it)"});
+        return fail(nats_error("cannot use consumer " + config_.durable + " of stream " + config_.stream, st));
+    }
+    jsSubOptions bind;
+    jsSubOptions_Init(&bind);
+    bind.Stream = config_.stream.c_str();
+    bind.Consumer = config_.durable.c_str();
+    st = js_PullSubscribe(&s.subscription, s.js, config_.filter_subject.empty() ? nullptr : config_.filter_subject.c_str(),
+                          config_.durable.c_str(), nullptr, &bind, &code);
+    if (st != NATS_OK) return fail(nats_error("cannot bind to consumer " + config_.durable, st));
+    spdlog::info("collector: consuming stream {} through durable consumer {} at {}", config_.stream, config_.durable,
+                 config_.nats_url);
+    set_state("connected");
+
+    std::vector<natsMsg*> messages;
+    while (!stopping_.load()) {
+        if (Clock::now() - s.lag_checked >= kLagInterval) refresh_lag(s);
+        natsMsgList list{};
+        st = natsSubscription_Fetch(&list, s.subscription, static_cast<int>(config_.fetch_batch), kFetchWaitMs, &code);
+        if (st == NATS_TIMEOUT) continue;
+        if (st != NATS_OK) return fail(nats_error("fetching from consumer " + config_.durable + " failed", st));
+        // Take the messages out of the list: they live until their batch is acknowledged.
+        messages.assign(list.Msgs, list.Msgs + list.Count);
+        std::fill(list.Msgs, list.Msgs + list.Count, nullptr);
+        natsMsgList_Destroy(&list);
+        deliver(s, messages);
+    }
+}
+
+void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
+    std::vector<std::vector<HandoffItem>> per_shard(writers_.size());
+    for (natsMsg* msg : messages) {
+        const char* host = nullptr;
+        kmes::Result<HandoffItem> item = kmes::Error{EINVAL, "no Eventd-Host header"};
+        if (natsMsgHeader_Get(msg, kHostHeader, &host) == NATS_OK && host && *host) {
+            const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
+            item = item_from_record(std::span(data, static_cast<size_t>(natsMsg_GetDataLength(msg))), host);
+        }
+        if (!item) {
+            // Not an eventd record: never stored, so never acknowledged as stored — terminated,
+            // so it is not delivered again and again; it stays in the stream for inspection.
+            refused_.fetch_add(1, std::memory_order_relaxed);
+            spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", natsMsg_GetSequence(msg),
+                          config_.stream, natsMsg_GetSubject(msg), item.error().message);
+            natsMsg_Term(msg, nullptr);
+            natsMsg_Destroy(msg);
+            continue;
+        }
+        received_.fetch_add(1, std::memory_order_relaxed);
+        last_received_ns_.store(synthetic::now_ns(), std::memory_order_relaxed);
+        item->ticket = next_ticket_++;
+        {
+            std::lock_guard lock(pending_mutex_);
+            pending_.emplace(item->ticket, msg);
+        }
+        // Every copy of a record goes to the same shard: (boot, cpu) of KMES events and gaps,
+        // (boot, no cpu) of the other synthetic records.
+        const store::EventRow& row = item->row;
+        uint64_t h = kmes::fnv1a64(kmes::kFnv1aOffsetBasis,
+                                   std::string_view(reinterpret_cast<const char*>(row.boot_id.data()), row.boot_id.size()));
+        const uint32_t cpu = row.cpu_id ? *row.cpu_id : 0xffffffffu;
+        h = kmes::fnv1a64(h, std::string_view(reinterpret_cast<const char*>(&cpu), sizeof cpu));
+        per_shard[h % writers_.size()].push_back(std::move(*item));
+    }
+    messages.clear();
+    // Blocks while a shard's channel is full: JetStream holds the rest (MaxAckPending) — the
+    // collector's backpressure. Returns false only once the writer is finishing (shutdown);
+    // what it did not take stays unacknowledged and comes again to the next collector.
+    for (size_t shard = 0; shard < per_shard.size(); ++shard)
+        if (!per_shard[shard].empty()) writers_[shard]->handoff().push(per_shard[shard]);
+}
+
+void Collector::on_collected(const std::vector<uint64_t>& tickets, bool committed) {
+    std::lock_guard lock(pending_mutex_);
+    for (uint64_t ticket : tickets) {
+        const auto it = pending_.find(ticket);
+        if (it == pending_.end()) continue;  // its session ended: JetStream delivers it again
+        // Fire and forget: a lost acknowledgement only means one more delivery, which the
+        // writer's duplicate check absorbs.
+        if (committed) {
+            natsMsg_Ack(it->second, nullptr);
+            acked_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            natsMsg_Nak(it->second, nullptr);
+            redelivery_requested_.fetch_add(1, std::memory_order_relaxed);
+        }
+        natsMsg_Destroy(it->second);
+        pending_.erase(it);
+    }
+}
+
+void Collector::end_session(Session&) {
+    // Before the subscription and connection go: no acknowledgement may use them afterwards.
+    std::lock_guard lock(pending_mutex_);
+    for (auto& [ticket, msg] : pending_) natsMsg_Destroy(msg);
+    pending_.clear();
+}
+
+void Collector::refresh_lag(Session& s) {
+    s.lag_checked = Clock::now();
+    jsConsumerInfo* info = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    // (natsSubscription_GetConsumerInfo refuses a subscription bound to an existing consumer.)
+    if (js_GetConsumerInfo(&info, s.js, config_.stream.c_str(), config_.durable.c_str(), nullptr, &code) != NATS_OK)
+        return;  // the next fetch fails too if NATS is gone; STATUS keeps the last known values
+    consumer_pending_.store(static_cast<int64_t>(info->NumPending), std::memory_order_relaxed);
+    consumer_ack_pending_.store(info->NumAckPending, std::memory_order_relaxed);
+    consumer_redelivered_.store(info->NumRedelivered, std::memory_order_relaxed);
+    jsConsumerInfo_Destroy(info);
+}
+
+nlohmann::json Collector::status_record() const {
+    using json = nlohmann::json;
+    auto known = [](const std::atomic<int64_t>& v) {
+        const int64_t x = v.load(std::memory_order_relaxed);
+        return x < 0 ? json(nullptr) : json(x);
+    };
+    uint64_t duplicates = 0;
+    for (const ShardWriter* w : writers_) duplicates += w->stats().duplicates.load(std::memory_order_relaxed);
+    size_t unacked = 0;
+    {
+        std::lock_guard lock(pending_mutex_);
+        unacked = pending_.size();
+    }
+    std::lock_guard lock(state_mutex_);
+    const uint64_t last = last_received_ns_.load(std::memory_order_relaxed);
+    return json{{"kind", "collector"},
+                {"state", state_},
+                {"nats_url", config_.nats_url},
+                {"stream", config_.stream},
+                {"durable", config_.durable},
+                {"pending", known(consumer_pending_)},
+                {"ack_pending", known(consumer_ack_pending_)},
+                {"redelivered", known(consumer_redelivered_)},
+                {"received", received_.load(std::memory_order_relaxed)},
+                {"duplicates", duplicates},
+                {"acked", acked_.load(std::memory_order_relaxed)},
+                {"uncommitted", unacked},
+                {"redelivery_requested", redelivery_requested_.load(std::memory_order_relaxed)},
+                {"refused", refused_.load(std::memory_order_relaxed)},
+                {"sessions", sessions_.load(std::memory_order_relaxed)},
+                {"last_received_ns", last ? json(last) : json(nullptr)},
+                {"last_error", last_error_.empty() ? json(nullptr) : json(last_error_)}};
+}
+
+}  // namespace eventd::collector

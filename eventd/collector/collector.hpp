@@ -1,0 +1,97 @@
+// eventd's collector mode (issue 12 part 3; docs/FORWARD.md "Collector"): one thread reads the
+// records eventd-forward published from a JetStream durable pull consumer and hands them to the
+// shard writers, routed by (boot, cpu) so that every copy of a record meets the same shard's
+// duplicate check (ShardWriter::store_collected). A message is acknowledged only once the
+// commit that holds it succeeded (WriterHooks::on_collected); a failed batch, a collector crash
+// or a lost connection leaves it unacknowledged, and JetStream delivers it again after
+// AckWaitSeconds. So every record is stored exactly once: at least once by redelivery, at most
+// once by the check.
+//
+// Any NATS failure ends the session (connection, consumer binding, the messages not yet
+// acknowledged); a new one starts after a jittered backoff — like eventd-forward, one recovery
+// path. Messages that are not eventd records are terminated (never redelivered), counted as
+// refused and logged with their stream sequence: they stay in the stream for inspection.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eventd/collector/source_config.hpp"
+#include "eventd/shard_writer.hpp"
+
+struct __natsMsg;
+
+namespace eventd::collector {
+
+class Collector {
+public:
+    // `writers` outlive the collector's thread (stop_fetching), not the collector itself.
+    Collector(SourceConfig config, std::vector<ShardWriter*> writers);
+    // Closes the session after a last flush of acknowledgements (the writers have finished).
+    ~Collector();
+    Collector(const Collector&) = delete;
+    Collector& operator=(const Collector&) = delete;
+
+    void start();
+    // Ends the fetching thread; the session stays so the writers' last commits are still
+    // acknowledged. Returns once the thread has ended.
+    void stop_fetching();
+
+    // WriterHooks::on_collected (writer thread, shard db_mutex_ held): acknowledge the
+    // committed messages, or negatively acknowledge the failed ones (delivered again at once).
+    void on_collected(const std::vector<uint64_t>& tickets, bool committed);
+
+    // {kind:"collector"} for STATUS: the source, the session's state, counters and the
+    // consumer's lag as of its last look (about once a second).
+    nlohmann::json status_record() const;
+    uint64_t received() const { return received_.load(std::memory_order_relaxed); }
+
+private:
+    struct Session;
+    void run();
+    void run_session(Session& session);
+    void deliver(Session& session, std::vector<__natsMsg*>& messages);
+    void refresh_lag(Session& session);
+    void end_session(Session& session);  // drops the unacknowledged messages, then the handles
+    void set_state(const std::string& state, const std::string& error = "");
+    bool wait_backoff(uint32_t attempt);  // false once stopping
+
+    const SourceConfig config_;
+    std::vector<ShardWriter*> writers_;
+    std::thread thread_;
+    std::atomic<bool> stopping_{false};
+    std::mutex wake_mutex_;  // leaf: the backoff's wait
+    std::condition_variable wake_;
+    std::unique_ptr<Session> session_;  // the current one; only the thread replaces it
+
+    // Delivered messages not yet acknowledged, by ticket. Leaf lock: taken by the collector's
+    // thread and by writer threads inside on_collected (with their db_mutex_ held).
+    mutable std::mutex pending_mutex_;
+    std::unordered_map<uint64_t, __natsMsg*> pending_;
+    uint64_t next_ticket_ = 1;  // collector thread only
+
+    // For STATUS. Counters are relaxed: statistics, nothing is published with them.
+    mutable std::mutex state_mutex_;  // leaf: state_, last_error_
+    std::string state_ = "starting";
+    std::string last_error_;
+    std::atomic<uint64_t> received_{0};
+    std::atomic<uint64_t> refused_{0};
+    std::atomic<uint64_t> acked_{0};
+    std::atomic<uint64_t> redelivery_requested_{0};
+    std::atomic<uint64_t> sessions_{0};
+    std::atomic<int64_t> consumer_pending_{-1};  // -1: not known yet
+    std::atomic<int64_t> consumer_ack_pending_{-1};
+    std::atomic<int64_t> consumer_redelivered_{-1};
+    std::atomic<uint64_t> last_received_ns_{0};
+};
+
+}  // namespace eventd::collector

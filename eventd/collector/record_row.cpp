@@ -1,0 +1,149 @@
+#include "eventd/collector/record_row.hpp"
+
+#include <cerrno>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/guid_text.hpp"
+#include "msgpack/reader.hpp"
+#include "msgpack/writer.hpp"
+
+namespace eventd::collector {
+namespace {
+
+using msgpack::Item;
+using msgpack::Kind;
+
+kmes::Error bad(const std::string& what) { return kmes::Error{EINVAL, "not an eventd record: " + what}; }
+
+std::optional<uint64_t> as_unsigned(const Item& item) {
+    if (item.kind == Kind::int_unsigned) return item.unsigned_value;
+    if (item.kind == Kind::int_signed && item.signed_value >= 0) return static_cast<uint64_t>(item.signed_value);
+    return std::nullopt;
+}
+
+// One header field's value into the row. nil leaves an optional column NULL.
+kmes::Status read_header(std::string_view key, const Item& item, store::EventRow& row, bool& have_boot,
+                         bool& have_time, bool& have_type) {
+    const bool nil = item.kind == Kind::nil;
+    auto number = [&](uint64_t max) -> kmes::Result<std::optional<uint64_t>> {
+        if (nil) return std::optional<uint64_t>{};
+        const auto v = as_unsigned(item);
+        if (!v || *v > max) return bad(std::string(key) + " is not an integer from 0 to " + std::to_string(max));
+        return std::optional<uint64_t>{*v};
+    };
+    auto guid = [&]() -> kmes::Result<std::optional<kmes::Guid>> {
+        if (nil) return std::optional<kmes::Guid>{};
+        if (item.kind != Kind::string) return bad(std::string(key) + " is not a GUID string");
+        const auto g = kmes::parse_guid(item.bytes);
+        if (!g) return bad(std::string(key) + " is not a GUID string");
+        return std::optional<kmes::Guid>{*g};
+    };
+    if (key == "boot_id") {
+        auto g = guid();
+        if (!g) return g.error();
+        if (!*g) return bad("boot_id is nil");
+        row.boot_id = **g;
+        have_boot = true;
+    } else if (key == "timestamp") {
+        auto n = number(UINT64_MAX);
+        if (!n) return n.error();
+        if (!*n) return bad("timestamp is nil");
+        row.timestamp = **n;
+        have_time = true;
+    } else if (key == "event_type") {
+        if (item.kind != Kind::string || item.bytes.empty()) return bad("event_type is not a non-empty string");
+        row.event_type = std::string(item.bytes);
+        have_type = true;
+    } else if (key == "cpu_id") {
+        auto n = number(UINT16_MAX);
+        if (!n) return n.error();
+        if (*n) row.cpu_id = static_cast<uint16_t>(**n);
+    } else if (key == "sequence") {
+        auto n = number(UINT64_MAX);
+        if (!n) return n.error();
+        row.sequence = *n;
+    } else if (key == "origin_class") {
+        auto n = number(UINT8_MAX);
+        if (!n) return n.error();
+        if (*n) row.origin_class = static_cast<uint8_t>(**n);
+    } else {
+        auto g = guid();
+        if (!g) return g.error();
+        (key == "effective_token" ? row.effective_token : key == "true_token" ? row.true_token : row.process) = *g;
+    }
+    return {};
+}
+
+bool is_header(std::string_view key) {
+    return key == "boot_id" || key == "timestamp" || key == "cpu_id" || key == "sequence" || key == "origin_class" ||
+           key == "event_type" || key == "effective_token" || key == "true_token" || key == "process";
+}
+
+}  // namespace
+
+kmes::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std::string_view host) {
+    msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
+    auto pairs = in.map_header();
+    if (!pairs) return bad("not a msgpack map");
+    HandoffItem item;
+    store::EventRow& row = item.row;
+    bool have_boot = false, have_time = false, have_type = false;
+    // The payload map: `host` first, then the other keys' bytes as they came.
+    std::vector<uint8_t> entries;
+    uint32_t entry_count = 0;
+    std::optional<uint64_t> first_sequence, last_sequence;  // of a synthetic.gap
+    for (uint32_t i = 0; i < *pairs; ++i) {
+        const size_t key_start = in.pos();
+        std::optional<std::string_view> key;
+        if (in.next_is_string()) {
+            auto k = in.string();
+            if (!k) return bad(k.error().message);
+            key = *k;
+        } else if (auto st = in.skip(1); !st) {
+            return bad(st.error().message);
+        }
+        if (key && is_header(*key)) {
+            auto value = in.next();
+            if (!value) return bad(value.error().message);
+            if (value->kind == Kind::map || value->kind == Kind::array) return bad(std::string(*key) + " is not a scalar");
+            if (auto st = read_header(*key, *value, row, have_boot, have_time, have_type); !st) return st.error();
+            continue;
+        }
+        const size_t value_start = in.pos();
+        if (auto st = in.skip(1); !st) return bad(st.error().message);
+        const auto value_bytes = record.subspan(value_start, in.pos() - value_start);
+        if (key && (*key == "first_sequence" || *key == "last_sequence")) {
+            msgpack::Reader v(value_bytes, 1);
+            if (auto n = v.next(); n)
+                (*key == "first_sequence" ? first_sequence : last_sequence) = as_unsigned(*n);
+        }
+        if (key && *key == "host") {
+            msgpack::put_string(entries, "event_host");
+        } else {
+            entries.insert(entries.end(), record.begin() + static_cast<std::ptrdiff_t>(key_start),
+                           record.begin() + static_cast<std::ptrdiff_t>(value_start));
+        }
+        entries.insert(entries.end(), value_bytes.begin(), value_bytes.end());
+        ++entry_count;
+    }
+    if (!in.at_end()) return bad("bytes after the record's map");
+    if (!have_boot || !have_time || !have_type) return bad("boot_id, timestamp or event_type is missing");
+    std::vector<uint8_t> payload;
+    msgpack::put_map_header(payload, entry_count + 1);
+    msgpack::put_string(payload, "host");
+    msgpack::put_string(payload, host);
+    payload.insert(payload.end(), entries.begin(), entries.end());
+    row.payload = std::move(payload);
+
+    if (row.sequence && row.cpu_id) {
+        item.accounting = Accounting{*row.cpu_id, *row.sequence, *row.sequence};
+    } else if (row.event_type == "synthetic.gap" && row.cpu_id && first_sequence && last_sequence &&
+               *first_sequence <= *last_sequence) {
+        item.accounting = Accounting{*row.cpu_id, *first_sequence, *last_sequence};
+    }
+    return item;
+}
+
+}  // namespace eventd::collector

@@ -1,0 +1,34 @@
+// A forwarded record back into a row (issue 12 part 3; docs/FORWARD.md "Collector"). The body
+// eventd-forward publishes is the record a host's eventd served (PSD-008 §8.8: the header
+// fields merged with the payload map's keys, eventd/query/record.hpp); this splits it again:
+//
+//   boot_id, timestamp, cpu_id, sequence, origin_class, event_type,
+//   effective_token, true_token, process     → the columns of the same name
+//   every other key, its value's bytes as they came   → the payload map, after
+//   host: <Eventd-Host header>                        (first key: `WHERE host == "web-3"`)
+//
+// A payload key `host` of the event itself is kept as `event_host` (the forwarding host's
+// name is the one a collector query means; an emitter cannot pose as another host). What the
+// host record had already lost stays lost: a payload key shadowed by a header name, the
+// difference between a NULL and an empty payload, and the `payload` key of a payload that was
+// not a map (it arrives as one key, `payload`, and is kept as such).
+//
+// The row's accounting is what makes de-duplication and the per-(boot, cpu) audit work
+// centrally: a KMES event accounts its own sequence, a synthetic.gap its range (from its
+// first_sequence/last_sequence), other synthetic records nothing (see shard_writer.hpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "base/result.hpp"
+#include "eventd/handoff.hpp"
+
+namespace eventd::collector {
+
+// EINVAL (naming what is wrong) when `record` is not one msgpack map with boot_id (a GUID
+// string), timestamp (an integer) and event_type (a string) and header fields of their types.
+kmes::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std::string_view host);
+
+}  // namespace eventd::collector

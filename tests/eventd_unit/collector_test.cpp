@@ -1,0 +1,142 @@
+// Collector mode's pure parts (eventd/collector/): the CollectorSource key's checks and a
+// forwarded record split back into a row — header fields to columns, the rest to the payload
+// with the forwarding host first, and the accounting that de-duplication and the central audit
+// rest on.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "eventd/collector/record_row.hpp"
+#include "eventd/collector/source_config.hpp"
+
+namespace {
+
+using nlohmann::json;
+using namespace eventd::collector;
+
+constexpr const char* kBoot = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+std::string source_error(const json& v) {
+    auto r = parse_source_config(v);
+    REQUIRE_FALSE(r);
+    return r.error().message;
+}
+
+eventd::HandoffItem item_of(const json& record, const char* host = "web-3") {
+    const std::vector<uint8_t> bytes = json::to_msgpack(record);
+    auto r = item_from_record(bytes, host);
+    INFO(record.dump());
+    REQUIRE(r);
+    return std::move(*r);
+}
+
+std::string record_error(const std::vector<uint8_t>& bytes) {
+    auto r = item_from_record(bytes, "web-3");
+    REQUIRE_FALSE(r);
+    return r.error().message;
+}
+
+json payload_of(const eventd::HandoffItem& item) {
+    REQUIRE(item.row.payload);
+    return json::from_msgpack(*item.row.payload);
+}
+
+}  // namespace
+
+TEST_CASE("collector source: defaults and refusals naming the key", "[collector]") {
+    auto ok = parse_source_config(json{{"NatsUrl", "nats://127.0.0.1:4222"}});
+    REQUIRE(ok);
+    CHECK(ok->stream == "EVENTD");
+    CHECK(ok->durable == "eventd-collector");
+    CHECK(ok->filter_subject.empty());
+    CHECK(ok->ack_wait_seconds == 30);
+
+    CHECK_THAT(source_error(json::array()), Catch::Contains("CollectorSource must be an object"));
+    CHECK_THAT(source_error(json::object()), Catch::Contains("CollectorSource.NatsUrl is required"));
+    CHECK_THAT(source_error(json{{"NatsUrl", "x"}, {"Typo", 1}}), Catch::Contains("CollectorSource.Typo is not a known key"));
+    CHECK_THAT(source_error(json{{"NatsUrl", ""}}), Catch::Contains("NatsUrl must be a non-empty string"));
+    CHECK_THAT(source_error(json{{"NatsUrl", "x"}, {"Durable", "a.b"}}), Catch::Contains("CollectorSource.Durable must not"));
+    CHECK_THAT(source_error(json{{"NatsUrl", "x"}, {"AckWaitSeconds", 0}}),
+               Catch::Contains("AckWaitSeconds must be an integer from 1 to 3600, got 0"));
+    CHECK_THAT(source_error(json{{"NatsUrl", "x"}, {"FetchBatch", 500}, {"MaxAckPending", 200}}),
+               Catch::Contains("MaxAckPending must be at least FetchBatch (500)"));
+    CHECK_THAT(source_error(json{{"NatsUrl", "x"}, {"TlsKeyFile", "/k"}}), Catch::Contains("TlsCertFile is needed"));
+}
+
+TEST_CASE("collected KMES event: columns from the header fields, host first in the payload", "[collector]") {
+    const auto item = item_of(json{{"boot_id", kBoot},
+                                   {"timestamp", 1795493460061943023ull},
+                                   {"cpu_id", 3},
+                                   {"sequence", 42},
+                                   {"origin_class", 2},
+                                   {"event_type", "kacs.access_denied"},
+                                   {"effective_token", kBoot},
+                                   {"true_token", nullptr},
+                                   {"process", nullptr},
+                                   {"user", "mallory"},
+                                   {"host", "spoofed"}});
+    const auto& row = item.row;
+    CHECK(row.timestamp == 1795493460061943023ull);
+    CHECK(row.cpu_id == uint16_t(3));
+    CHECK(row.sequence == uint64_t(42));
+    CHECK(row.origin_class == uint8_t(2));
+    CHECK(row.event_type == "kacs.access_denied");
+    CHECK(row.effective_token.has_value());
+    CHECK_FALSE(row.true_token.has_value());
+    CHECK(item.ticket == 0);  // the collector numbers it
+    REQUIRE(item.accounting);
+    CHECK(item.accounting->cpu_id == 3);
+    CHECK(item.accounting->first == 42);
+    CHECK(item.accounting->last == 42);
+    // The forwarding host's name is the `host`; the event's own `host` cannot pose as one.
+    CHECK(payload_of(item) == json{{"host", "web-3"}, {"user", "mallory"}, {"event_host", "spoofed"}});
+    const std::vector<uint8_t>& p = *row.payload;
+    CHECK(p[1] == 0xa4);  // fixstr "host" is the first key
+}
+
+TEST_CASE("collected gap record accounts its range; other synthetic records nothing", "[collector]") {
+    const auto gap = item_of(json{{"boot_id", kBoot},
+                                  {"timestamp", 5},
+                                  {"cpu_id", 1},
+                                  {"sequence", nullptr},
+                                  {"event_type", "synthetic.gap"},
+                                  {"first_sequence", 10},
+                                  {"last_sequence", 19},
+                                  {"count", 10}});
+    REQUIRE(gap.accounting);
+    CHECK(gap.accounting->cpu_id == 1);
+    CHECK(gap.accounting->first == 10);
+    CHECK(gap.accounting->last == 19);
+    CHECK_FALSE(gap.row.sequence.has_value());
+
+    const auto startup = item_of(json{{"boot_id", kBoot},
+                                      {"timestamp", 5},
+                                      {"cpu_id", nullptr},
+                                      {"sequence", nullptr},
+                                      {"event_type", "synthetic.startup"},
+                                      {"version", "1"}});
+    CHECK_FALSE(startup.accounting.has_value());
+    CHECK_FALSE(startup.row.cpu_id.has_value());
+    CHECK(payload_of(startup) == json{{"host", "web-3"}, {"version", "1"}});
+}
+
+TEST_CASE("collected bytes that are no eventd record are refused with the reason", "[collector]") {
+    CHECK_THAT(record_error(json::to_msgpack(json::array({1, 2}))), Catch::Contains("not a msgpack map"));
+    CHECK_THAT(record_error({}), Catch::Contains("not an eventd record"));
+    CHECK_THAT(record_error(json::to_msgpack(json{{"timestamp", 1}, {"event_type", "a"}})),
+               Catch::Contains("boot_id, timestamp or event_type is missing"));
+    CHECK_THAT(record_error(json::to_msgpack(json{{"boot_id", "nope"}, {"timestamp", 1}, {"event_type", "a"}})),
+               Catch::Contains("boot_id is not a GUID string"));
+    CHECK_THAT(record_error(json::to_msgpack(json{{"boot_id", kBoot}, {"timestamp", -1}, {"event_type", "a"}})),
+               Catch::Contains("timestamp is not an integer"));
+    CHECK_THAT(record_error(json::to_msgpack(json{{"boot_id", kBoot}, {"timestamp", 1}, {"event_type", "a"}, {"cpu_id", 70000}})),
+               Catch::Contains("cpu_id is not an integer from 0 to 65535"));
+    CHECK_THAT(record_error(json::to_msgpack(json{{"boot_id", kBoot}, {"timestamp", 1}, {"event_type", json::array()}})),
+               Catch::Contains("event_type is not a scalar"));
+    // A truncated record and trailing bytes.
+    auto bytes = json::to_msgpack(json{{"boot_id", kBoot}, {"timestamp", 1}, {"event_type", "a"}});
+    auto cut = bytes;
+    cut.pop_back();
+    CHECK_THAT(record_error(cut), Catch::Contains("not an eventd record"));
+    bytes.push_back(0xc0);
+    CHECK_THAT(record_error(bytes), Catch::Contains("bytes after the record's map"));
+}

@@ -1,0 +1,251 @@
+// [collector]: the fleet end to end (issue 12 part 3; docs/FORWARD.md "Collector") — two hosts
+// (each a real kmes-shimd with generators, eventd and eventd-forward; distinct boot ids) → one
+// real nats-server with JetStream → one eventd in collector mode. SIGKILLs of each forwarder,
+// the nats-server and the collector at random moments under load; a host gap made by freezing
+// a host's eventd on small rings. At the end every record of both hosts is in the collector's
+// store exactly once with its host, every host gap is a gap there, and the per-(boot, cpu)
+// audit (stored + lost == highest sequence) holds centrally.
+#include <chrono>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include <catch2/catch.hpp>
+
+#include "eventctl_runner.hpp"
+#include "eventd_fixture.hpp"
+#include "forward_process.hpp"
+#include "nats_fixture.hpp"
+#include "query_env.hpp"
+#include "shim_fixture.hpp"
+#include "stream_helpers.hpp"
+
+namespace eventd::query_it {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// An eventd in collector mode, on a store of its own, restartable on it.
+class CollectorEventd {
+public:
+    CollectorEventd(const NatsServer& nats, const json& source_extra = json::object()) {
+        json source = {{"NatsUrl", nats.url()}, {"AckWaitSeconds", 2}, {"MaxBackoffMs", 500}};
+        for (auto it = source_extra.begin(); it != source_extra.end(); ++it) source[it.key()] = it.value();
+        eventd::it::write_json_file(config_path(), json{{"EventStorePath", dir_ / "events"},
+                                                        {"QuerySocketPath", socket()},
+                                                        {"StorageShards", 2},
+                                                        {"MaxBatchLatencyMs", 20},
+                                                        {"EventRetentionDays", 3650},
+                                                        {"CollectorSource", source}});
+    }
+    std::string socket() const { return dir_ / "query.sock"; }
+    std::string config_path() const { return dir_ / "eventd.json"; }
+    void start() { process_ = eventd::it::EventdProcess::start(dir_.path(), config_path()); }
+    void kill() {
+        process_->kill();
+        process_.reset();
+    }
+    void stop() { process_.reset(); }  // SIGTERM; the fixture CHECKs exit 0
+    bool running() const { return process_ != nullptr; }
+    std::string log() const { return process_ ? process_->log() : ""; }
+
+    RunResult run(const std::vector<std::string>& args) const {
+        std::vector<std::string> argv = {eventctl_path(), "--socket", socket()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_command(argv, seconds(30));
+    }
+    std::vector<json> records(const std::string& query) const {
+        const RunResult r = run({"--format", "jsonl", query});
+        INFO(query << ": " << r.err);
+        REQUIRE(r.exit_code == 0);
+        return parse_jsonl(r.out);
+    }
+    int64_t count(const std::string& query) const {
+        const RunResult r = run({"--format", "jsonl", query + " COUNT"});
+        if (r.exit_code != 0) return -1;
+        const auto rows = parse_jsonl(r.out);
+        return rows.size() == 1 ? rows[0].value("count", int64_t(-1)) : -1;
+    }
+
+private:
+    kmes::it::TempDir dir_;
+    std::unique_ptr<eventd::it::EventdProcess> process_;
+};
+
+// What identifies a record across stores: (boot, cpu, sequence) of a KMES event, (boot, type,
+// timestamp, cpu) of a synthetic one.
+using RecordKey = std::tuple<std::string, std::string, int64_t, int64_t, int64_t>;
+RecordKey key_of(const json& r) {
+    auto number = [&](const char* k) { return r.value(k, json()).is_null() ? int64_t(-1) : r[k].get<int64_t>(); };
+    if (!r["sequence"].is_null()) return {r["boot_id"], "", number("cpu_id"), number("sequence"), 0};
+    return {r["boot_id"], r["event_type"], number("cpu_id"), -1, number("timestamp")};
+}
+
+// The host's record count once it has not changed for a second (its generators are done).
+int64_t settled_count(QueryEnv& host) {
+    int64_t last = -2;
+    for (int i = 0; i < 120; ++i) {
+        const int64_t now = count(host, "EVENTS COUNT");
+        if (now == last && now >= 0) return now;
+        last = now;
+        std::this_thread::sleep_for(seconds(1));
+    }
+    FAIL("the host's record count never settled");
+    return -1;
+}
+
+// Per (boot, cpu): stored KMES events, sequences lost in gaps, the highest sequence seen.
+struct Audit {
+    uint64_t stored = 0, lost = 0, highest = 0;
+};
+std::map<std::pair<std::string, int64_t>, Audit> audit(const std::vector<json>& records) {
+    std::map<std::pair<std::string, int64_t>, Audit> out;
+    for (const json& r : records) {
+        if (r["cpu_id"].is_null()) continue;
+        Audit& a = out[{r["boot_id"], r["cpu_id"].get<int64_t>()}];
+        if (!r["sequence"].is_null()) {
+            ++a.stored;
+            a.highest = std::max(a.highest, r["sequence"].get<uint64_t>());
+        } else if (r["event_type"] == "synthetic.gap") {
+            a.lost += r["last_sequence"].get<uint64_t>() - r["first_sequence"].get<uint64_t>() + 1;
+            a.highest = std::max(a.highest, r["last_sequence"].get<uint64_t>());
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("two hosts through JetStream into one collector: every record exactly once across kills", "[collector]") {
+    kmes::it::TempDir nats_dir;
+    NatsServer nats(nats_dir.path());
+    // Host A on 64 KiB rings: freezing its eventd below overruns them (host gaps).
+    const std::string load = "rate=800,payload=48,count=4000";  // per CPU: ~5 s
+    QueryEnv host_a({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false, .generate = load,
+                     .kmes_config = {{"BufferCapacity", 65536}}});
+    QueryEnv host_b({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false, .generate = load});
+    Forwarder forward_a(host_a, nats, {{"HostName", "host-a"}});
+    Forwarder forward_b(host_b, nats, {{"HostName", "host-b"}});
+    CollectorEventd collector(nats);
+    forward_a.start();
+    forward_b.start();
+    collector.start();
+
+    // The host gap: host A's eventd frozen while its generators run on past the rings' size.
+    std::this_thread::sleep_for(milliseconds(500));
+    host_a.eventd().freeze();
+    std::this_thread::sleep_for(milliseconds(1500));
+    host_a.eventd().thaw();
+
+    // Kills at random moments while the load runs and the backlog drains.
+    std::mt19937 rng(std::random_device{}());
+    std::map<std::string, int> kills;
+    for (int round = 0; round < 10; ++round) {
+        std::this_thread::sleep_for(milliseconds(200 + rng() % 500));
+        switch (rng() % 4) {
+            case 0:
+                forward_a.kill(), ++kills["forwarder a"];
+                std::this_thread::sleep_for(milliseconds(rng() % 300));
+                forward_a.start();
+                break;
+            case 1:
+                forward_b.kill(), ++kills["forwarder b"];
+                std::this_thread::sleep_for(milliseconds(rng() % 300));
+                forward_b.start();
+                break;
+            case 2:
+                nats.kill(), ++kills["nats-server"];
+                std::this_thread::sleep_for(milliseconds(rng() % 1000));
+                nats.start();
+                break;
+            default:
+                collector.kill(), ++kills["collector"];
+                std::this_thread::sleep_for(milliseconds(rng() % 300));
+                collector.start();
+        }
+    }
+    for (const auto& [who, n] : kills) UNSCOPED_INFO(who << " SIGKILLed " << n << " times");
+
+    const int64_t total_a = settled_count(host_a);
+    const int64_t total_b = settled_count(host_b);
+    // Everything arrives: unacknowledged messages come again after AckWaitSeconds (2 s).
+    const auto deadline = std::chrono::steady_clock::now() + seconds(90);
+    int64_t got_a = -1, got_b = -1;
+    while (std::chrono::steady_clock::now() < deadline) {
+        got_a = collector.count("EVENTS WHERE host == \"host-a\"");
+        got_b = collector.count("EVENTS WHERE host == \"host-b\"");
+        if (got_a == total_a && got_b == total_b) break;
+        std::this_thread::sleep_for(milliseconds(500));
+    }
+    INFO("collector log:\n" << collector.log());
+    CHECK(got_a == total_a);
+    CHECK(got_b == total_b);
+
+    // Exactly once, record by record, with the right host.
+    std::map<RecordKey, std::string> expected;
+    for (auto [env, name] : {std::pair{&host_a, "host-a"}, std::pair{&host_b, "host-b"}}) {
+        const RunResult r = env->query("EVENTS");
+        REQUIRE(r.exit_code == 0);
+        for (const json& rec : parse_jsonl(r.out)) {
+            INFO(rec.dump());
+            REQUIRE(expected.emplace(key_of(rec), name).second);  // distinct boots: no key twice
+        }
+    }
+    const std::vector<json> central = collector.records("EVENTS WHERE host IS NOT NULL");
+    std::map<RecordKey, int> seen;
+    for (const json& rec : central) {
+        INFO(rec.dump());
+        const RecordKey key = key_of(rec);
+        ++seen[key];
+        const auto it = expected.find(key);
+        REQUIRE(it != expected.end());  // nothing the hosts do not hold
+        CHECK(rec["host"] == it->second);
+    }
+    size_t twice = 0, missing = 0;
+    for (const auto& [key, n] : seen) twice += n > 1;
+    for (const auto& [key, host] : expected) missing += seen.count(key) == 0;
+    CHECK(twice == 0);
+    CHECK(missing == 0);
+    CHECK(central.size() == expected.size());
+
+    // Host gaps stay gaps, and the audit holds centrally exactly as on each host.
+    const RunResult a_all = host_a.query("EVENTS");
+    const RunResult b_all = host_b.query("EVENTS");
+    auto host_audit = audit(parse_jsonl(a_all.out));
+    const auto b_audit = audit(parse_jsonl(b_all.out));
+    host_audit.insert(b_audit.begin(), b_audit.end());
+    const auto central_audit = audit(central);
+    uint64_t host_lost = 0;
+    for (const auto& [key, a] : host_audit) {
+        INFO("boot " << key.first << " cpu " << key.second);
+        const auto it = central_audit.find(key);
+        REQUIRE(it != central_audit.end());
+        CHECK(it->second.stored == a.stored);
+        CHECK(it->second.lost == a.lost);
+        CHECK(it->second.highest == a.highest);
+        CHECK(it->second.stored + it->second.lost == it->second.highest);
+        host_lost += a.lost;
+    }
+    CHECK(host_lost > 0);  // the freeze did make gaps on host A
+    std::string kill_text;
+    for (const auto& [who, n] : kills) kill_text += " " + who + " x" + std::to_string(n);
+    WARN("collector: " << central.size() << " records of 2 hosts exactly once (" << total_a << " + " << total_b
+                       << "), " << host_lost << " sequences in host gaps; SIGKILLs:" << kill_text);
+
+    // eventctl status shows the consumer instead of rings.
+    const RunResult status = collector.run({"status"});
+    REQUIRE(status.exit_code == 0);
+    CHECK(status.out.find("Collector") != std::string::npos);
+    CHECK(status.out.find("Rings") == std::string::npos);
+
+    forward_a.stop();
+    forward_b.stop();
+    collector.stop();
+}
+
+}  // namespace eventd::query_it
