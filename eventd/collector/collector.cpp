@@ -114,7 +114,9 @@ void Collector::run() {
 // acknowledgement settings), fetch until stopping or a failure.
 void Collector::run_session(Session& s) {
     auto fail = [this](const kmes::Error& e) {
-        spdlog::warn("collector: {}; trying again", e.message);
+        // One line per new reason, not per attempt: an outage of NATS is one event in the log.
+        if (e.message != last_logged_error_) spdlog::warn("collector: {}; trying again (with backoff)", e.message);
+        last_logged_error_ = e.message;
         set_state("backing off", e.message);
     };
     natsStatus st = natsOptions_Create(&s.options);
@@ -172,6 +174,7 @@ void Collector::run_session(Session& s) {
     if (st != NATS_OK) return fail(nats_error("cannot bind to consumer " + config_.durable, st));
     spdlog::info("collector: consuming stream {} through durable consumer {} at {}", config_.stream, config_.durable,
                  config_.nats_url);
+    last_logged_error_.clear();
     set_state("connected");
 
     std::vector<natsMsg*> messages;

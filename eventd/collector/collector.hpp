@@ -77,7 +77,8 @@ private:
     // thread and by writer threads inside on_collected (with their db_mutex_ held).
     mutable std::mutex pending_mutex_;
     std::unordered_map<uint64_t, __natsMsg*> pending_;
-    uint64_t next_ticket_ = 1;  // collector thread only
+    uint64_t next_ticket_ = 1;       // collector thread only
+    std::string last_logged_error_;  // collector thread only: why the last session failed
 
     // For STATUS. Counters are relaxed: statistics, nothing is published with them.
     mutable std::mutex state_mutex_;  // leaf: state_, last_error_

@@ -18,6 +18,7 @@
 #include "eventctl_runner.hpp"
 #include "eventd_fixture.hpp"
 #include "forward_process.hpp"
+#include "local_users.hpp"
 #include "nats_fixture.hpp"
 #include "query_env.hpp"
 #include "shim_fixture.hpp"
@@ -33,15 +34,16 @@ using std::chrono::seconds;
 // An eventd in collector mode, on a store of its own, restartable on it.
 class CollectorEventd {
 public:
-    CollectorEventd(const NatsServer& nats, const json& source_extra = json::object()) {
-        json source = {{"NatsUrl", nats.url()}, {"AckWaitSeconds", 2}, {"MaxBackoffMs", 500}};
-        for (auto it = source_extra.begin(); it != source_extra.end(); ++it) source[it.key()] = it.value();
-        eventd::it::write_json_file(config_path(), json{{"EventStorePath", dir_ / "events"},
-                                                        {"QuerySocketPath", socket()},
-                                                        {"StorageShards", 2},
-                                                        {"MaxBatchLatencyMs", 20},
-                                                        {"EventRetentionDays", 3650},
-                                                        {"CollectorSource", source}});
+    // `eventd_extra`: more keys of its eventd.json (e.g. Security).
+    explicit CollectorEventd(const NatsServer& nats, const json& eventd_extra = json::object()) {
+        json config = {{"EventStorePath", dir_ / "events"},
+                       {"QuerySocketPath", socket()},
+                       {"StorageShards", 2},
+                       {"MaxBatchLatencyMs", 20},
+                       {"EventRetentionDays", 3650},
+                       {"CollectorSource", {{"NatsUrl", nats.url()}, {"AckWaitSeconds", 2}, {"MaxBackoffMs", 500}}}};
+        for (auto it = eventd_extra.begin(); it != eventd_extra.end(); ++it) config[it.key()] = it.value();
+        eventd::it::write_json_file(config_path(), config);
     }
     std::string socket() const { return dir_ / "query.sock"; }
     std::string config_path() const { return dir_ / "eventd.json"; }
@@ -119,6 +121,50 @@ std::map<std::pair<std::string, int64_t>, Audit> audit(const std::vector<json>& 
     return out;
 }
 
+// Every record of `hosts` (env, host name) is in `central` exactly once with its host, and
+// nothing else is. Returns the hosts' records by key.
+std::map<RecordKey, std::string> check_exactly_once(const std::vector<std::pair<QueryEnv*, std::string>>& hosts,
+                                                    const std::vector<json>& central) {
+    std::map<RecordKey, std::string> expected;
+    for (const auto& [env, name] : hosts) {
+        const RunResult r = env->query("EVENTS");
+        REQUIRE(r.exit_code == 0);
+        for (const json& rec : parse_jsonl(r.out)) {
+            INFO(rec.dump());
+            REQUIRE(expected.emplace(key_of(rec), name).second);  // distinct boots: no key twice
+        }
+    }
+    std::map<RecordKey, int> seen;
+    for (const json& rec : central) {
+        INFO(rec.dump());
+        const RecordKey key = key_of(rec);
+        ++seen[key];
+        const auto it = expected.find(key);
+        REQUIRE(it != expected.end());  // nothing the hosts do not hold
+        CHECK(rec["host"] == it->second);
+    }
+    size_t twice = 0, missing = 0;
+    for (const auto& [key, n] : seen) twice += n > 1;
+    for (const auto& [key, host] : expected) missing += seen.count(key) == 0;
+    CHECK(twice == 0);
+    CHECK(missing == 0);
+    CHECK(central.size() == expected.size());
+    return expected;
+}
+
+// count() of `query` on the collector until it is `expected` (90 s at most: unacknowledged
+// messages come again after AckWaitSeconds, 2 s); the last count.
+int64_t await_collected(const CollectorEventd& collector, const std::string& query, int64_t expected) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(90);
+    int64_t got = -1;
+    while (std::chrono::steady_clock::now() < deadline) {
+        got = collector.count(query);
+        if (got == expected) break;
+        std::this_thread::sleep_for(milliseconds(500));
+    }
+    return got;
+}
+
 }  // namespace
 
 TEST_CASE("two hosts through JetStream into one collector: every record exactly once across kills", "[collector]") {
@@ -173,45 +219,14 @@ TEST_CASE("two hosts through JetStream into one collector: every record exactly 
 
     const int64_t total_a = settled_count(host_a);
     const int64_t total_b = settled_count(host_b);
-    // Everything arrives: unacknowledged messages come again after AckWaitSeconds (2 s).
-    const auto deadline = std::chrono::steady_clock::now() + seconds(90);
-    int64_t got_a = -1, got_b = -1;
-    while (std::chrono::steady_clock::now() < deadline) {
-        got_a = collector.count("EVENTS WHERE host == \"host-a\"");
-        got_b = collector.count("EVENTS WHERE host == \"host-b\"");
-        if (got_a == total_a && got_b == total_b) break;
-        std::this_thread::sleep_for(milliseconds(500));
-    }
+    // Everything arrives, exactly once, record by record, with the right host.
+    const int64_t got_a = await_collected(collector, "EVENTS WHERE host == \"host-a\"", total_a);
+    const int64_t got_b = await_collected(collector, "EVENTS WHERE host == \"host-b\"", total_b);
     INFO("collector log:\n" << collector.log());
     CHECK(got_a == total_a);
     CHECK(got_b == total_b);
-
-    // Exactly once, record by record, with the right host.
-    std::map<RecordKey, std::string> expected;
-    for (auto [env, name] : {std::pair{&host_a, "host-a"}, std::pair{&host_b, "host-b"}}) {
-        const RunResult r = env->query("EVENTS");
-        REQUIRE(r.exit_code == 0);
-        for (const json& rec : parse_jsonl(r.out)) {
-            INFO(rec.dump());
-            REQUIRE(expected.emplace(key_of(rec), name).second);  // distinct boots: no key twice
-        }
-    }
     const std::vector<json> central = collector.records("EVENTS WHERE host IS NOT NULL");
-    std::map<RecordKey, int> seen;
-    for (const json& rec : central) {
-        INFO(rec.dump());
-        const RecordKey key = key_of(rec);
-        ++seen[key];
-        const auto it = expected.find(key);
-        REQUIRE(it != expected.end());  // nothing the hosts do not hold
-        CHECK(rec["host"] == it->second);
-    }
-    size_t twice = 0, missing = 0;
-    for (const auto& [key, n] : seen) twice += n > 1;
-    for (const auto& [key, host] : expected) missing += seen.count(key) == 0;
-    CHECK(twice == 0);
-    CHECK(missing == 0);
-    CHECK(central.size() == expected.size());
+    check_exactly_once({{&host_a, "host-a"}, {&host_b, "host-b"}}, central);
 
     // Host gaps stay gaps, and the audit holds centrally exactly as on each host.
     const RunResult a_all = host_a.query("EVENTS");
@@ -245,6 +260,84 @@ TEST_CASE("two hosts through JetStream into one collector: every record exactly 
 
     forward_a.stop();
     forward_b.stop();
+    collector.stop();
+}
+
+}  // namespace eventd::query_it
+
+namespace eventd::query_it {
+
+TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and live streams work centrally",
+          "[collector]") {
+    ensure_test_users();
+    const auto auditor = lookup_user("eventd-auditor");
+    REQUIRE(auditor);
+    kmes::it::TempDir nats_dir;
+    NatsServer nats(nats_dir.path());
+    // About 40 s of events on each of two rings: before, during and after the outage.
+    QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
+                   .generate = "rate=200,payload=32,count=8000,types=app.login:1+kernel.exec:3"});
+    Forwarder forward(host, nats, {{"HostName", "web-3"}});
+    // The collector's own policy: auditors read app.login, three fields of it.
+    const json policy = {{"Events",
+                          {{"*", json::array({{{"allow", {"group:adm"}}}})},
+                           {"app.login", json::array({{{"allow", {"group:eventd-auditors"}},
+                                                       {"fields", {"timestamp", "event_type", "host"}}}})}}}};
+    CollectorEventd collector(nats, {{"Security", policy}});
+    forward.start();
+    collector.start();
+    // A live stream of the auditor on the collector, from before the outage to the end.
+    Child live(command_as(auditor, {eventctl_path(), "--socket", collector.socket(), "--format", "jsonl",
+                                    "EVENTS STREAM"}));
+
+    std::this_thread::sleep_for(seconds(3));
+    nats.stop();
+    const int64_t host_at_stop = count(host, "EVENTS COUNT");
+    std::this_thread::sleep_for(seconds(2));  // what the collector held is committed by now
+    const int64_t collected_at_stop = collector.count("EVENTS WHERE host == \"web-3\"");
+    std::this_thread::sleep_for(seconds(28));
+    CHECK(count(host, "EVENTS COUNT") > host_at_stop + 5000);  // the host went on ingesting
+    CHECK(collector.count("EVENTS WHERE host == \"web-3\"") == collected_at_stop);  // nothing came
+    CHECK_THAT(forward.status(), Catch::Contains("backing off"));
+    CHECK_THAT(collector.run({"status"}).out, Catch::Contains("backing off"));
+    nats.start();
+
+    const int64_t total = settled_count(host);
+    INFO("collector log:\n" << collector.log());
+    CHECK(await_collected(collector, "EVENTS WHERE host == \"web-3\"", total) == total);
+    const std::vector<json> central = collector.records("EVENTS WHERE host IS NOT NULL");
+    check_exactly_once({{&host, "web-3"}}, central);
+
+    // The auditor sees through the collector what the policy grants: every app.login record of
+    // the host, three fields each — in a query and in the live stream that lived through it all.
+    const int64_t host_logins = count(host, "EVENTS app.login COUNT");
+    REQUIRE(host_logins > 0);
+    const RunResult mine = run_command(command_as(auditor, {eventctl_path(), "--socket", collector.socket(),
+                                                            "--format", "jsonl", "EVENTS"}),
+                                       seconds(30));
+    REQUIRE(mine.exit_code == 0);
+    const auto visible = parse_jsonl(mine.out);
+    CHECK(int64_t(visible.size()) == host_logins);
+    for (const json& r : visible) {
+        INFO(r.dump());
+        CHECK(r.size() == 3);
+        CHECK(r["event_type"] == "app.login");
+        CHECK(r["host"] == "web-3");
+    }
+    // (Records of one generator batch may share a timestamp: counted, not compared.)
+    int64_t streamed = 0;
+    const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+    while (streamed < host_logins && std::chrono::steady_clock::now() < deadline) {
+        const auto line = live.read_line(milliseconds(500));
+        if (!line) continue;
+        const json r = json::parse(*line);
+        CHECK(r["event_type"] == "app.login");
+        ++streamed;
+    }
+    CHECK_FALSE(live.read_line(milliseconds(1000)).has_value());  // and nothing twice
+    CHECK(streamed == host_logins);
+
+    forward.stop();
     collector.stop();
 }
 
