@@ -56,9 +56,15 @@ void Daemon::shutdown(bool dump) {
     if (retention_thread_.joinable()) retention_thread_.join();
     // 2. The policy thread saves the query counters a last time (no query counts any more).
     if (index_policy_) index_policy_->stop();
-    // 3. Final drain: every drain thread reads what is available, hands it over, and ends
-    // (in collector mode the collector stops fetching; its session stays for the last acks).
-    if (collector_) collector_->stop_fetching();
+    // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
+    // In collector mode the collector stops fetching: the writers' channels close first, so a
+    // collector blocked on a full one returns (what it still held is not acknowledged and
+    // comes again); its session stays for the last acknowledgements (collector_.reset()).
+    if (collector_) {
+        collector_->request_stop();
+        for (auto& w : writers_) w->request_finish();
+        collector_->stop_fetching();
+    }
     for (auto& d : drains_) d->request_stop();
     for (auto& d : drains_) d->stop();
     // 4. Final commits: writers commit what they hold and stop — all at once, so that their

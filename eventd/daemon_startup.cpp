@@ -161,7 +161,8 @@ Status Daemon::start_collector_mode() {
     desired_set_.set_on_publish([this] {
         for (auto& w : writers_) w->desired_set_changed();
     });
-    collector_ = std::make_unique<collector::Collector>(*config_.collector, std::move(writers));
+    collector_ = std::make_unique<collector::Collector>(*config_.collector, std::move(writers),
+                                                       [this](const std::string& why) { fail(why); });
     collector_->start();
     index_policy_->start();
     retention_thread_ = std::thread([this] {

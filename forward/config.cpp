@@ -39,12 +39,6 @@ kmes::Status read_u32(const json& doc, const std::string& key, uint32_t& out, ui
     return {};
 }
 
-bool valid_subject_prefix(const std::string& s) {
-    if (s.front() == '.' || s.back() == '.' || s.find("..") != std::string::npos) return false;
-    for (unsigned char c : s)
-        if (c <= ' ' || c == '*' || c == '>' || c >= 0x7f) return false;
-    return true;
-}
 
 std::string machine_host_name() {
     char name[HOST_NAME_MAX + 1] = {};
@@ -89,7 +83,7 @@ kmes::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
     }
     if (c.nats_url.empty()) return bad("NatsUrl", "is required (e.g. \"nats://127.0.0.1:4222\")");
     if (!nats::valid_name(c.stream)) return bad("Stream", "must not contain '.', '*', '>', '/', '\\' or spaces");
-    if (!valid_subject_prefix(c.subject_prefix))
+    if (!nats::valid_subject_prefix(c.subject_prefix))
         return bad("SubjectPrefix", "must be dot-separated tokens without '*', '>' or spaces");
     if (c.host_name.empty()) c.host_name = machine_host_name();
     if (const auto problem = nats::auth_problem(c.auth)) return bad(problem->first, problem->second);

@@ -1,8 +1,6 @@
 // What eventd-forward derives from one record (docs/FORWARD.md "Subjects and message ids"):
 //
-//   subject      <SubjectPrefix>.<host>.<event_type>   host and each dot-separated part of the
-//                type escaped: bytes other than A-Z a-z 0-9 - _ become %XX (so '.', '*', '>',
-//                spaces and '%' never reach NATS), an empty part becomes "%"
+//   subject      <SubjectPrefix>.<host>.<event_type>   escaped as nats/subject.hpp draws it
 //   Nats-Msg-Id  <boot_id>:<cpu_id>:<sequence>         KMES events: globally unique (DESIGN.md §2)
 //                s:<boot_id>:<timestamp>:<hash>        synthetic records (no cpu_id/sequence):
 //                                                      FNV-1a 64 of the record's bytes, which are
@@ -18,6 +16,7 @@
 #include <string>
 
 #include "base/result.hpp"
+#include "nats/subject.hpp"
 
 namespace eventd::forward {
 
@@ -33,10 +32,9 @@ struct RecordKeys {
 // boot_id or timestamp is missing: the forwarder's query must not SELECT them away.
 kmes::Result<RecordKeys> record_keys(std::span<const uint8_t> record);
 
-// One subject token: every byte outside A-Z a-z 0-9 - _ as %XX; "" as "%".
-std::string escape_token(std::string_view text);
-
-std::string subject_for(const std::string& prefix, const std::string& host, const std::string& event_type);
+// The subject of a record: nats/subject.hpp (shared with the collector).
+using nats::escape_token;
+using nats::subject_for;
 
 std::string message_id(const RecordKeys& keys, std::span<const uint8_t> record);
 

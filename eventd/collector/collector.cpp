@@ -14,6 +14,7 @@
 #include "eventd/synthetic.hpp"
 #include "eventd/thread_boundary.hpp"
 #include "nats/client.hpp"
+#include "nats/subject.hpp"
 
 namespace eventd::collector {
 namespace {
@@ -27,6 +28,21 @@ constexpr auto kLagInterval = std::chrono::seconds(1);
 constexpr int64_t kRequestTimeoutMs = 5000;  // connect and JetStream API requests
 constexpr int64_t kFinalFlushMs = 2000;      // the last acknowledgements at shutdown
 constexpr char kHostHeader[] = "Eventd-Host";  // forward/forwarder.cpp sets it
+constexpr int64_t kRedeliveryDelayMs = 1000;   // a record whose commit failed comes again after this
+
+// KMES events and gap records by (boot, cpu): every copy of one meets the same writer's check
+// within a run (and the startup state across runs). Every other record goes to shard 0, whatever
+// the shard count: its duplicate check is an identical row in that shard's file. The cpu id is
+// hashed as two little-endian bytes, the same on every machine.
+size_t shard_of(const HandoffItem& item, size_t shards) {
+    if (!item.accounting) return 0;
+    const store::EventRow& row = item.row;
+    uint64_t h = kmes::fnv1a64(kmes::kFnv1aOffsetBasis,
+                               std::string_view(reinterpret_cast<const char*>(row.boot_id.data()), row.boot_id.size()));
+    const char cpu[2] = {static_cast<char>(item.accounting->cpu_id & 0xff), static_cast<char>(item.accounting->cpu_id >> 8)};
+    h = kmes::fnv1a64(h, std::string_view(cpu, sizeof cpu));
+    return h % shards;
+}
 
 }  // namespace
 
@@ -46,11 +62,14 @@ struct Collector::Session {
     }
 };
 
-Collector::Collector(SourceConfig config, std::vector<ShardWriter*> writers)
-    : config_(std::move(config)), writers_(std::move(writers)) {}
+Collector::Collector(SourceConfig config, std::vector<ShardWriter*> writers,
+                     std::function<void(const std::string&)> on_fatal)
+    : config_(std::move(config)), writers_(std::move(writers)), on_fatal_(std::move(on_fatal)) {}
 
 Collector::~Collector() {
     stop_fetching();
+    // The thread has ended: what the writers committed last is acknowledged from here.
+    send_settled();
     if (session_ && session_->connection) natsConnection_FlushTimeout(session_->connection, kFinalFlushMs);
     if (session_) end_session(*session_);
     session_.reset();
@@ -58,20 +77,27 @@ Collector::~Collector() {
 
 void Collector::start() {
     thread_ = std::thread([this] {
-        // An exception here is a bug: the collector stops, the writers and queries go on, and
-        // STATUS says why (no restart loop: the shards hold nothing inconsistent).
+        // An exception here is a bug: eventd fails (and systemd restarts it), as when a writer
+        // thread dies — a collector that ingests nothing must not look healthy.
         run_guarded(
             "the collector", [this] { run(); },
-            [this](const std::string& why) { set_state("stopped", why); });
+            [this](const std::string& why) {
+                set_state("stopped", why);
+                if (on_fatal_) on_fatal_(why);
+            });
     });
 }
 
-void Collector::stop_fetching() {
+void Collector::request_stop() {
     {
         std::lock_guard lock(wake_mutex_);
         stopping_.store(true);
     }
     wake_.notify_all();
+}
+
+void Collector::stop_fetching() {
+    request_stop();
     if (thread_.joinable()) thread_.join();
 }
 
@@ -158,6 +184,15 @@ void Collector::run_session(Session& s) {
     } else if (st == NATS_NOT_FOUND || code == JSConsumerNotFoundErr) {
         st = js_AddConsumer(&info, s.js, config_.stream.c_str(), &consumer, nullptr, &code);
     }
+    // The server keeps an existing consumer's acknowledgement policy: one made by hand with
+    // other settings would silently lose records (no redelivery) — refuse it.
+    if (st == NATS_OK && info && info->Config &&
+        (info->Config->AckPolicy != js_AckExplicit || info->Config->MaxDeliver > 0)) {
+        jsConsumerInfo_Destroy(info);
+        return fail(kmes::Error{EINVAL, "consumer " + config_.durable + " of stream " + config_.stream +
+                                            " does not acknowledge explicitly with unlimited deliveries, which "
+                                            "exactly-once needs: delete it or choose another Durable"});
+    }
     if (info) jsConsumerInfo_Destroy(info);
     if (st != NATS_OK) {
         if (code == JSStreamNotFoundErr)
@@ -179,6 +214,7 @@ void Collector::run_session(Session& s) {
 
     std::vector<natsMsg*> messages;
     while (!stopping_.load()) {
+        send_settled();
         if (Clock::now() - s.lag_checked >= kLagInterval) refresh_lag(s);
         natsMsgList list{};
         st = natsSubscription_Fetch(&list, s.subscription, static_cast<int>(config_.fetch_batch), kFetchWaitMs, &code);
@@ -200,10 +236,14 @@ void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
         if (natsMsgHeader_Get(msg, kHostHeader, &host) == NATS_OK && host && *host) {
             const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
             item = item_from_record(std::span(data, static_cast<size_t>(natsMsg_GetDataLength(msg))), host);
+            // NATS permissions are per subject: a host may publish only under its own name.
+            if (item && natsMsg_GetSubject(msg) != nats::subject_for(config_.subject_prefix, host, item->row.event_type))
+                item = kmes::Error{EINVAL, "the subject is not " + config_.subject_prefix +
+                                               ".<Eventd-Host>.<event_type> of the record (Eventd-Host " + host + ")"};
         }
         if (!item) {
             // Not an eventd record: never stored, so never acknowledged as stored — terminated,
-            // so it is not delivered again and again; it stays in the stream for inspection.
+            // so it is not delivered again and again (a limits stream keeps it for inspection).
             refused_.fetch_add(1, std::memory_order_relaxed);
             spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", natsMsg_GetSequence(msg),
                           config_.stream, natsMsg_GetSubject(msg), item.error().message);
@@ -218,19 +258,12 @@ void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
             std::lock_guard lock(pending_mutex_);
             pending_.emplace(item->ticket, msg);
         }
-        // Every copy of a record goes to the same shard: (boot, cpu) of KMES events and gaps,
-        // (boot, no cpu) of the other synthetic records.
-        const store::EventRow& row = item->row;
-        uint64_t h = kmes::fnv1a64(kmes::kFnv1aOffsetBasis,
-                                   std::string_view(reinterpret_cast<const char*>(row.boot_id.data()), row.boot_id.size()));
-        const uint32_t cpu = row.cpu_id ? *row.cpu_id : 0xffffffffu;
-        h = kmes::fnv1a64(h, std::string_view(reinterpret_cast<const char*>(&cpu), sizeof cpu));
-        per_shard[h % writers_.size()].push_back(std::move(*item));
+        per_shard[shard_of(*item, writers_.size())].push_back(std::move(*item));
     }
     messages.clear();
     // Blocks while a shard's channel is full: JetStream holds the rest (MaxAckPending) — the
-    // collector's backpressure. Returns false only once the writer is finishing (shutdown);
-    // what it did not take stays unacknowledged and comes again to the next collector.
+    // collector's backpressure. Returns false once the writer is finishing (shutdown closes
+    // the channels first); what it did not take stays unacknowledged and comes again.
     for (size_t shard = 0; shard < per_shard.size(); ++shard)
         if (!per_shard[shard].empty()) writers_[shard]->handoff().push(per_shard[shard]);
 }
@@ -240,22 +273,37 @@ void Collector::on_collected(const std::vector<uint64_t>& tickets, bool committe
     for (uint64_t ticket : tickets) {
         const auto it = pending_.find(ticket);
         if (it == pending_.end()) continue;  // its session ended: JetStream delivers it again
+        settled_.emplace_back(it->second, committed);
+        pending_.erase(it);
+    }
+}
+
+void Collector::send_settled() {
+    std::vector<std::pair<natsMsg*, bool>> settled;
+    {
+        std::lock_guard lock(pending_mutex_);
+        settled.swap(settled_);
+    }
+    for (auto [msg, committed] : settled) {
         // Fire and forget: a lost acknowledgement only means one more delivery, which the
         // writer's duplicate check absorbs.
         if (committed) {
-            natsMsg_Ack(it->second, nullptr);
+            natsMsg_Ack(msg, nullptr);
             acked_.fetch_add(1, std::memory_order_relaxed);
         } else {
-            natsMsg_Nak(it->second, nullptr);
+            // A failed commit (a full disk, say): again after a pause, not in a hot loop.
+            natsMsg_NakWithDelay(msg, kRedeliveryDelayMs, nullptr);
             redelivery_requested_.fetch_add(1, std::memory_order_relaxed);
         }
-        natsMsg_Destroy(it->second);
-        pending_.erase(it);
+        natsMsg_Destroy(msg);
     }
 }
 
 void Collector::end_session(Session&) {
     // Before the subscription and connection go: no acknowledgement may use them afterwards.
+    // Settled messages are acknowledged first (on a lost connection that fails harmlessly);
+    // the unsettled ones come again after AckWaitSeconds.
+    send_settled();
     std::lock_guard lock(pending_mutex_);
     for (auto& [ticket, msg] : pending_) natsMsg_Destroy(msg);
     pending_.clear();

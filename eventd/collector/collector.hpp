@@ -1,21 +1,27 @@
 // eventd's collector mode (issue 12 part 3; docs/FORWARD.md "Collector"): one thread reads the
 // records eventd-forward published from a JetStream durable pull consumer and hands them to the
-// shard writers, routed by (boot, cpu) so that every copy of a record meets the same shard's
-// duplicate check (ShardWriter::store_collected). A message is acknowledged only once the
-// commit that holds it succeeded (WriterHooks::on_collected); a failed batch, a collector crash
-// or a lost connection leaves it unacknowledged, and JetStream delivers it again after
-// AckWaitSeconds. So every record is stored exactly once: at least once by redelivery, at most
-// once by the check.
+// shard writers — KMES events and gap records routed by (boot, cpu), every other record to
+// shard 0 — so that every copy of a record meets the same shard's duplicate check
+// (ShardWriter::store_collected; KMES sequences are also checked against every file's state,
+// so a change of StorageShards cannot double them). A message is acknowledged only once the
+// commit that holds it succeeded (WriterHooks::on_collected); a failed batch asks for it again
+// after a delay; a collector crash or a lost connection leaves it unacknowledged, and JetStream
+// delivers it again after AckWaitSeconds. So every record is stored exactly once: at least
+// once by redelivery, at most once by the check.
 //
-// Any NATS failure ends the session (connection, consumer binding, the messages not yet
-// acknowledged); a new one starts after a jittered backoff — like eventd-forward, one recovery
-// path. Messages that are not eventd records are terminated (never redelivered), counted as
-// refused and logged with their stream sequence: they stay in the stream for inspection.
+// Every NATS call is made on the collector's thread (or, once it has ended, by the destructor):
+// writers only move settled messages to a queue, so a stalled NATS connection never holds a
+// shard's lock. Any NATS failure ends the session (connection, consumer binding, the messages
+// not yet acknowledged); a new one starts after a jittered backoff — like eventd-forward, one
+// recovery path. Messages that are not eventd records, or whose subject does not name the host
+// of their Eventd-Host header, are terminated (never redelivered), counted as refused and
+// logged with their stream sequence.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,19 +41,23 @@ namespace eventd::collector {
 class Collector {
 public:
     // `writers` outlive the collector's thread (stop_fetching), not the collector itself.
-    Collector(SourceConfig config, std::vector<ShardWriter*> writers);
+    // `on_fatal`: the thread ended on an unexpected exception (eventd must fail and restart).
+    Collector(SourceConfig config, std::vector<ShardWriter*> writers,
+              std::function<void(const std::string& why)> on_fatal);
     // Closes the session after a last flush of acknowledgements (the writers have finished).
     ~Collector();
     Collector(const Collector&) = delete;
     Collector& operator=(const Collector&) = delete;
 
     void start();
-    // Ends the fetching thread; the session stays so the writers' last commits are still
-    // acknowledged. Returns once the thread has ended.
+    // Asks the fetching thread to end (returns at once); stop_fetching() also waits for it.
+    // The session stays so the writers' last commits are still acknowledged (destructor).
+    void request_stop();
     void stop_fetching();
 
-    // WriterHooks::on_collected (writer thread, shard db_mutex_ held): acknowledge the
-    // committed messages, or negatively acknowledge the failed ones (delivered again at once).
+    // WriterHooks::on_collected (writer thread, shard db_mutex_ held): the committed messages
+    // are to be acknowledged, the failed ones delivered again — queued for the collector's
+    // thread, which sends them (no NATS call under a shard's lock).
     void on_collected(const std::vector<uint64_t>& tickets, bool committed);
 
     // {kind:"collector"} for STATUS: the source, the session's state, counters and the
@@ -60,6 +70,7 @@ private:
     void run();
     void run_session(Session& session);
     void deliver(Session& session, std::vector<__natsMsg*>& messages);
+    void send_settled();  // the acknowledgements on_collected queued
     void refresh_lag(Session& session);
     void end_session(Session& session);  // drops the unacknowledged messages, then the handles
     void set_state(const std::string& state, const std::string& error = "");
@@ -67,16 +78,19 @@ private:
 
     const SourceConfig config_;
     std::vector<ShardWriter*> writers_;
+    std::function<void(const std::string&)> on_fatal_;
     std::thread thread_;
     std::atomic<bool> stopping_{false};
     std::mutex wake_mutex_;  // leaf: the backoff's wait
     std::condition_variable wake_;
     std::unique_ptr<Session> session_;  // the current one; only the thread replaces it
 
-    // Delivered messages not yet acknowledged, by ticket. Leaf lock: taken by the collector's
-    // thread and by writer threads inside on_collected (with their db_mutex_ held).
+    // Delivered messages not yet settled, by ticket, and the settled ones whose acknowledgement
+    // (true) or redelivery request (false) is still to be sent. Leaf lock: taken by the
+    // collector's thread and by writer threads inside on_collected (with their db_mutex_ held).
     mutable std::mutex pending_mutex_;
     std::unordered_map<uint64_t, __natsMsg*> pending_;
+    std::vector<std::pair<__natsMsg*, bool>> settled_;
     uint64_t next_ticket_ = 1;       // collector thread only
     std::string last_logged_error_;  // collector thread only: why the last session failed
 

@@ -1,6 +1,7 @@
 #include "eventd/collector/record_row.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,7 +48,7 @@ kmes::Status read_header(std::string_view key, const Item& item, store::EventRow
         row.boot_id = **g;
         have_boot = true;
     } else if (key == "timestamp") {
-        auto n = number(UINT64_MAX);
+        auto n = number(INT64_MAX);  // SQLite's integers are signed
         if (!n) return n.error();
         if (!*n) return bad("timestamp is nil");
         row.timestamp = **n;
@@ -61,7 +62,7 @@ kmes::Status read_header(std::string_view key, const Item& item, store::EventRow
         if (!n) return n.error();
         if (*n) row.cpu_id = static_cast<uint16_t>(**n);
     } else if (key == "sequence") {
-        auto n = number(UINT64_MAX);
+        auto n = number(INT64_MAX);
         if (!n) return n.error();
         row.sequence = *n;
     } else if (key == "origin_class") {
@@ -94,6 +95,7 @@ kmes::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std:
     std::vector<uint8_t> entries;
     uint32_t entry_count = 0;
     std::optional<uint64_t> first_sequence, last_sequence;  // of a synthetic.gap
+    bool have_host = false, have_event_host = false;
     for (uint32_t i = 0; i < *pairs; ++i) {
         const size_t key_start = in.pos();
         std::optional<std::string_view> key;
@@ -119,7 +121,9 @@ kmes::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std:
             if (auto n = v.next(); n)
                 (*key == "first_sequence" ? first_sequence : last_sequence) = as_unsigned(*n);
         }
+        if (key && *key == "event_host") have_event_host = true;
         if (key && *key == "host") {
+            have_host = true;
             msgpack::put_string(entries, "event_host");
         } else {
             entries.insert(entries.end(), record.begin() + static_cast<std::ptrdiff_t>(key_start),
@@ -129,6 +133,7 @@ kmes::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std:
         ++entry_count;
     }
     if (!in.at_end()) return bad("bytes after the record's map");
+    if (have_host && have_event_host) return bad("both host and event_host in the payload (host is renamed event_host)");
     if (!have_boot || !have_time || !have_type) return bad("boot_id, timestamp or event_type is missing");
     std::vector<uint8_t> payload;
     msgpack::put_map_header(payload, entry_count + 1);
@@ -140,7 +145,7 @@ kmes::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std:
     if (row.sequence && row.cpu_id) {
         item.accounting = Accounting{*row.cpu_id, *row.sequence, *row.sequence};
     } else if (row.event_type == "synthetic.gap" && row.cpu_id && first_sequence && last_sequence &&
-               *first_sequence <= *last_sequence) {
+               *first_sequence <= *last_sequence && *last_sequence <= uint64_t(INT64_MAX)) {
         item.accounting = Accounting{*row.cpu_id, *first_sequence, *last_sequence};
     }
     return item;

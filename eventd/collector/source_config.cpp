@@ -44,6 +44,7 @@ kmes::Result<SourceConfig> parse_source_config(const json& v) {
         {"Stream", [&](const json& x) { return read_string(x, "Stream", c.stream); }},
         {"Durable", [&](const json& x) { return read_string(x, "Durable", c.durable); }},
         {"FilterSubject", [&](const json& x) { return read_string(x, "FilterSubject", c.filter_subject); }},
+        {"SubjectPrefix", [&](const json& x) { return read_string(x, "SubjectPrefix", c.subject_prefix); }},
         {"AckWaitSeconds", [&](const json& x) { return read_u32(x, "AckWaitSeconds", c.ack_wait_seconds, 1, 3600); }},
         {"MaxAckPending",
          [&](const json& x) { return read_u32(x, "MaxAckPending", c.max_ack_pending, 100, 1u << 20); }},
@@ -64,6 +65,8 @@ kmes::Result<SourceConfig> parse_source_config(const json& v) {
     if (c.nats_url.empty()) return bad("NatsUrl", "is required (e.g. \"nats://127.0.0.1:4222\")");
     if (!nats::valid_name(c.stream)) return bad("Stream", "must not contain '.', '*', '>', '/', '\\' or spaces");
     if (!nats::valid_name(c.durable)) return bad("Durable", "must not contain '.', '*', '>', '/', '\\' or spaces");
+    if (!nats::valid_subject_prefix(c.subject_prefix))
+        return bad("SubjectPrefix", "must be dot-separated tokens without '*', '>' or spaces");
     if (c.max_ack_pending < c.fetch_batch)
         return bad("MaxAckPending", "must be at least FetchBatch (" + std::to_string(c.fetch_batch) + ")");
     if (const auto problem = nats::auth_problem(c.auth)) return bad(problem->first, problem->second);

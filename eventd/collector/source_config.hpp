@@ -20,6 +20,7 @@ struct SourceConfig {
     std::string stream = "EVENTD";          // Stream: what eventd-forward publishes into
     std::string durable = "eventd-collector";  // Durable: the consumer's name (its position)
     std::string filter_subject;             // FilterSubject: empty = the whole stream
+    std::string subject_prefix = "eventd";  // SubjectPrefix: the forwarders' (subjects are checked)
     uint32_t ack_wait_seconds = 30;         // AckWaitSeconds: unacked messages come again after this
     uint32_t max_ack_pending = 20000;       // MaxAckPending: delivered, not yet committed
     uint32_t fetch_batch = 1000;            // FetchBatch: messages asked for at once

@@ -48,6 +48,7 @@ TEST_CASE("collector source: defaults and refusals naming the key", "[collector]
     CHECK(ok->stream == "EVENTD");
     CHECK(ok->durable == "eventd-collector");
     CHECK(ok->filter_subject.empty());
+    CHECK(ok->subject_prefix == "eventd");
     CHECK(ok->ack_wait_seconds == 30);
 
     CHECK_THAT(source_error(json::array()), Catch::Contains("CollectorSource must be an object"));
@@ -60,6 +61,8 @@ TEST_CASE("collector source: defaults and refusals naming the key", "[collector]
     CHECK_THAT(source_error(json{{"NatsUrl", "x"}, {"FetchBatch", 500}, {"MaxAckPending", 200}}),
                Catch::Contains("MaxAckPending must be at least FetchBatch (500)"));
     CHECK_THAT(source_error(json{{"NatsUrl", "x"}, {"TlsKeyFile", "/k"}}), Catch::Contains("TlsCertFile is needed"));
+    CHECK_THAT(source_error(json{{"NatsUrl", "x"}, {"SubjectPrefix", "a.>"}}),
+               Catch::Contains("CollectorSource.SubjectPrefix must be dot-separated tokens"));
 }
 
 TEST_CASE("collected KMES event: columns from the header fields, host first in the payload", "[collector]") {
@@ -132,6 +135,14 @@ TEST_CASE("collected bytes that are no eventd record are refused with the reason
                Catch::Contains("cpu_id is not an integer from 0 to 65535"));
     CHECK_THAT(record_error(json::to_msgpack(json{{"boot_id", kBoot}, {"timestamp", 1}, {"event_type", json::array()}})),
                Catch::Contains("event_type is not a scalar"));
+    CHECK_THAT(record_error(json::to_msgpack(json{{"boot_id", kBoot}, {"timestamp", 1ull << 63}, {"event_type", "a"}})),
+               Catch::Contains("timestamp is not an integer from 0 to 9223372036854775807"));
+    CHECK_THAT(record_error(json::to_msgpack(
+                   json{{"boot_id", kBoot}, {"timestamp", 1}, {"event_type", "a"}, {"cpu_id", 0}, {"sequence", 1ull << 63}})),
+               Catch::Contains("sequence is not an integer"));
+    CHECK_THAT(record_error(json::to_msgpack(
+                   json{{"boot_id", kBoot}, {"timestamp", 1}, {"event_type", "a"}, {"host", "x"}, {"event_host", "y"}})),
+               Catch::Contains("both host and event_host"));
     // A truncated record and trailing bytes.
     auto bytes = json::to_msgpack(json{{"boot_id", kBoot}, {"timestamp", 1}, {"event_type", "a"}});
     auto cut = bytes;

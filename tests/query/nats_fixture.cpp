@@ -109,6 +109,20 @@ void NatsServer::kill() {
     process_.reset();
 }
 
+void NatsServer::publish(const std::string& subject, const std::vector<std::pair<std::string, std::string>>& headers,
+                         const std::vector<uint8_t>& body) {
+    Reader r(url(), tls_);
+    natsMsg* msg = nullptr;
+    REQUIRE(natsMsg_Create(&msg, subject.c_str(), nullptr, reinterpret_cast<const char*>(body.data()),
+                           static_cast<int>(body.size())) == NATS_OK);
+    for (const auto& [key, value] : headers) REQUIRE(natsMsgHeader_Set(msg, key.c_str(), value.c_str()) == NATS_OK);
+    jsPubAck* ack = nullptr;
+    const natsStatus s = js_PublishMsg(&ack, r.js, msg, nullptr, nullptr);
+    natsMsg_Destroy(msg);
+    if (ack) jsPubAck_Destroy(ack);
+    REQUIRE(s == NATS_OK);
+}
+
 uint64_t NatsServer::count(const std::string& stream) {
     Reader r(url(), tls_);
     uint64_t n = 0;

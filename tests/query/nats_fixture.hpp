@@ -39,6 +39,10 @@ public:
 
     // Messages in `stream` (0 when the stream does not exist yet).
     uint64_t count(const std::string& stream);
+    // Publish one message into JetStream and wait for its ack (REQUIREs it): what a hostile or
+    // broken publisher could send.
+    void publish(const std::string& subject, const std::vector<std::pair<std::string, std::string>>& headers,
+                 const std::vector<uint8_t>& body);
     std::vector<StoredMessage> messages(const std::string& stream);
 
 private:

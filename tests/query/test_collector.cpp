@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -336,6 +337,51 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
     }
     CHECK_FALSE(live.read_line(milliseconds(1000)).has_value());  // and nothing twice
     CHECK(streamed == host_logins);
+
+    forward.stop();
+    collector.stop();
+}
+
+}  // namespace eventd::query_it
+
+namespace eventd::query_it {
+
+TEST_CASE("messages that are not a host's own records are refused; the rest is stored", "[collector]") {
+    kmes::it::TempDir nats_dir;
+    NatsServer nats(nats_dir.path());
+    QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
+                   .generate = "rate=500,payload=32,count=500,types=app.login:1"});
+    Forwarder forward(host, nats, {{"HostName", "host-a"}});
+    CollectorEventd collector(nats);
+    forward.start();
+    collector.start();
+    // Into the forwarders' stream, beside host-a's records: what a broken or hostile publisher
+    // with permission on host-a's subjects could send.
+    const json record = {{"boot_id", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"},
+                         {"timestamp", 1795493460061943023ull},
+                         {"cpu_id", 0},
+                         {"sequence", 1},
+                         {"event_type", "app.login"}};
+    const auto body = json::to_msgpack(record);
+    const std::string subject = "eventd.host-a.app.login";
+    std::this_thread::sleep_for(seconds(1));  // the forwarder has created the stream
+    nats.publish(subject, {{"Eventd-Host", "host-b"}}, body);  // posing as another host
+    nats.publish(subject, {}, body);                            // no Eventd-Host
+    nats.publish(subject, {{"Eventd-Host", "host-a"}}, {0xc1});  // not msgpack
+    nats.publish("eventd.host-a.other", {{"Eventd-Host", "host-a"}}, body);  // subject and type differ
+
+    const int64_t total = settled_count(host);
+    INFO("collector log:\n" << collector.log());
+    CHECK(await_collected(collector, "EVENTS WHERE host IS NOT NULL", total) == total);
+    check_exactly_once({{&host, "host-a"}}, collector.records("EVENTS WHERE host IS NOT NULL"));
+    CHECK(collector.count("EVENTS WHERE boot_id == \"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\"") == 0);
+    const std::string status = collector.run({"status"}).out;
+    INFO(status);
+    CHECK(std::regex_search(status, std::regex(R"(refused \(not eventd records\) +4\b)")));
+    const std::string log = collector.log();
+    CHECK_THAT(log, Catch::Contains("is not eventd.<Eventd-Host>.<event_type> of the record (Eventd-Host host-b)"));
+    CHECK_THAT(log, Catch::Contains("no Eventd-Host header"));
+    CHECK_THAT(log, Catch::Contains("not an eventd record"));
 
     forward.stop();
     collector.stop();

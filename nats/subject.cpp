@@ -1,0 +1,35 @@
+#include "nats/subject.hpp"
+
+namespace eventd::nats {
+
+std::string escape_token(std::string_view text) {
+    if (text.empty()) return "%";
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : text) {
+        const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                           c == '_';
+        if (plain) {
+            out.push_back(static_cast<char>(c));
+        } else {
+            out.push_back('%');
+            out.push_back(kHex[c >> 4]);
+            out.push_back(kHex[c & 15]);
+        }
+    }
+    return out;
+}
+
+std::string subject_for(const std::string& prefix, const std::string& host, const std::string& event_type) {
+    std::string subject = prefix + "." + escape_token(host);
+    size_t start = 0;
+    for (;;) {
+        const size_t dot = event_type.find('.', start);
+        subject += "." + escape_token(std::string_view(event_type).substr(start, dot - start));
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+    }
+    return subject;
+}
+
+}  // namespace eventd::nats
