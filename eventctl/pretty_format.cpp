@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "msgpack/reader.hpp"
 #include "scalar_text.hpp"
@@ -64,6 +65,27 @@ struct PrettyStyle {
         append_hex(out, bytes);
     }
 };
+
+bool is_time_key(std::string_view key) {
+    constexpr std::string_view kSuffix = "_timestamp";
+    return key == "timestamp" || (key.size() > kSuffix.size() && key.ends_with(kSuffix));
+}
+
+// The next value when it is an integer that fits int64 (consumed); otherwise nothing is consumed.
+std::optional<int64_t> next_integer(msgpack::Reader& in) {
+    msgpack::Reader peek = in;
+    auto item = peek.next();
+    if (!item) return std::nullopt;
+    if (item->kind == msgpack::Kind::int_unsigned && item->unsigned_value <= uint64_t(INT64_MAX)) {
+        in = peek;
+        return static_cast<int64_t>(item->unsigned_value);
+    }
+    if (item->kind == msgpack::Kind::int_signed) {
+        in = peek;
+        return item->signed_value;
+    }
+    return std::nullopt;
+}
 
 kmes::Status expect_end(const msgpack::Reader& in) {
     if (!in.at_end()) return kmes::Error{EPROTO, "bytes after the end of a record"};
@@ -142,7 +164,7 @@ kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> valu
     return expect_end(in);
 }
 
-kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record) {
+kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record, TimeZone zone) {
     msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();
     if (!pairs) return pairs.error();
@@ -152,6 +174,12 @@ kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> rec
         if (!key) return key.error();
         append_pretty_key(out, key.value());
         out += '=';
+        if (is_time_key(key.value())) {
+            if (const auto ns = next_integer(in)) {
+                out += rfc3339(*ns, zone);
+                continue;
+            }
+        }
         if (auto st = append_walked_value<PrettyStyle>(out, in, 1); !st) return st;
     }
     return expect_end(in);

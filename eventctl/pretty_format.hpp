@@ -1,6 +1,6 @@
 // --format pretty (the default): one line per record, `key=value` pairs separated by spaces,
 // in eventd's key order, written while walking the record's msgpack bytes once (no tree):
-//   timestamp=1763830522678123456 cpu_id=1 event_type="kacs.access_check" user="alice\nbob" ok=true
+//   timestamp=2025-11-22T16:55:22.678123456Z cpu_id=1 event_type="kacs.access_check" user="alice\nbob" ok=true
 // Strings are quoted with C/JSON escapes (\n, \t, \", \\, \u00XX for other control characters,
 // \xNN for bytes that are not UTF-8), so a record never spans lines. Other values:
 //   null, true/false, integers, floats (nan, +inf, -inf; scalar_text.hpp), bin:<hex>, ext(N):<hex>,
@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "base/result.hpp"
+#include "time_text.hpp"
 
 namespace eventctl {
 
@@ -23,8 +24,10 @@ std::string pretty_key(std::string_view key);
 
 // One msgpack value (`eventctl status` cells), and one record without the newline. The bytes
 // were checked by parse_reply(); an error is still returned, never a crash, if they are not one
-// well-formed msgpack value.
+// well-formed msgpack value. In a record, the integer values of `timestamp` and of keys ending
+// in `_timestamp` (synthetic.gap's) are event times: written as RFC 3339 in `zone`
+// (time_text.hpp), unquoted.
 kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> value);
-kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record);
+kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record, TimeZone zone = TimeZone::utc);
 
 }  // namespace eventctl

@@ -1,6 +1,7 @@
 #include "record_writer.hpp"
 
 #include <cerrno>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,12 +18,12 @@ kmes::Error undecodable(const kmes::Error& e) {
 
 // pretty, jsonl and json write each record into one reused line: no allocation per record
 // once it has grown to the longest record.
-using AppendRecord = kmes::Status (*)(std::string& out, std::span<const uint8_t> record);
+using AppendRecord = std::function<kmes::Status(std::string& out, std::span<const uint8_t> record)>;
 
 // pretty and jsonl: one line per record, the format's text followed by a newline.
 class LineWriter : public RecordWriter {
 public:
-    LineWriter(Output& out, AppendRecord append) : out_(out), append_(append) {}
+    LineWriter(Output& out, AppendRecord append) : out_(out), append_(std::move(append)) {}
     kmes::Status write(std::span<const uint8_t> record) override {
         line_.clear();
         if (auto st = append_(line_, record); !st) return undecodable(st.error());
@@ -104,11 +105,13 @@ std::optional<Format> parse_format(std::string_view name) {
     return std::nullopt;
 }
 
-std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out) {
+std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out, TimeZone zone) {
     switch (format) {
         case Format::pretty:
             if (status_view) return std::make_unique<StatusWriter>(out);
-            return std::make_unique<LineWriter>(out, append_pretty_record);
+            return std::make_unique<LineWriter>(out, [zone](std::string& line, std::span<const uint8_t> record) {
+                return append_pretty_record(line, record, zone);
+            });
         case Format::jsonl:
             return std::make_unique<LineWriter>(out, append_json_record);
         case Format::json:

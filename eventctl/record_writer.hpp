@@ -15,6 +15,7 @@
 
 #include "base/result.hpp"
 #include "output.hpp"
+#include "time_text.hpp"
 
 namespace eventctl {
 
@@ -30,6 +31,8 @@ public:
     virtual void finish() {}
 };
 
-std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out);
+// `zone`: how pretty writes event times (--utc, --local); the other formats keep integers.
+std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out,
+                                                 TimeZone zone = TimeZone::utc);
 
 }  // namespace eventctl

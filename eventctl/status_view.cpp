@@ -10,6 +10,7 @@
 
 #include "pretty_format.hpp"
 #include "text_table.hpp"
+#include "time_text.hpp"
 
 namespace eventctl {
 namespace {
@@ -65,14 +66,7 @@ Render fixed(const char* format) {
 std::string time_ns(const Json& v) {
     if (v.is_null() || (is_number(v) && v.get<double>() == 0)) return "never";
     if (!v.is_number_integer()) return plain(v);
-    const int64_t ns = v.get<int64_t>();
-    const std::time_t secs = static_cast<std::time_t>(ns / 1000000000);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>((ns / 1000000) % 1000));
-    return buf;
+    return rfc3339(v.get<int64_t>(), TimeZone::utc, 3);
 }
 
 bool ends_with(const std::string& s, const char* suffix) {

@@ -120,16 +120,16 @@ bool Collector::wait_backoff(uint32_t attempt) {
 
 void Collector::run() {
     for (uint32_t attempt = 0; !stopping_.load(); ++attempt) {
-        if (session_) {
-            end_session(*session_);
-            session_.reset();
-        }
         session_ = std::make_unique<Session>();
         sessions_.fetch_add(1, std::memory_order_relaxed);
         set_state("connecting");
         const uint64_t before = received_.load(std::memory_order_relaxed);
         run_session(*session_);
-        if (stopping_.load()) break;
+        if (stopping_.load()) break;  // the session stays: the destructor acknowledges the last commits
+        // A failed session ends now, not after the backoff: what it delivered and nothing
+        // committed yet is dropped here and comes again after AckWaitSeconds.
+        end_session(*session_);
+        session_.reset();
         if (received_.load(std::memory_order_relaxed) != before) attempt = 0;  // it worked for a while
         set_state("backing off");
         if (!wait_backoff(attempt)) break;

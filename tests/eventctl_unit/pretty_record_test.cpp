@@ -1,8 +1,12 @@
 // The tree-less pretty writer against the tree reference (tree_reference.hpp), byte for byte,
 // and the string and key rules on their own.
+#include <cstdlib>
+#include <ctime>
+
 #include <catch2/catch.hpp>
 
 #include "eventctl/pretty_format.hpp"
+#include "eventctl/time_text.hpp"
 #include "tree_reference.hpp"
 #include "value_cases.hpp"
 
@@ -46,7 +50,7 @@ TEST_CASE("pretty writes the documented forms", "[pretty]") {
                             {"event_type", str("kacs.access_check")},
                             {"user", str("alice\nbob")},
                             {"ok", Bytes{0xc3}}})) ==
-          R"(timestamp=1763830522678123456 cpu_id=1 event_type="kacs.access_check" user="alice\nbob" ok=true)");
+          R"(timestamp=2025-11-22T16:55:22.678123456Z cpu_id=1 event_type="kacs.access_check" user="alice\nbob" ok=true)");
     CHECK(pretty_of(map_of({{"b", bin_as(0xc4, "\x01\xab")}, {"e", ext_as(0xd4, -3, "\xff")}})) ==
           "b=bin:01ab e=ext(-3):ff");
     CHECK(pretty_of(map_of({{"n", f64(std::nan(""))}, {"i", f32(-std::numeric_limits<float>::infinity())}})) ==
@@ -93,6 +97,40 @@ TEST_CASE("pretty of malformed bytes is an error, not a crash", "[pretty]") {
     Bytes too_deep = Bytes{0xc0};
     for (int i = 0; i < 300; ++i) too_deep = cat({Bytes{0x91}, too_deep});
     CHECK_FALSE(append_pretty_record(out, record_with("v", too_deep)).ok());
+}
+
+TEST_CASE("pretty writes event times as RFC 3339: UTC by default, the local zone on request", "[pretty]") {
+    const Bytes gap = map_of({{"timestamp", tagged(0xcf, 1795493460061943023ull, 8)},
+                              {"event_type", str("synthetic.gap")},
+                              {"last_seen_timestamp", tagged(0xcf, 1795493460000000000ull, 8)},
+                              {"revealing_timestamp", Bytes{0x05}},
+                              {"count", Bytes{0x0c}}});
+    CHECK(pretty_of(gap) ==
+          R"(timestamp=2026-11-24T04:11:00.061943023Z event_type="synthetic.gap" )"
+          R"(last_seen_timestamp=2026-11-24T04:11:00.000000000Z revealing_timestamp=1970-01-01T00:00:00.000000005Z count=12)");
+    // Other values under a time key, and time-like keys elsewhere, are written as they are.
+    CHECK(pretty_of(map_of({{"timestamp", str("soon")}, {"my_timestamps", Bytes{0x01}}, {"_timestamp", Bytes{0x02}}})) ==
+          R"(timestamp="soon" my_timestamps=1 _timestamp=2)");
+    CHECK(pretty_of(map_of({{"timestamp", tagged(0xcf, 0xffffffffffffffffull, 8)}})) == "timestamp=18446744073709551615");
+    CHECK(pretty_of(map_of({{"m", map_of({{"timestamp", Bytes{0x01}}})}})) == R"(m={"timestamp":1})");
+
+    const char* old_tz = std::getenv("TZ");
+    const std::string saved = old_tz ? old_tz : "";
+    ::setenv("TZ", "Asia/Kolkata", 1);  // +05:30, no daylight saving time
+    ::tzset();
+    std::string local;
+    REQUIRE(append_pretty_record(local, map_of({{"timestamp", tagged(0xcf, 1795493460061943023ull, 8)}}),
+                                 TimeZone::local));
+    if (old_tz) ::setenv("TZ", saved.c_str(), 1); else ::unsetenv("TZ");
+    ::tzset();
+    CHECK(local == "timestamp=2026-11-24T09:41:00.061943023+05:30");
+}
+
+TEST_CASE("rfc3339: fractions, times before 1970, status precision", "[pretty]") {
+    CHECK(rfc3339(0, TimeZone::utc) == "1970-01-01T00:00:00.000000000Z");
+    CHECK(rfc3339(-1, TimeZone::utc) == "1969-12-31T23:59:59.999999999Z");
+    CHECK(rfc3339(1795493460061943023, TimeZone::utc, 3) == "2026-11-24T04:11:00.061Z");
+    CHECK(rfc3339(1795493460061943023, TimeZone::utc, 0) == "2026-11-24T04:11:00Z");
 }
 
 }  // namespace eventctl::test

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eventctl/pretty_format.hpp"
+#include "eventctl/time_text.hpp"
 
 namespace eventctl::test {
 namespace {
@@ -111,6 +112,12 @@ std::string reference_pretty(const Bytes& record) {
     std::string line;
     for (const auto& [k, v] : tree.items()) {
         if (!line.empty()) line += ' ';
+        // Event times (pretty_format.hpp): integers under `timestamp` and `*_timestamp`.
+        const bool time_key = k == "timestamp" || (k.size() > 10 && k.ends_with("_timestamp"));
+        if (time_key && v.is_number_integer() && (v.is_number_unsigned() ? v.get<uint64_t>() <= INT64_MAX : true)) {
+            line += pretty_key(k) + "=" + rfc3339(v.get<int64_t>(), TimeZone::utc);
+            continue;
+        }
         line += pretty_key(k) + "=" + pretty_value(v);
     }
     return line;
