@@ -185,4 +185,37 @@ kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> rec
     return expect_end(in);
 }
 
+kmes::Result<std::vector<PrettyCell>> pretty_cells(std::span<const uint8_t> record, TimeZone zone) {
+    msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
+    auto pairs = in.map_header();
+    if (!pairs) return pairs.error();
+    std::vector<PrettyCell> cells(pairs.value());
+    for (PrettyCell& cell : cells) {
+        auto key = in.string();
+        if (!key) return key.error();
+        cell.key = std::string(key.value());
+        if (is_time_key(cell.key)) {
+            if (const auto ns = next_integer(in)) {
+                cell.text = rfc3339(*ns, zone);
+                continue;
+            }
+        }
+        msgpack::Reader peek = in;
+        auto item = peek.next();
+        if (!item) return item.error();
+        if (item->kind == msgpack::Kind::string) {
+            in = peek;
+            append_pretty_string(cell.text, item->bytes);
+            cell.text = cell.text.substr(1, cell.text.size() - 2);  // the quotes
+            continue;
+        }
+        cell.null = item->kind == msgpack::Kind::nil;
+        cell.numeric = item->kind == msgpack::Kind::int_unsigned || item->kind == msgpack::Kind::int_signed ||
+                       item->kind == msgpack::Kind::float32 || item->kind == msgpack::Kind::float64;
+        if (auto st = append_walked_value<PrettyStyle>(cell.text, in, 1); !st) return st.error();
+    }
+    if (auto st = expect_end(in); !st) return st.error();
+    return cells;
+}
+
 }  // namespace eventctl

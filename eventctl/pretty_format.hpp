@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.hpp"
 #include "time_text.hpp"
@@ -29,5 +30,16 @@ std::string pretty_key(std::string_view key);
 // (time_text.hpp), unquoted.
 kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> value);
 kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record, TimeZone zone = TimeZone::utc);
+
+// One record's pairs as table cells (the pretty format's columns for homogeneous results,
+// record_writer.cpp): the same text as key=value, except that strings lose their quotes.
+// `numeric`: an integer or float that is not an event time (right-aligned).
+struct PrettyCell {
+    std::string key;
+    std::string text;
+    bool numeric = false;
+    bool null = false;  // nil: does not decide a column's alignment
+};
+kmes::Result<std::vector<PrettyCell>> pretty_cells(std::span<const uint8_t> record, TimeZone zone);
 
 }  // namespace eventctl

@@ -1,13 +1,14 @@
 #include "record_writer.hpp"
 
+#include <algorithm>
 #include <cerrno>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "json_record.hpp"
 #include "pretty_format.hpp"
 #include "status_view.hpp"
+#include "text_table.hpp"
 
 namespace eventctl {
 namespace {
@@ -16,14 +17,14 @@ kmes::Error undecodable(const kmes::Error& e) {
     return kmes::Error{EPROTO, "eventd sent a record eventctl cannot decode: " + e.message};
 }
 
-// pretty, jsonl and json write each record into one reused line: no allocation per record
-// once it has grown to the longest record.
-using AppendRecord = std::function<kmes::Status(std::string& out, std::span<const uint8_t> record)>;
+// jsonl and json write each record into one reused line: no allocation per record once it has
+// grown to the longest record.
+using AppendRecord = kmes::Status (*)(std::string& out, std::span<const uint8_t> record);
 
-// pretty and jsonl: one line per record, the format's text followed by a newline.
+// jsonl: one line per record, the format's text followed by a newline.
 class LineWriter : public RecordWriter {
 public:
-    LineWriter(Output& out, AppendRecord append) : out_(out), append_(std::move(append)) {}
+    LineWriter(Output& out, AppendRecord append) : out_(out), append_(append) {}
     kmes::Status write(std::span<const uint8_t> record) override {
         line_.clear();
         if (auto st = append_(line_, record); !st) return undecodable(st.error());
@@ -35,6 +36,80 @@ public:
 private:
     Output& out_;
     AppendRecord append_;
+    std::string line_;
+};
+
+// pretty: a finished result whose records all have the same keys becomes a table (header row
+// of the keys, columns two spaces apart, numbers right-aligned); anything else, and everything
+// once live() was called, is key=value lines. The records are held until the result is known
+// (at most kMaxTableRecords / kMaxTableBytes; past that the held ones go out as lines).
+class PrettyWriter : public RecordWriter {
+public:
+    PrettyWriter(Output& out, TimeZone zone) : out_(out), zone_(zone) {}
+    kmes::Status write(std::span<const uint8_t> record) override {
+        if (holding_) {
+            auto cells = pretty_cells(record, zone_);
+            if (!cells) return undecodable(cells.error());
+            const bool same_keys =
+                rows_.empty() || std::equal(cells->begin(), cells->end(), rows_.front().begin(), rows_.front().end(),
+                                            [](const PrettyCell& a, const PrettyCell& b) { return a.key == b.key; });
+            if (same_keys && rows_.size() < kMaxTableRecords && held_bytes_ + record.size() <= kMaxTableBytes) {
+                held_.emplace_back(record.begin(), record.end());
+                held_bytes_ += record.size();
+                rows_.push_back(std::move(*cells));
+                return {};
+            }
+            if (auto st = release(); !st) return st;
+        }
+        return write_line(record);
+    }
+    void live() override { (void)release(); }
+    void finish() override {
+        if (!holding_ || rows_.empty()) return (void)release();
+        TextTable table;
+        for (size_t c = 0; c < rows_.front().size(); ++c) {
+            // Numbers (and nulls among them) right-aligned.
+            const bool numeric =
+                std::all_of(rows_.begin(), rows_.end(), [c](const auto& row) { return row[c].numeric || row[c].null; }) &&
+                std::any_of(rows_.begin(), rows_.end(), [c](const auto& row) { return row[c].numeric; });
+            table.add_column(pretty_key(rows_.front()[c].key), numeric);
+        }
+        for (auto& row : rows_) {
+            std::vector<std::string> texts;
+            for (PrettyCell& cell : row) texts.push_back(std::move(cell.text));
+            table.add_row(std::move(texts));
+        }
+        out_.write(table.render(""));
+        holding_ = false;
+    }
+
+private:
+    static constexpr size_t kMaxTableRecords = 10000;
+    static constexpr size_t kMaxTableBytes = 8u << 20;
+
+    // Lines from here on, starting with the records held.
+    kmes::Status release() {
+        holding_ = false;
+        for (const auto& record : held_)
+            if (auto st = write_line(record); !st) return st;
+        held_.clear();
+        rows_.clear();
+        return {};
+    }
+    kmes::Status write_line(std::span<const uint8_t> record) {
+        line_.clear();
+        if (auto st = append_pretty_record(line_, record, zone_); !st) return undecodable(st.error());
+        line_ += '\n';
+        out_.write(line_);
+        return {};
+    }
+
+    Output& out_;
+    TimeZone zone_;
+    bool holding_ = true;
+    std::vector<std::vector<uint8_t>> held_;
+    std::vector<std::vector<PrettyCell>> rows_;
+    size_t held_bytes_ = 0;
     std::string line_;
 };
 
@@ -109,9 +184,7 @@ std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view
     switch (format) {
         case Format::pretty:
             if (status_view) return std::make_unique<StatusWriter>(out);
-            return std::make_unique<LineWriter>(out, [zone](std::string& line, std::span<const uint8_t> record) {
-                return append_pretty_record(line, record, zone);
-            });
+            return std::make_unique<PrettyWriter>(out, zone);
         case Format::jsonl:
             return std::make_unique<LineWriter>(out, append_json_record);
         case Format::json:

@@ -1,6 +1,8 @@
 // Output formats (issue 4, eventctl --format). A writer gets each record's msgpack bytes, as
 // eventd sent them, between begin() and finish():
-//   pretty   one line per record, key=value (pretty_format.hpp)
+//   pretty   one line per record, key=value (pretty_format.hpp) — or, when every record of a
+//            finished result has the same keys (aggregates, SELECT), an aligned table under a
+//            header row of the keys
 //   jsonl    one JSON object per line, unrepresentable values tagged (json_record.hpp)
 //   json     one JSON array of those objects
 //   msgpack  each record as a msgpack map behind a 4-byte little-endian length (bytes unchanged)
@@ -28,6 +30,9 @@ public:
     virtual ~RecordWriter() = default;
     virtual void begin() {}
     virtual kmes::Status write(std::span<const uint8_t> record) = 0;
+    // From now on records come as they happen (a stream's live phase, a resumed stream): a
+    // writer that holds records back writes them now, and every later one at once.
+    virtual void live() {}
     virtual void finish() {}
 };
 

@@ -49,6 +49,7 @@ public:
             saved_ = saved->cursor;
             // Resumed: records go out frame by frame, each followed by its cursor.
             writer_->begin();
+            writer_->live();
             streaming_ = true;
         }
         auto sent = conn.send_frame(request_body(query, after, allow_gap_));
@@ -96,6 +97,7 @@ public:
                 case ReplyStatus::watch:
                     if (!streaming_) {
                         if (auto st = commit(); !st) return st.error();
+                        writer_->live();
                         streaming_ = true;
                     }
                     if (auto st = out_.flush(); !st) return st.error();

@@ -4,21 +4,28 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include "eventctl/record_writer.hpp"
 #include "msgpack_bytes.hpp"
 
 namespace eventctl::test {
 namespace {
 
-// What a writer printed, through a real Output on an in-memory file.
-std::string run(Format format, const std::vector<Bytes>& records) {
+// What a writer printed, through a real Output on an in-memory file. `live_after`: live() is
+// called after that many records (a stream's `watch`).
+std::string run(Format format, const std::vector<Bytes>& records, std::optional<size_t> live_after = std::nullopt) {
     const int fd = memfd_create("eventctl-out", 0);
     REQUIRE(fd >= 0);
     {
         Output out(fd);
         auto writer = make_record_writer(format, false, out);
         writer->begin();
-        for (const auto& r : records) REQUIRE(writer->write(r).ok());
+        for (size_t i = 0; i < records.size(); ++i) {
+            if (live_after == i) writer->live();
+            REQUIRE(writer->write(records[i]).ok());
+        }
+        if (live_after == records.size()) writer->live();
         writer->finish();
         REQUIRE(out.flush().ok());
     }
@@ -41,7 +48,40 @@ TEST_CASE("json writes one array, empty or not", "[writer]") {
     CHECK(run(Format::json, {}) == "[]\n");
 }
 
-TEST_CASE("pretty writes one line per record", "[writer]") { CHECK(run(Format::pretty, kTwo) == "a=1\nb=\"x y\"\n"); }
+TEST_CASE("pretty writes one line per record when the keys differ", "[writer]") {
+    CHECK(run(Format::pretty, kTwo) == "a=1\nb=\"x y\"\n");
+    // The same keys in another order differ too.
+    CHECK(run(Format::pretty, {map_of({{"a", Bytes{0x01}}, {"b", Bytes{0x02}}}), map_of({{"b", Bytes{0x03}}, {"a", Bytes{0x04}}})}) ==
+          "a=1 b=2\nb=3 a=4\n");
+    CHECK(run(Format::pretty, {}).empty());
+}
+
+TEST_CASE("pretty writes a finished result whose records share their keys as a table", "[writer]") {
+    const std::vector<Bytes> by_type = {
+        map_of({{"event_type", str("kacs.access_denied")}, {"count", tagged(0xcd, 1200, 2)}}),
+        map_of({{"event_type", str("app.login")}, {"count", Bytes{0x07}}}),
+        map_of({{"event_type", str("x \"q\"\n")}, {"count", Bytes{0xc0}}}),
+    };
+    CHECK(run(Format::pretty, by_type) ==
+          "event_type          count\n"
+          "kacs.access_denied   1200\n"
+          "app.login               7\n"
+          "x \\\"q\\\"\\n            null\n");
+    // A column with anything but numbers is left-aligned; event times are RFC 3339.
+    CHECK(run(Format::pretty, {map_of({{"timestamp", tagged(0xcf, 1795493460061943023ull, 8)}, {"n", Bytes{0x01}}}),
+                               map_of({{"timestamp", Bytes{0x00}}, {"n", str("two")}})}) ==
+          "timestamp                       n\n"
+          "2026-11-24T04:11:00.061943023Z  1\n"
+          "1970-01-01T00:00:00.000000000Z  two\n");
+    CHECK(run(Format::pretty, {map_of({{"count", tagged(0xcd, 1200, 2)}})}) == "count\n 1200\n");
+}
+
+TEST_CASE("pretty writes lines once a stream goes live, the held records first", "[writer]") {
+    const std::vector<Bytes> same = {map_of({{"a", Bytes{0x01}}}), map_of({{"a", Bytes{0x02}}}), map_of({{"a", Bytes{0x03}}})};
+    CHECK(run(Format::pretty, same, 2) == "a=1\na=2\na=3\n");
+    CHECK(run(Format::pretty, same, 0) == "a=1\na=2\na=3\n");
+    CHECK(run(Format::pretty, same) == "a\n1\n2\n3\n");
+}
 
 TEST_CASE("msgpack writes each record's bytes behind its length", "[writer]") {
     CHECK(run(Format::msgpack, {Bytes{0x80}}) == std::string("\x01\x00\x00\x00\x80", 5));
