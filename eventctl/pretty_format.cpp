@@ -1,5 +1,6 @@
 #include "pretty_format.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -189,8 +190,11 @@ kmes::Result<std::vector<PrettyCell>> pretty_cells(std::span<const uint8_t> reco
     msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();
     if (!pairs) return pairs.error();
-    std::vector<PrettyCell> cells(pairs.value());
-    for (PrettyCell& cell : cells) {
+    // The header's count is not trusted for the allocation: each pair takes at least 2 bytes.
+    std::vector<PrettyCell> cells;
+    cells.reserve(std::min<size_t>(pairs.value(), record.size() / 2));
+    for (uint32_t i = 0; i < pairs.value(); ++i) {
+        PrettyCell& cell = cells.emplace_back();
         auto key = in.string();
         if (!key) return key.error();
         cell.key = std::string(key.value());

@@ -1,8 +1,8 @@
 // eventctl's value writers (eventctl/json_record.hpp, eventctl/pretty_format.hpp) over
 // arbitrary msgpack: the bytes come from a reply frame, which a broken or hostile peer fills.
 // Checked besides "no crash": JSON output that the writer calls good parses as JSON (every
-// line parses, json_record.hpp); a pretty record or value never spans lines; both writers
-// agree on which bytes are one well-formed value.
+// line parses, json_record.hpp); a pretty record, value or table cell never spans lines; the
+// writers agree on which bytes are one well-formed value (or record).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -29,5 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool value_ok = eventctl::append_pretty_value(pretty_value, bytes).ok();
     if (value_ok) FUZZ_CHECK_MSG(pretty_value.find('\n') == std::string::npos, pretty_value);
     FUZZ_CHECK(json_ok == value_ok);
+    // The table cells of a record: the same bytes are one record for both, and no cell spans
+    // lines (a table row would break).
+    auto cells = eventctl::pretty_cells(bytes, eventctl::TimeZone::utc);
+    FUZZ_CHECK(cells.ok() == record_ok);
+    if (cells.ok())
+        for (const auto& cell : cells.value()) FUZZ_CHECK_MSG(cell.text.find('\n') == std::string::npos, cell.text);
     return 0;
 }
