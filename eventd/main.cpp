@@ -23,10 +23,13 @@ int main(int argc, char** argv) {
         "records every lost sequence range as a synthetic.gap, and resumes from the rings after a\n"
         "crash without storing anything twice, and answers queries (EVENTS, STREAM, STATUS) on its\n"
         "query socket. Signals: SIGTERM/SIGINT graceful shutdown, SIGQUIT the same plus a\n"
-        "diagnostic dump, SIGHUP reload (the file is also watched)."};
+        "diagnostic dump, SIGHUP reload (the file is also watched). With CollectorSource in its\n"
+        "configuration it is a fleet collector instead: it ingests what eventd-forward published to\n"
+        "NATS JetStream from other hosts (docs/FORWARD.md)."};
     std::string config_path = "/etc/eventd/eventd.json";
     app.add_option("-c,--config", config_path, "configuration file (JSON); see docs/CONFIGURATION.md")
         ->capture_default_str();
+    app.set_version_flag("-V,--version", "eventd " EVENTD_VERSION " (eventd)", "print the version and exit");
     CLI11_PARSE(app, argc, argv);
 
     spdlog::set_default_logger(spdlog::stderr_color_mt("eventd"));

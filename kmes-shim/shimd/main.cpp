@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     app.add_option("-g,--generate", generate,
                    "start a built-in kernel emitter on every CPU: rate=N,payload=BYTES,origin=N,count=N,types=a:3+b:1 "
                    "(rate 0 = unlimited; count = events per CPU, 0 = no end; repeatable)");
+    app.set_version_flag("-V,--version", "kmes-shimd " EVENTD_VERSION " (eventd)", "print the version and exit");
     CLI11_PARSE(app, argc, argv);
 
     spdlog::set_default_logger(spdlog::stderr_color_mt("kmes-shimd"));

@@ -230,6 +230,7 @@ int main(int argc, char** argv) {
                  "retry instead of failing; gives up with exit 1 after 10 s\n"
                  "without progress. Without it EAGAIN fails at once (exit 1)");
     app.add_flag("-v,--verbose", o.verbose, "print a summary (count, cpu, duration, rate, retries) to stderr");
+    app.set_version_flag("-V,--version", "kmes-emit " EVENTD_VERSION " (eventd)", "print the version and exit");
     app.footer(
         "Exit status: 0 all events emitted, 1 an emit failed (errno name printed; events before it were\n"
         "emitted), 2 usage error (bad option, invalid --json, unreadable --msgpack file).\n"

@@ -247,6 +247,7 @@ int main(int argc, char** argv) {
                  "null if empty; if undecodable: payload_error and payload_hex\n"
                  "instead). Gaps: {\"gap\":{\"cpu_id\":1,\"first_sequence\":10,\n"
                  "\"last_sequence\":19,\"count\":10}}");
+    app.set_version_flag("-V,--version", "kmes-tail " EVENTD_VERSION " (eventd)", "print the version and exit");
     app.add_flag("-i,--info", o.info,
                  "print per ring: capacity, generation, write_pos, tail_pos and\n"
                  "fill % = (write_pos - tail_pos) / capacity, then exit (with\n"
