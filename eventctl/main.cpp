@@ -58,9 +58,11 @@ int main(int argc, char** argv) {
                                       "eventd's query socket (QuerySocketPath); default $EVENTD_SOCKET,\n"
                                       "else " EVENTCTL_DEFAULT_SOCKET)
                            ->type_name("PATH");
-    app.add_option("-o,--format", format_arg, "pretty (default), jsonl, json or msgpack (see Output below)")
+    app.add_option("-o,--format", format_arg,
+                   "pretty (default), jsonl, json or msgpack (see Output below);\n"
+                   "for status also openmetrics (Prometheus)")
         ->type_name("FORMAT")
-        ->check(CLI::IsMember({"pretty", "jsonl", "json", "msgpack"}));
+        ->check(CLI::IsMember({"pretty", "jsonl", "json", "msgpack", "openmetrics"}));
     std::string cursor_file_arg;
     bool allow_gap = false;
     auto* cursor_opt = app.add_option("--cursor-file", cursor_file_arg,
@@ -116,6 +118,8 @@ int main(int argc, char** argv) {
         if (options.cursor_file) return usage_error("--cursor-file resumes EVENTS queries, not status");
         options.query = "STATUS";
         options.status_view = true;
+    } else if (format_arg == "openmetrics") {
+        return usage_error("--format openmetrics is for `eventctl status` (eventd's counters), not for queries");
     } else {
         auto text = eventctl::load_query(have_query ? std::optional<std::string>(query_arg) : std::nullopt,
                                          file_opt->count() ? std::optional<std::string>(file_arg) : std::nullopt);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "json_record.hpp"
+#include "openmetrics.hpp"
 #include "pretty_format.hpp"
 #include "status_view.hpp"
 #include "text_table.hpp"
@@ -149,10 +150,11 @@ private:
     Output& out_;
 };
 
-// Tables need every record first (column widths); STATUS answers are small.
+// Tables (and metric families) need every record first; STATUS answers are small.
 class StatusWriter : public RecordWriter {
 public:
-    explicit StatusWriter(Output& out) : out_(out) {}
+    using Render = std::string (*)(const std::vector<Json>&);
+    StatusWriter(Output& out, Render render) : out_(out), render_(render) {}
     kmes::Status write(std::span<const uint8_t> record) override {
         // parse_reply() has checked what nlohmann's decoder requires (a map, string keys) and
         // bounded the nesting it would recurse into (msgpack::kRecordMaxDepth).
@@ -163,10 +165,11 @@ public:
         }
         return {};
     }
-    void finish() override { out_.write(render_status(records_)); }
+    void finish() override { out_.write(render_(records_)); }
 
 private:
     Output& out_;
+    Render render_;
     std::vector<Json> records_;
 };
 
@@ -177,13 +180,14 @@ std::optional<Format> parse_format(std::string_view name) {
     if (name == "jsonl") return Format::jsonl;
     if (name == "json") return Format::json;
     if (name == "msgpack") return Format::msgpack;
+    if (name == "openmetrics") return Format::openmetrics;
     return std::nullopt;
 }
 
 std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out, TimeZone zone) {
     switch (format) {
         case Format::pretty:
-            if (status_view) return std::make_unique<StatusWriter>(out);
+            if (status_view) return std::make_unique<StatusWriter>(out, render_status);
             return std::make_unique<PrettyWriter>(out, zone);
         case Format::jsonl:
             return std::make_unique<LineWriter>(out, append_json_record);
@@ -191,6 +195,8 @@ std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view
             return std::make_unique<JsonArrayWriter>(out);
         case Format::msgpack:
             return std::make_unique<MsgpackWriter>(out);
+        case Format::openmetrics:
+            return std::make_unique<StatusWriter>(out, render_openmetrics);
     }
     return nullptr;
 }

@@ -6,7 +6,8 @@
 //   jsonl    one JSON object per line, unrepresentable values tagged (json_record.hpp)
 //   json     one JSON array of those objects
 //   msgpack  each record as a msgpack map behind a 4-byte little-endian length (bytes unchanged)
-// `eventctl status` with pretty renders tables instead (status_view.hpp).
+// `eventctl status` with pretty renders tables instead (status_view.hpp); with openmetrics, the
+// OpenMetrics text of its counters (openmetrics.hpp).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,7 @@
 
 namespace eventctl {
 
-enum class Format { pretty, jsonl, json, msgpack };
+enum class Format { pretty, jsonl, json, msgpack, openmetrics };  // openmetrics: eventctl status only
 
 std::optional<Format> parse_format(std::string_view name);
 

@@ -111,6 +111,7 @@ std::vector<json> Daemon::status_records() const {
             {"last_batch_size", s.last_batch_size.load(std::memory_order_relaxed)},
             {"commit_latency_ms",
              batches ? round1(double(s.commit_ns_total.load(std::memory_order_relaxed)) / double(batches) / 1e6) : 0.0},
+            {"commit_ns_total", s.commit_ns_total.load(std::memory_order_relaxed)},  // metrics: a summary's sum
             {"failed_batches", s.failed_batches.load(std::memory_order_relaxed)},
             {"lost_events", s.lost_events.load(std::memory_order_relaxed)},
             {"queued", const_cast<ShardWriter&>(*w).handoff().size()}});

@@ -59,7 +59,13 @@ bool has(const std::string& text, const char* line) {
 
 std::pair<int, std::string> verify(const std::string& dir) {
     return run("systemd-analyze verify " + dir + "/eventd.service " + dir + "/kmes-shim.service " + dir +
-               "/eventd-forward.service");
+               "/eventd-forward.service " + dir + "/eventd-metrics.service " + dir + "/eventd-metrics.timer");
+}
+
+// The metrics service and its timer (the timer as it is installed).
+void copy_metrics_units(const std::string& dir) {
+    copy_unit("eventd-metrics.service", dir, env("EVENTD_METRICS_TEXTFILE"));
+    fs::copy_file(env("EVENTD_UNIT_DIR") + "/eventd-metrics.timer", dir + "/eventd-metrics.timer");
 }
 
 }  // namespace
@@ -70,6 +76,7 @@ TEST_CASE("systemd: systemd-analyze verify accepts the units with nothing to rep
     copy_unit("eventd.service", dir.path(), env("EVENTD"));
     copy_unit("kmes-shim.service", dir.path(), env("KMES_SHIMD"));
     copy_unit("eventd-forward.service", dir.path(), env("EVENTD_FORWARD"));
+    copy_metrics_units(dir.path());
     const auto [status, output] = verify(dir.path());
     INFO(output);
     CHECK(status == 0);
@@ -81,6 +88,7 @@ TEST_CASE("systemd: the verify check fails on a unit with an unknown directive",
     copy_unit("eventd.service", dir.path(), env("EVENTD"), "NotADirective=1");
     copy_unit("kmes-shim.service", dir.path(), env("KMES_SHIMD"));
     copy_unit("eventd-forward.service", dir.path(), env("EVENTD_FORWARD"));
+    copy_metrics_units(dir.path());
     const auto [status, output] = verify(dir.path());
     INFO(output);
     CHECK(output.find("NotADirective") != std::string::npos);
@@ -111,4 +119,17 @@ TEST_CASE("systemd: eventd-forward.service is Type=notify, requires and follows 
     CHECK(has(forward, "User=eventd-forward$"));
     CHECK(has(forward, "StateDirectory=eventd-forward$"));
     CHECK(has(forward, "ExecStart=\\S*/eventd-forward --config /etc/eventd/eventd-forward\\.json$"));
+}
+
+TEST_CASE("systemd: eventd-metrics runs every 15 s, as an administrator, writing only the textfile directory",
+          "[systemd]") {
+    const std::string service = kmes::it::read_text(env("EVENTD_UNIT_DIR") + "/eventd-metrics.service");
+    const std::string timer = kmes::it::read_text(env("EVENTD_UNIT_DIR") + "/eventd-metrics.timer");
+    CHECK(has(service, "Type=oneshot"));
+    CHECK(has(service, "ExecStart=.*/eventd-metrics-textfile$"));
+    CHECK(has(service, "Environment=EVENTD_METRICS_FILE=/var/lib/prometheus/node-exporter/eventd\\.prom"));
+    CHECK(has(service, "SupplementaryGroups=adm"));
+    CHECK(has(service, "ReadWritePaths=-/var/lib/prometheus/node-exporter"));
+    CHECK(has(timer, "OnUnitActiveSec=15s"));
+    CHECK(has(timer, "WantedBy=timers\\.target"));
 }
