@@ -5,21 +5,13 @@
 #   test_completion.sh COMPLETION_SCRIPT   ($KMES_SHIMD, $EVENTD, $EVENTCTL, $KMES_EMIT)
 set -uo pipefail
 script=$1
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
-mkdir -p "$dir/run"
-echo "{\"SocketPath\": \"$dir/run/kmes.sock\"}" > "$dir/kmes.json"
-echo "{\"EventStorePath\": \"$dir/events\", \"QuerySocketPath\": \"$dir/run/query.sock\",
-      \"KmesSocketPath\": \"$dir/run/kmes.sock\", \"MaxBatchLatencyMs\": 20}" > "$dir/eventd.json"
-"$KMES_SHIMD" --config "$dir/kmes.json" > "$dir/shim.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do [[ -S $dir/run/kmes.sock ]] && break; sleep 0.05; done
-"$EVENTD" --config "$dir/eventd.json" > "$dir/eventd.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do [[ -S $dir/run/query.sock ]] && break; sleep 0.05; done
-KMES_SOCKET=$dir/run/kmes.sock "$KMES_EMIT" -t kacs.access_denied -n 2
-KMES_SOCKET=$dir/run/kmes.sock "$KMES_EMIT" -t kacs.access_check -n 1
-KMES_SOCKET=$dir/run/kmes.sock "$KMES_EMIT" -t app.login -n 1
+# shellcheck source=../stack.sh
+source "$(dirname "$0")/../stack.sh"
+stack_start
+"$KMES_EMIT" -t kacs.access_denied -n 2
+"$KMES_EMIT" -t kacs.access_check -n 1
+"$KMES_EMIT" -t app.login -n 1
+unset EVENTD_SOCKET  # the completion must find the socket from --socket on the line
 for _ in $(seq 100); do
   [[ $("$EVENTCTL" --socket "$dir/run/query.sock" -o jsonl 'EVENTS COUNT') == '{"count":5}' ]] && break
   sleep 0.05

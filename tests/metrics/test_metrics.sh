@@ -7,19 +7,10 @@
 # DASHBOARD (contrib/grafana/eventd.json): every eventd_* name its queries use is one eventctl emits.
 set -uo pipefail
 script=$1 dashboard=$2
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
-mkdir -p "$dir/run" "$dir/textfile" "$dir/bin"
-echo "{\"SocketPath\": \"$dir/run/kmes.sock\", \"Cpus\": 2}" > "$dir/kmes.json"
-echo "{\"EventStorePath\": \"$dir/events\", \"QuerySocketPath\": \"$dir/run/query.sock\",
-      \"KmesSocketPath\": \"$dir/run/kmes.sock\", \"MaxBatchLatencyMs\": 20}" > "$dir/eventd.json"
-"$KMES_SHIMD" --config "$dir/kmes.json" > "$dir/shim.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do [[ -S $dir/run/kmes.sock ]] && break; sleep 0.05; done
-"$EVENTD" --config "$dir/eventd.json" > "$dir/eventd.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do [[ -S $dir/run/query.sock ]] && break; sleep 0.05; done
-export KMES_SOCKET=$dir/run/kmes.sock EVENTD_SOCKET=$dir/run/query.sock
+# shellcheck source=../stack.sh
+source "$(dirname "$0")/../stack.sh"
+stack_start
+mkdir -p "$dir/textfile" "$dir/bin"
 taskset -c 0 "$KMES_EMIT" -t app.login -n 40
 for _ in $(seq 100); do
   [[ $("$EVENTCTL" -o jsonl 'EVENTS COUNT') == '{"count":41}' ]] && break  # + synthetic.startup
