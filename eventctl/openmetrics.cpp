@@ -72,6 +72,11 @@ const std::vector<Metric>& metrics() {
         {"shard_indexes", "sheds_emergency", "eventd_index_sheds_total", "counter",
          "Indexes shed under ingestion pressure, by kind.", "shard", 1, "kind=\"emergency\""},
         {"shard_indexes", "restored", "eventd_index_restored_total", "counter", "Shed indexes built again.", "shard"},
+        // {kind:"retention"}
+        {"retention", "runs", "eventd_retention_runs_total", "counter", "Retention passes run (EventRetentionDays, EventRetentionMaxBytes)."},
+        {"retention", "deleted_rows", "eventd_retention_deleted_rows_total", "counter", "Rows retention deleted."},
+        {"retention", "last_run_ns", "eventd_retention_last_run_timestamp_seconds", "gauge",
+         "When the last retention pass ended, Unix time.", "", 1e-9},
         // {kind:"queries"}
         {"queries", "active", "eventd_queries_active", "gauge", "Open query connections, streams included."},
         {"queries", "streaming", "eventd_queries_streaming", "gauge", "Live streams."},

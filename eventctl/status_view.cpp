@@ -225,6 +225,16 @@ const std::vector<Line>& query_lines() {
     return kLines;
 }
 
+// {kind:"retention"} (eventd/daemon_runtime.cpp): passes since eventd started.
+const std::vector<Line>& retention_lines() {
+    static const std::vector<Line> kLines = {
+        {"runs", "passes", plain},
+        {"deleted_rows", "rows deleted", plain},
+        {"last_run_ns", "last pass ended (UTC)", time_ns},
+    };
+    return kLines;
+}
+
 // {kind:"collector"} (eventd/collector/collector.hpp): a collector's source and lag, in the
 // place of the rings a host has.
 const std::vector<Line>& collector_lines() {
@@ -339,6 +349,11 @@ std::string render_status(const std::vector<Json>& records) {
         for (const Json* r : by_kind["rates"]) body += lines(*r, rate_lines());
         section("Rates", body);
     }
+    if (by_kind.count("retention")) {
+        std::string body;
+        for (const Json* r : by_kind["retention"]) body += lines(*r, retention_lines());
+        section("Retention", body);
+    }
     if (by_kind.count("queries")) {
         std::string body;
         for (const Json* r : by_kind["queries"]) body += lines(*r, query_lines());
@@ -350,8 +365,8 @@ std::string render_status(const std::vector<Json>& records) {
         section("Adaptive indexing", body);
     }
     for (const auto& kind : order) {
-        if (kind == "collector" || kind == "ring" || kind == "shard" || kind == "shard_indexes" || kind == "rates" || kind == "queries" ||
-            kind == "index_policy")
+        if (kind == "collector" || kind == "ring" || kind == "shard" || kind == "shard_indexes" || kind == "rates" ||
+            kind == "retention" || kind == "queries" || kind == "index_policy")
             continue;
         section(kind.empty() ? "Other" : "Other: " + plain(Json(kind)), table(by_kind[kind], {}));
     }

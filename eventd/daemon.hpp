@@ -143,6 +143,11 @@ private:
     RankedMutex retention_mutex_{LockRank::retention};
     std::condition_variable_any retention_wake_;
     bool retention_requested_ = false;
+    // For STATUS {kind:"retention"}: passes finished, rows they deleted, when the last ended.
+    // Written by the retention thread only; relaxed (statistics, nothing is published with them).
+    std::atomic<uint64_t> retention_runs_{0};
+    std::atomic<uint64_t> retention_deleted_{0};
+    std::atomic<uint64_t> retention_last_run_ns_{0};
     std::atomic<bool> stopping_{false};
     std::atomic<bool> ready_{false};  // start() finished: drains_ and writers_ are complete
     std::atomic<bool> failed_{false};

@@ -144,6 +144,9 @@ void Daemon::run_retention() {
     const store::RetentionOutcome outcome =
         store::run_retention(shards, {store::retention_cutoff(synthetic::now_ns(), days), max_bytes}, options);
     if (outcome.deleted) spdlog::info("retention deleted {} rows", outcome.deleted);
+    retention_deleted_.fetch_add(outcome.deleted, std::memory_order_relaxed);
+    retention_runs_.fetch_add(1, std::memory_order_relaxed);
+    retention_last_run_ns_.store(synthetic::now_ns(), std::memory_order_relaxed);
 }
 
 }  // namespace eventd

@@ -153,6 +153,11 @@ std::vector<json> Daemon::status_records() const {
             }
         }
     }
+    const uint64_t last_retention = retention_last_run_ns_.load(std::memory_order_relaxed);
+    out.push_back(json{{"kind", "retention"},
+                       {"runs", retention_runs_.load(std::memory_order_relaxed)},
+                       {"deleted_rows", retention_deleted_.load(std::memory_order_relaxed)},
+                       {"last_run_ns", last_retention ? json(last_retention) : json(nullptr)}});
     out.push_back(json{{"kind", "rates"},
                        {"events_in_per_s", round1(in_rate)},
                        {"events_out_per_s", round1(out_rate)},

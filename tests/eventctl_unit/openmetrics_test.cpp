@@ -13,6 +13,7 @@ TEST_CASE("openmetrics: families once, labelled series, nil left out, summary, E
         Json{{"kind", "ring"}, {"cpu", 1}, {"lost_events", 0}, {"fill_percent", 0.0}},
         Json{{"kind", "shard"}, {"shard", 0}, {"rows", nullptr}, {"commit_ns_total", 1500000000}, {"batches", 3}},
         Json{{"kind", "queries"}, {"refused_streaming", 2}},
+        Json{{"kind", "retention"}, {"runs", 4}, {"deleted_rows", 120}, {"last_run_ns", nullptr}},
     };
     const std::string text = render_openmetrics(records);
     CHECK_THAT(text, Catch::Contains("eventd_info{boot_id=\"b\\\"1\\\\\",mode=\"host\"} 1\n"));
@@ -24,6 +25,9 @@ TEST_CASE("openmetrics: families once, labelled series, nil left out, summary, E
     CHECK_THAT(text, Catch::Contains("eventd_commit_duration_seconds_sum{shard=\"0\"} 1.5\n"
                                      "eventd_commit_duration_seconds_count{shard=\"0\"} 3\n"));
     CHECK_THAT(text, Catch::Contains("eventd_queries_refused_total{reason=\"streaming\"} 2\n"));
+    CHECK_THAT(text, Catch::Contains("# TYPE eventd_retention_runs_total counter\neventd_retention_runs_total 4\n"));
+    CHECK_THAT(text, Catch::Contains("eventd_retention_deleted_rows_total 120\n"));
+    CHECK(text.find("eventd_retention_last_run_timestamp_seconds") == std::string::npos);  // nil: no run yet
     CHECK(text.find("eventd_shard_rows") == std::string::npos);  // nil: not known, not 0
     CHECK(text.find("# TYPE eventd_events_lost_total") == text.rfind("# TYPE eventd_events_lost_total"));
     CHECK(text.ends_with("# EOF\n"));

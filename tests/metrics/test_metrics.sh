@@ -30,7 +30,8 @@ check "eventctl status --format openmetrics exits 0 with text" test -s "$dir/met
 check "promtool check metrics accepts it" promtool check metrics < "$dir/metrics.prom"
 check "it ends with # EOF" test "$(tail -n 1 "$dir/metrics.prom")" = "# EOF"
 for family in eventd_events_stored_total eventd_events_lost_total eventd_ring_fill_ratio eventd_shard_rows \
-              eventd_commit_duration_seconds eventd_queries_refused_total eventd_index_builds_started_total; do
+              eventd_commit_duration_seconds eventd_queries_refused_total eventd_index_builds_started_total \
+              eventd_retention_runs_total eventd_retention_deleted_rows_total; do
   check "$family has # HELP and # TYPE" grep -q "^# TYPE $family " "$dir/metrics.prom"
 done
 stored=$(awk '/^eventd_events_stored_total\{/ {s += $2} END {print s}' "$dir/metrics.prom")
