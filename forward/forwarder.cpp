@@ -12,13 +12,13 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "base/durable_file.hpp"
+#include "base/jittered_backoff.hpp"
 #include "eventctl/connection.hpp"
 #include "eventctl/interrupt.hpp"
 #include "eventctl/reply.hpp"
@@ -369,9 +369,7 @@ kmes::Status run_forwarder(const ForwardConfig& config) {
                  escape_token(config.host_name), cursor->empty() ? ", from the oldest record" : ", resuming");
 
     LagProbe lag_probe(state);
-    std::mt19937_64 rng(std::random_device{}());
-    const auto min_backoff = std::chrono::milliseconds(100);
-    auto backoff = min_backoff;
+    kmes::JitteredBackoff backoff(std::chrono::milliseconds(config.max_backoff_ms));
     WindowCounters totals;
     for (bool first = true;; first = false) {
         if (!first) state.update([](ForwardStatus& s) { ++s.reconnects; });
@@ -385,16 +383,13 @@ kmes::Status run_forwarder(const ForwardConfig& config) {
         if (end && *end == SessionEnd::stopped) break;
         if (eventctl::interrupted()) break;
         const std::string why = end ? "the session ended" : end.error().message;
-        if (progress) backoff = min_backoff;
-        // Full jitter in [backoff/2, backoff]: many forwarders never retry in step.
-        std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
-        const auto wait = std::chrono::milliseconds(jitter(rng));
+        if (progress) backoff.reset();
+        const auto wait = backoff.next();
         spdlog::warn("{}; retrying in {} ms", why, wait.count());
         state.set_state("backing off", why);
         pollfd p{eventctl::interrupt_fd(), POLLIN, 0};
         ::poll(&p, 1, static_cast<int>(wait.count()));
         if (eventctl::interrupted()) break;
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(config.max_backoff_ms));
     }
     sd_notify(0, "STOPPING=1");
     state.set_state("stopped");

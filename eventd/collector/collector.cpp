@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <span>
 
 #include <spdlog/spdlog.h>
 
 #include "base/fnv1a.hpp"
+#include "base/jittered_backoff.hpp"
 #include "eventd/collector/record_row.hpp"
 #include "eventd/synthetic.hpp"
 #include "eventd/thread_boundary.hpp"
@@ -107,19 +107,15 @@ void Collector::set_state(const std::string& state, const std::string& error) {
     if (!error.empty()) last_error_ = error;
 }
 
-bool Collector::wait_backoff(uint32_t attempt) {
-    // Exponential from 100 ms to MaxBackoffMs, each wait drawn from [half, whole]: collectors
-    // restarted together do not hammer NATS in step.
-    const uint64_t cap = config_.max_backoff_ms;
-    const uint64_t whole = std::min<uint64_t>(cap, 100ull << std::min<uint32_t>(attempt, 20));
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    const auto wait = std::chrono::milliseconds(whole / 2 + rng() % (whole / 2 + 1));
+bool Collector::wait_backoff(std::chrono::milliseconds wait) {
     std::unique_lock lock(wake_mutex_);
     return !wake_.wait_for(lock, wait, [this] { return stopping_.load(); });
 }
 
 void Collector::run() {
-    for (uint32_t attempt = 0; !stopping_.load(); ++attempt) {
+    // From 100 ms to MaxBackoffMs, jittered: collectors restarted together do not hammer NATS in step.
+    kmes::JitteredBackoff backoff(std::chrono::milliseconds(config_.max_backoff_ms));
+    while (!stopping_.load()) {
         session_ = std::make_unique<Session>();
         sessions_.fetch_add(1, std::memory_order_relaxed);
         set_state("connecting");
@@ -130,9 +126,9 @@ void Collector::run() {
         // committed yet is dropped here and comes again after AckWaitSeconds.
         end_session(*session_);
         session_.reset();
-        if (received_.load(std::memory_order_relaxed) != before) attempt = 0;  // it worked for a while
+        if (received_.load(std::memory_order_relaxed) != before) backoff.reset();  // it worked for a while
         set_state("backing off");
-        if (!wait_backoff(attempt)) break;
+        if (!wait_backoff(backoff.next())) break;
     }
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -74,7 +75,7 @@ private:
     void refresh_lag(Session& session);
     void end_session(Session& session);  // drops the unacknowledged messages, then the handles
     void set_state(const std::string& state, const std::string& error = "");
-    bool wait_backoff(uint32_t attempt);  // false once stopping
+    bool wait_backoff(std::chrono::milliseconds wait);  // false once stopping
 
     const SourceConfig config_;
     std::vector<ShardWriter*> writers_;

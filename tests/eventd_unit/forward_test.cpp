@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/jittered_backoff.hpp"
 #include "forward/ack_window.hpp"
 #include "forward/config.hpp"
 #include "forward/record_id.hpp"
@@ -172,4 +173,19 @@ TEST_CASE("forward ack window: acks from another thread, in any order, never per
     REQUIRE(w.persistable());
     CHECK(w.persistable()->cursor == std::to_string(kRecords - kRecords % 7));
     CHECK(w.counters().pending == 0);
+}
+
+TEST_CASE("jittered backoff: from 100 ms, doubling to the cap, each wait in [half, whole]; reset starts over",
+          "[forward]") {
+    using std::chrono::milliseconds;
+    kmes::JitteredBackoff backoff(milliseconds(500));
+    for (const int64_t whole : {100, 200, 400, 500, 500}) {
+        const auto wait = backoff.next().count();
+        CHECK(wait >= whole / 2);
+        CHECK(wait <= whole);
+    }
+    backoff.reset();
+    CHECK(backoff.next().count() <= 100);
+    kmes::JitteredBackoff small(milliseconds(10));  // a cap below the first wait bounds it too
+    CHECK(small.next().count() <= 10);
 }
