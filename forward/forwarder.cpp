@@ -94,9 +94,10 @@ public:
             notified_forwarding_ = forwarding;
             sd_notifyf(0, "STATUS=%s%s%s", state.c_str(), error.empty() ? "" : ": ", error.c_str());
         }
-        write_status_now();
+        (void)write_status_now();  // a failure is logged there; the state itself has changed
     }
 
+    // Rewrites the status file; a failure is logged (and returned for the start-up check).
     kmes::Status write_status_now() {
         ForwardStatus copy;
         {
@@ -155,7 +156,7 @@ private:
                     s.duplicates = base_.duplicates + c.duplicates;
                     s.pending = c.pending;
                 });
-                state_.write_status_now();
+                (void)state_.write_status_now();  // logged there; retried in a second
                 next_status = Clock::now() + std::chrono::seconds(1);
             }
             if (last) return;

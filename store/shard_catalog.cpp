@@ -16,7 +16,6 @@ namespace {
 
 constexpr std::string_view kPrefix = "shard-";
 constexpr std::string_view kSuffix = ".db";
-constexpr std::string_view kQuarantined = ".quarantined-";
 constexpr int kCacheKiB = 1024;       // per connection; a query opens one per shard
 constexpr int kProgressSteps = 1000;  // VM steps between deadline checks
 

@@ -65,14 +65,11 @@ void exact_accounting_run(uint32_t shards) {
     INFO(report.summary());
     CHECK(emitted >= kEvents);
     CHECK(highest.size() == 4);
-    // Most of it is stored: eventd keeps up with 200k events/s here, gaps are the exception. A
-    // sanitized eventd is 5–15× slower (TSan stored 23 % here), so there the check only shows
-    // that ingestion went on; the accounting above is exact either way.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    // Enough of it is stored for the exactness above to mean something. Not a speed check (how
+    // fast eventd ingests is measured by ./scripts/bench, docs/PERFORMANCE.md): beside other
+    // tests on two cores, or under a sanitizer (5-15x slower; TSan stored 23 %), eventd stores
+    // less and the rest are gaps — accounted exactly either way. Alone it stores most of it.
     CHECK(report.stored() >= emitted / 20);
-#else
-    CHECK(report.stored() >= emitted / 4);
-#endif
     check_sequence_state(p.store(), p.boot(), highest);
 
     std::vector<std::string> expected_files;
