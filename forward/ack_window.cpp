@@ -2,52 +2,61 @@
 
 namespace eventd::forward {
 
-uint64_t AckWindow::reserve(uintptr_t token) {
+uint64_t AckWindow::reserve() {
     std::lock_guard lock(mutex_);
-    const uint64_t n = next_++;
-    in_flight_[token] = n;
+    slots_.push_back(Slot::in_flight);
     ++counters_.published;
-    ++counters_.pending;
-    if (counters_.pending == 1) last_progress_ = std::chrono::steady_clock::now();
-    return n;
+    if (++counters_.pending == 1) last_progress_ = Clock::now();  // the ack timeout starts now
+    return next_++;
 }
 
-void AckWindow::cancel(uintptr_t token) {
+void AckWindow::cancel(uint64_t number) {
     std::lock_guard lock(mutex_);
-    in_flight_.erase(token);
-    if (!failure_) failure_ = "a publish was refused before it was sent";
-    changed_.notify_all();
+    (void)number;  // stays in flight: nothing after it can persist, and the session ends
+    fail_locked("a publish was refused before it was sent");
 }
 
 void AckWindow::checkpoint(const std::string& cursor, int64_t newest_event_ns) {
     std::lock_guard lock(mutex_);
     checkpoints_.emplace_back(next_ - 1, PersistPoint{cursor, newest_event_ns});
-    advance_locked();
+    if (checkpoints_.back().first <= contiguous_) {  // everything before is acknowledged already
+        persistable_ = std::move(checkpoints_.back().second);
+        checkpoints_.clear();
+        changed_.notify_all();
+    }
 }
 
-void AckWindow::acked(uintptr_t token, bool duplicate) {
+bool AckWindow::wait_for_room(uint64_t limit, Clock::time_point until) {
+    std::unique_lock lock(mutex_);
+    reader_waiting_ = true;
+    const bool room = room_.wait_until(lock, until, [&] { return counters_.pending < limit || failure_; });
+    reader_waiting_ = false;
+    return room && !failure_;
+}
+
+bool AckWindow::wait_drained(Clock::time_point until) {
+    std::unique_lock lock(mutex_);
+    reader_waiting_ = true;
+    const bool drained = room_.wait_until(lock, until, [&] { return counters_.pending == 0 || failure_; });
+    reader_waiting_ = false;
+    return drained && !failure_;
+}
+
+void AckWindow::acked(uint64_t number, bool duplicate) {
     std::lock_guard lock(mutex_);
-    const auto it = in_flight_.find(token);
-    if (it == in_flight_.end()) return;  // not ours (a previous session's late ack)
-    acked_above_.insert(it->second);
-    in_flight_.erase(it);
+    if (number <= contiguous_ || number >= next_) return;  // not ours, or acknowledged already
+    Slot& slot = slots_[number - contiguous_ - 1];
+    if (slot == Slot::acked) return;  // a second ack for one message (a server retry)
+    slot = Slot::acked;
     ++counters_.acked;
     --counters_.pending;
     if (duplicate) ++counters_.duplicates;
-    last_progress_ = std::chrono::steady_clock::now();
-    advance_locked();
-}
+    last_progress_ = Clock::now();
+    if (reader_waiting_) room_.notify_one();
 
-void AckWindow::failed(uintptr_t token, const std::string& why) {
-    std::lock_guard lock(mutex_);
-    in_flight_.erase(token);
-    if (!failure_) failure_ = why;
-    changed_.notify_all();
-}
-
-void AckWindow::advance_locked() {
-    while (!acked_above_.empty() && *acked_above_.begin() == contiguous_ + 1) {
-        acked_above_.erase(acked_above_.begin());
+    // Move the contiguous mark, then the persistable cursor with it.
+    while (!slots_.empty() && slots_.front() == Slot::acked) {
+        slots_.pop_front();
         ++contiguous_;
     }
     bool moved = false;
@@ -59,8 +68,28 @@ void AckWindow::advance_locked() {
     if (moved) changed_.notify_all();
 }
 
+void AckWindow::failed(uint64_t number, const std::string& why) {
+    std::lock_guard lock(mutex_);
+    (void)number;  // whichever record failed, the session ends; the first reason is kept
+    fail_locked(why);
+}
+
+bool AckWindow::fail_if_stalled(std::chrono::milliseconds timeout) {
+    std::lock_guard lock(mutex_);
+    if (failure_ || counters_.pending == 0 || Clock::now() - last_progress_ < timeout) return false;
+    fail_locked("no acknowledgement from JetStream within " + std::to_string(timeout.count()) + " ms (" +
+                std::to_string(counters_.pending) + " outstanding)");
+    return true;
+}
+
+void AckWindow::fail_locked(const std::string& why) {
+    if (!failure_) failure_ = why;
+    changed_.notify_all();
+    room_.notify_all();
+}
+
 std::optional<PersistPoint> AckWindow::wait_persistable(const std::optional<PersistPoint>& have,
-                                                        std::chrono::steady_clock::time_point until) {
+                                                        Clock::time_point until) {
     std::unique_lock lock(mutex_);
     changed_.wait_until(lock, until, [&] { return persistable_ != have || failure_.has_value(); });
     return persistable_;
@@ -79,11 +108,6 @@ std::optional<std::string> AckWindow::failure() const {
 WindowCounters AckWindow::counters() const {
     std::lock_guard lock(mutex_);
     return counters_;
-}
-
-std::chrono::steady_clock::time_point AckWindow::last_progress() const {
-    std::lock_guard lock(mutex_);
-    return last_progress_;
 }
 
 }  // namespace eventd::forward

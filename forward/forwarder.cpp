@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -118,11 +119,12 @@ private:
     bool notified_forwarding_ = false;
 };
 
-// The thread that persists the cursor as acks come in and rewrites the status every second.
+// The thread that persists the cursor as acks come in, rewrites the status every second, and
+// fails the session when acks stop coming for AckTimeoutMs (`on_stall` wakes the reader).
 class Persister {
 public:
-    Persister(State& state, AckWindow& window, WindowCounters base)
-        : state_(state), window_(window), base_(base), thread_([this] { run(); }) {}
+    Persister(State& state, AckWindow& window, WindowCounters base, std::function<void()> on_stall)
+        : state_(state), window_(window), base_(base), on_stall_(std::move(on_stall)), thread_([this] { run(); }) {}
     ~Persister() { stop(); }
 
     // The last persistable cursor saved; the thread ends.
@@ -148,6 +150,8 @@ private:
                     saved = point;
                 }
             }
+            if (window_.fail_if_stalled(std::chrono::milliseconds(state_.config().ack_timeout_ms)) && on_stall_)
+                on_stall_();
             if (last || Clock::now() >= next_status) {
                 const WindowCounters c = window_.counters();
                 state_.update([&](ForwardStatus& s) {
@@ -166,6 +170,7 @@ private:
     State& state_;
     AckWindow& window_;
     WindowCounters base_;
+    std::function<void()> on_stall_;
     std::atomic<bool> stopping_{false};
     std::optional<std::string> save_error_;
     std::thread thread_;
@@ -277,7 +282,7 @@ public:
             ~ForgetFd() { fd = -1; }
         } forget_fd{eventd_fd};
 
-        Persister persister(state_, window_, base_);
+        Persister persister(state_, window_, base_, wake_reader);
         struct Finish {
             Persister& p;
             AckWindow& w;
@@ -336,13 +341,19 @@ public:
 
 private:
     kmes::Status publish_record(const RecordKeys& keys, std::span<const uint8_t> record) {
-        return js_->publish(subject_for(config_.subject_prefix, config_.host_name, keys.event_type),
-                            message_id(keys, record),
-                            {{"Eventd-Host", config_.host_name}, {"Eventd-Boot", keys.boot_id}}, record);
+        // Records come in runs of one type: the subject is escaped once per run.
+        if (keys.event_type != subject_type_) {
+            subject_type_ = keys.event_type;
+            subject_ = subject_for(config_.subject_prefix, config_.host_name, keys.event_type);
+        }
+        const JetStream::Header headers[] = {{"Eventd-Host", config_.host_name.c_str()},
+                                             {"Eventd-Boot", keys.boot_id.c_str()}};
+        return js_->publish(subject_.c_str(), message_id(keys, record).c_str(), headers, record);
     }
     kmes::Status publish(const std::vector<uint8_t>& record, const std::string& id) {
-        return js_->publish(subject_for(config_.subject_prefix, config_.host_name, "synthetic.forward_gap"), id,
-                            {{"Eventd-Host", config_.host_name}}, record);
+        const JetStream::Header headers[] = {{"Eventd-Host", config_.host_name.c_str()}};
+        return js_->publish(subject_for(config_.subject_prefix, config_.host_name, "synthetic.forward_gap").c_str(),
+                            id.c_str(), headers, record);
     }
 
     State& state_;
@@ -350,6 +361,8 @@ private:
     WindowCounters base_;
     AckWindow window_;
     JetStream* js_ = nullptr;
+    std::string subject_type_;  // the event type subject_ was made for
+    std::string subject_;
 };
 
 }  // namespace

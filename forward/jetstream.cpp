@@ -2,14 +2,18 @@
 
 #include <nats/nats.h>
 
+#include <nlohmann/json.hpp>
+
 #include "nats/client.hpp"
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 namespace eventd::forward {
 namespace {
@@ -18,27 +22,77 @@ using nats::nats_error;
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
+// What a JetStream ack says (its body is `{"stream":…,"seq":…[,"duplicate":true]}`, or
+// `{"error":{"code":…,"description":…}}` when the stream refused the message). Only a refusal
+// is parsed as JSON; the common case is two substring searches.
+struct AckReply {
+    bool ok = false;
+    bool duplicate = false;
+    std::string error;
+};
+
+AckReply read_ack(natsMsg* msg) {
+    AckReply ack;
+    if (natsMsg_IsNoResponders(msg)) {
+        ack.error = "no JetStream stream stores the subject (no responders)";
+        return ack;
+    }
+    const std::string_view body(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
+    if (body.find("\"error\"") != std::string_view::npos || body.find("\"seq\"") == std::string_view::npos) {
+        const auto parsed = nlohmann::json::parse(body, nullptr, false);
+        ack.error = "JetStream refused a message";
+        if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object()) {
+            const auto& e = parsed["error"];
+            if (e.contains("description") && e["description"].is_string())
+                ack.error += ": " + e["description"].get<std::string>();
+            if (e.contains("err_code") && e["err_code"].is_number())
+                ack.error += " (error " + std::to_string(e["err_code"].get<int64_t>()) + ")";
+        } else {
+            ack.error += ": unexpected reply '" + std::string(body.substr(0, 200)) + "'";
+        }
+        return ack;
+    }
+    ack.ok = true;
+    ack.duplicate = body.find("\"duplicate\":true") != std::string_view::npos;
+    return ack;
+}
+
+// The record number at the end of an ack's subject `<inbox>.<number>`; 0 if there is none.
+uint64_t record_number(const char* subject) {
+    const std::string_view s(subject ? subject : "");
+    const auto dot = s.rfind('.');
+    uint64_t n = 0;
+    if (dot == std::string_view::npos) return 0;
+    const auto [end, ec] = std::from_chars(s.data() + dot + 1, s.data() + s.size(), n);
+    return ec == std::errc() && end == s.data() + s.size() ? n : 0;
+}
+
 }  // namespace
 
-// nats.c delivers connection events on threads of its own, also after natsConnection_Close
-// returned: the handles are released only once the closed callback — the last one — has run,
-// and `closing` keeps the disconnect that Close itself causes from being reported as a failure.
+// nats.c delivers connection events and acks on threads of its own, also after
+// natsConnection_Close returned: the handles are released only once the closed callback and the
+// ack subscription's completion callback — the last ones — have run, and `closing` keeps the
+// disconnect that Close itself causes from being reported as a failure.
 struct JetStream::Handles {
     natsOptions* options = nullptr;
     natsConnection* connection = nullptr;
     jsCtx* js = nullptr;
+    natsSubscription* acks = nullptr;
+    std::string inbox;  // the acks' subjects are <inbox>.<record number>
     std::atomic<bool> closing{false};
     std::mutex mutex;
     std::condition_variable closed_cv;
-    bool closed = false;  // guarded by mutex
+    bool closed = false;     // guarded by mutex
+    bool acks_done = false;  // guarded by mutex
 
     ~Handles() {
         closing = true;
         if (connection) {
             natsConnection_Close(connection);
             std::unique_lock lock(mutex);
-            closed_cv.wait_for(lock, std::chrono::seconds(10), [this] { return closed; });
+            closed_cv.wait_for(lock, std::chrono::seconds(10), [this] { return closed && (acks == nullptr || acks_done); });
         }
+        if (acks) natsSubscription_Destroy(acks);
         if (js) jsCtx_Destroy(js);
         if (connection) natsConnection_Destroy(connection);
         if (options) natsOptions_Destroy(options);
@@ -86,31 +140,33 @@ kmes::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
     s = natsConnection_Connect(&h.connection, h.options);
     if (s != NATS_OK) return nats_error("cannot connect to NATS at " + config.nats_url, s);
 
+    // The stream's management (ensure_stream) goes through nats.c's JetStream context.
     jsOptions js_options;
     jsOptions_Init(&js_options);
     js_options.Wait = config.ack_timeout_ms;
-    js_options.PublishAsync.MaxPending = config.max_pending_acks;
-    js_options.PublishAsync.StallWait = config.ack_timeout_ms;
-    // nats.c thread: count the ack (or the failure) and free the message.
-    js_options.PublishAsync.AckHandler = [](jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
-        auto* self = static_cast<JetStream*>(closure);
-        const auto token = reinterpret_cast<uintptr_t>(msg);
-        if (pa != nullptr) {
-            self->window_.acked(token, pa->Duplicate);
-        } else {
-            std::string why = "JetStream refused a message";
-            if (pae != nullptr) {
-                why += ": " + std::string(natsStatus_GetText(pae->Err));
-                if (pae->ErrText) why += " (" + std::string(pae->ErrText) + ")";
-            }
-            self->window_.failed(token, why);
-            if (self->on_failure_) self->on_failure_();
-        }
-        natsMsg_Destroy(msg);
-    };
-    js_options.PublishAsync.AckHandlerClosure = self.get();
     s = natsConnection_JetStream(&h.js, h.connection, &js_options);
     if (s != NATS_OK) return nats_error("cannot use JetStream on " + config.nats_url, s);
+
+    // The acks: one subscription on a fresh inbox; its callback runs on nats.c's thread.
+    natsInbox* inbox = nullptr;
+    s = natsInbox_Create(&inbox);
+    if (s == NATS_OK) {
+        h.inbox = inbox;
+        natsInbox_Destroy(inbox);
+        s = natsConnection_Subscribe(&h.acks, h.connection, (h.inbox + ".*").c_str(), &JetStream::on_ack, self.get());
+    }
+    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(h.acks, -1, -1);  // never drop an ack
+    if (s == NATS_OK)
+        s = natsSubscription_SetOnCompleteCB(
+            h.acks,
+            [](void* closure) {
+                Handles& handles = *static_cast<Handles*>(closure);
+                std::lock_guard lock(handles.mutex);
+                handles.acks_done = true;
+                handles.closed_cv.notify_all();
+            },
+            &h);
+    if (s != NATS_OK) return nats_error("cannot subscribe to JetStream's acknowledgements", s);
     return self;
 }
 
@@ -156,42 +212,59 @@ kmes::Status JetStream::ensure_stream(std::vector<std::string>& warnings) {
     return {};
 }
 
-kmes::Status JetStream::publish(const std::string& subject, const std::string& msg_id,
-                                const std::vector<Header>& headers, std::span<const uint8_t> body) {
+void JetStream::on_ack(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+    auto* self = static_cast<JetStream*>(closure);
+    const uint64_t number = record_number(natsMsg_GetSubject(msg));
+    const AckReply ack = read_ack(msg);
+    natsMsg_Destroy(msg);
+    if (number == 0) return;  // not an ack of ours
+    if (ack.ok) {
+        self->window_.acked(number, ack.duplicate);
+    } else {
+        self->window_.failed(number, ack.error);
+        if (self->on_failure_) self->on_failure_();
+    }
+}
+
+kmes::Status JetStream::publish(const char* subject, const char* msg_id, std::span<const Header> headers,
+                                std::span<const uint8_t> body) {
+    using namespace std::chrono;
+    const auto give_up = AckWindow::Clock::now() + milliseconds(config_.ack_timeout_ms);
+    if (!window_.wait_for_room(config_.max_pending_acks, give_up)) {
+        if (window_.fail_if_stalled(milliseconds(config_.ack_timeout_ms)) && on_failure_) on_failure_();
+        return kmes::Error{EIO, window_.failure().value_or("JetStream acknowledges nothing")};
+    }
+    const uint64_t number = window_.reserve();
+    char reply[96];
+    const int n = std::snprintf(reply, sizeof reply, "%s.%llu", handles_->inbox.c_str(),
+                                static_cast<unsigned long long>(number));
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof reply) {
+        window_.cancel(number);
+        return kmes::Error{EINVAL, "the reply inbox " + handles_->inbox + " is too long"};
+    }
     natsMsg* msg = nullptr;
-    natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, reinterpret_cast<const char*>(body.data()),
+    natsStatus s = natsMsg_Create(&msg, subject, reply, reinterpret_cast<const char*>(body.data()),
                                   static_cast<int>(body.size()));
-    if (s != NATS_OK) return nats_error("cannot build a message", s);
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Msg-Id", msg_id);
     for (const Header& h : headers) {
-        if (s == NATS_OK) s = natsMsgHeader_Set(msg, h.key, h.value.c_str());
+        if (s == NATS_OK) s = natsMsgHeader_Set(msg, h.key, h.value);
     }
+    // The connection copies the message into its buffer: it is ours to free either way.
+    if (s == NATS_OK) s = natsConnection_PublishMsg(handles_->connection, msg);
+    natsMsg_Destroy(msg);
     if (s != NATS_OK) {
-        natsMsg_Destroy(msg);
-        return nats_error("cannot build a message", s);
-    }
-    jsPubOptions options;
-    jsPubOptions_Init(&options);
-    options.MsgId = msg_id.c_str();
-    options.MaxWait = config_.ack_timeout_ms;
-    // Numbered before it is handed over: its ack may arrive before js_PublishMsgAsync returns.
-    const auto token = reinterpret_cast<uintptr_t>(msg);
-    window_.reserve(token);
-    natsMsg* handed = msg;
-    s = js_PublishMsgAsync(handles_->js, &handed, &options);
-    if (s != NATS_OK) {
-        window_.cancel(token);
-        if (handed) natsMsg_Destroy(handed);  // still ours when the library did not take it
-        return nats_error("cannot publish to " + subject, s);
+        window_.cancel(number);
+        return nats_error("cannot publish to " + std::string(subject), s);
     }
     return {};
 }
 
 kmes::Status JetStream::complete(int64_t timeout_ms) {
-    jsPubOptions options;
-    jsPubOptions_Init(&options);
-    options.MaxWait = timeout_ms;
-    const natsStatus s = js_PublishAsyncComplete(handles_->js, &options);
-    if (s != NATS_OK) return nats_error("acknowledgements did not all arrive", s);
+    if (const natsStatus s = natsConnection_FlushTimeout(handles_->connection, timeout_ms); s != NATS_OK)
+        return nats_error("cannot flush the connection to NATS", s);
+    if (!window_.wait_drained(AckWindow::Clock::now() + std::chrono::milliseconds(timeout_ms)))
+        return kmes::Error{EIO, "acknowledgements did not all arrive: " +
+                                    window_.failure().value_or("none within " + std::to_string(timeout_ms) + " ms")};
     return {};
 }
 

@@ -2,6 +2,13 @@
 // forwarding session, the stream checked or created, records published asynchronously with
 // their Nats-Msg-Id, acknowledgements counted into an AckWindow (ack_window.hpp).
 //
+// Publishing is plain NATS publishing with a reply subject, which is all a JetStream publish is
+// on the wire: each message's reply subject is `<inbox>.<record number>`, one subscription to
+// `<inbox>.*` receives JetStream's acks, and the number leads straight to the AckWindow's slot.
+// (nats.c's js_PublishMsgAsync does the same but keeps every message, a hash entry and a timer
+// entry per message until its ack, and parses each ack into allocated strings: measured, it
+// was half of the forwarder's CPU — docs/PERFORMANCE.md §12.)
+//
 // The connection does not reconnect by itself: a lost connection, a refused publish or an ack
 // that does not come within AckTimeoutMs fails the session (AckWindow::failure), and the
 // forwarder starts a new one from its persisted cursor (forwarder.hpp) — one recovery path for
@@ -17,6 +24,14 @@
 #include "base/result.hpp"
 #include "forward/ack_window.hpp"
 #include "forward/config.hpp"
+
+// nats.c's handle types, without its header.
+struct __natsConnection;
+struct __natsSubscription;
+struct __natsMsg;
+typedef struct __natsConnection natsConnection;
+typedef struct __natsSubscription natsSubscription;
+typedef struct __natsMsg natsMsg;
 
 namespace eventd::forward {
 
@@ -38,16 +53,19 @@ public:
 
     struct Header {
         const char* key;
-        std::string value;
+        const char* value;
     };
-    // Publish `body` asynchronously; blocks while MaxPendingAcks are outstanding.
-    kmes::Status publish(const std::string& subject, const std::string& msg_id, const std::vector<Header>& headers,
+    // Publish `body` asynchronously with the headers `Nats-Msg-Id: msg_id` and `headers`; blocks
+    // while MaxPendingAcks are outstanding (at most AckTimeoutMs without an ack: then a failure).
+    kmes::Status publish(const char* subject, const char* msg_id, std::span<const Header> headers,
                          std::span<const uint8_t> body);
     // Wait up to `timeout_ms` for every outstanding ack.
     kmes::Status complete(int64_t timeout_ms);
 
 private:
     JetStream(const ForwardConfig& config, AckWindow& window, std::function<void()> on_failure);
+    // nats.c's thread, for each message on <inbox>.*: count the ack (or the failure).
+    static void on_ack(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
     struct Handles;
     const ForwardConfig& config_;
     AckWindow& window_;

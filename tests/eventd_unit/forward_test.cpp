@@ -104,15 +104,16 @@ TEST_CASE("forward: subjects escape every token; message ids are stable", "[forw
 TEST_CASE("forward ack window: only a checkpoint whose records and all before are acknowledged persists",
           "[forward]") {
     AckWindow w;
-    w.reserve(1);
-    w.reserve(2);
+    CHECK(w.reserve() == 1);
+    CHECK(w.reserve() == 2);
     w.checkpoint("c1", 10);
-    w.reserve(3);
+    CHECK(w.reserve() == 3);
     w.checkpoint("c2", 20);
     CHECK_FALSE(w.persistable());
     w.acked(2, false);
     CHECK_FALSE(w.persistable());  // 1 is still out
     w.acked(3, true);
+    w.acked(3, true);  // a second ack for one message counts once
     CHECK_FALSE(w.persistable());
     w.acked(1, false);
     REQUIRE(w.persistable());
@@ -123,12 +124,40 @@ TEST_CASE("forward ack window: only a checkpoint whose records and all before ar
     CHECK(c.acked == 3);
     CHECK(c.duplicates == 1);
     CHECK(c.pending == 0);
-    // An ack for a message of no session of this window changes nothing.
+    // An ack for a number this window never gave out changes nothing.
     w.acked(99, false);
+    w.acked(0, false);
     CHECK(w.counters().acked == 3);
     CHECK_FALSE(w.failure());
+    // Nothing outstanding: never stalled. A checkpoint with every record acknowledged persists at once.
+    CHECK_FALSE(w.fail_if_stalled(std::chrono::milliseconds(0)));
+    w.checkpoint("c3", 30);
+    CHECK(w.persistable()->cursor == "c3");
     w.failed(0, "connection lost");
-    CHECK(w.failure() == std::optional<std::string>("connection lost"));
+    w.failed(0, "a later reason");
+    CHECK(w.failure() == std::optional<std::string>("connection lost"));  // the first one is kept
+}
+
+TEST_CASE("forward ack window: a full window blocks the reader until an ack; silence is a failure", "[forward]") {
+    using namespace std::chrono_literals;
+    AckWindow w;
+    w.reserve();
+    w.reserve();
+    CHECK(w.wait_for_room(3, AckWindow::Clock::now()));  // 2 < 3: room at once
+    CHECK_FALSE(w.wait_for_room(2, AckWindow::Clock::now() + 20ms));
+    std::thread acker([&] {
+        std::this_thread::sleep_for(50ms);
+        w.acked(2, false);
+    });
+    CHECK(w.wait_for_room(2, AckWindow::Clock::now() + 10s));  // woken by the ack
+    acker.join();
+    CHECK_FALSE(w.wait_drained(AckWindow::Clock::now() + 10ms));  // 1 is still out
+    CHECK_FALSE(w.fail_if_stalled(10s));
+    std::this_thread::sleep_for(20ms);
+    CHECK(w.fail_if_stalled(10ms));
+    REQUIRE(w.failure());
+    CHECK(w.failure()->find("no acknowledgement from JetStream within 10 ms (1 outstanding)") != std::string::npos);
+    CHECK_FALSE(w.wait_for_room(5, AckWindow::Clock::now() + 10s));  // a failure ends the wait at once
 }
 
 TEST_CASE("forward ack window: acks from another thread, in any order, never persist a cursor too early",
@@ -155,12 +184,12 @@ TEST_CASE("forward ack window: acks from another thread, in any order, never per
             pending[pick] = pending.back();
             pending.pop_back();
             acked[static_cast<size_t>(n)].store(true, std::memory_order_release);
-            w.acked(static_cast<uintptr_t>(n), false);
+            w.acked(static_cast<uint64_t>(n), false);
         }
     });
     std::optional<PersistPoint> seen;
     for (int n = 1; n <= kRecords; ++n) {
-        w.reserve(static_cast<uintptr_t>(n));
+        REQUIRE(w.reserve() == static_cast<uint64_t>(n));
         reserved.store(n, std::memory_order_release);
         if (n % 7 == 0) w.checkpoint(std::to_string(n), n);
         if (auto p = w.persistable(); p && p != seen) {
