@@ -5,12 +5,16 @@
 #      resumed one (`--cursor-file`, from the oldest record: store order, a cursor saved and
 #      fsync'd after every frame), each -o msgpack into a file, best of 3;
 #   3. eventd-forward from an empty cursor into a fresh JetStream stream (nats-server on
-#      loopback, file storage): seconds until the stream holds every record → records/s;
+#      loopback, file storage): seconds until the stream holds every record → records/s, and
+#      the CPU seconds eventd-forward and nats-server spent on it (which of them is the limit);
 #   4. the same after a SIGKILL halfway: records JetStream reported as duplicates (replays).
 #
 #   bench/forward_throughput.sh [N]          N events (default 200000)
 #   BUILD_DIR=build                          the binaries (a debugoptimized build: say so)
 #   BENCH_STORE_DIR=/var/tmp                 where the store and JetStream live (a real disk)
+#   COMPARE_WITH=/path/to/eventd-forward     5. also: this build's forwarder and that one, taking
+#                                            turns (2 runs each) over the same store, each into a
+#                                            fresh stream — an optimisation's side-by-side proof
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-200000}
@@ -65,28 +69,40 @@ done
 echo
 
 "$NATS_SERVER" -js -a 127.0.0.1 -p 14333 -m 18333 -sd "$DIR/js" > "$DIR/log/nats.log" 2>&1 & pids+=($!)
+nats_pid=$!
 sleep 1
 msgs() { curl -s 'http://127.0.0.1:18333/jsz?streams=1' |
   python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(s["state"]["messages"] for a in d.get("account_details",[]) for s in a.get("stream_detail",[])))'; }
-forward() {  # $1: state dir, $2: stream
+cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"; }  # user + system seconds of a process
+forward() {  # $1: state dir, $2: stream [, $3: the eventd-forward binary]
   cat > "$DIR/etc/fwd-$2.json" <<JSON
 {"NatsUrl": "nats://127.0.0.1:14333", "EventdSocketPath": "$DIR/run/query.sock", "StateDirectory": "$1",
  "Stream": "$2", "SubjectPrefix": "$2", "HostName": "bench"}
 JSON
-  "$BIN/forward/eventd-forward" --config "$DIR/etc/fwd-$2.json" > "$DIR/log/fwd-$2.log" 2>&1 &
+  "${3:-$BIN/forward/eventd-forward}" --config "$DIR/etc/fwd-$2.json" > "$DIR/log/fwd-$2.log" 2>&1 &
   echo $!
 }
-echo "| eventd-forward, empty cursor → fresh stream | seconds | records/s |"
-echo "|---|---|---|"
+echo "| eventd-forward, empty cursor → fresh stream | seconds | records/s | CPU s: eventd-forward | CPU s: nats-server |"
+echo "|---|---|---|---|---|"
+nats_cpu0=$(cpu_s "$nats_pid")
 t0=$(now)
 p=$(forward "$DIR/fwd1" FWDONE); pids+=("$p")
-wait_msgs() {  # until the streams hold $1 messages (10 minutes at most)
-  for _ in $(seq 6000); do [[ $(msgs) -ge $1 ]] && return 0; sleep 0.1; done
-  echo "the stream did not reach $1 messages; see $DIR/log" >&2; exit 1
+wait_msgs() {  # until the streams hold $1 messages (10 minutes at most); one poller, every 0.1 s
+  /usr/bin/python3 - "$1" <<'PY' || { echo "the stream did not reach $1 messages; see $DIR/log" >&2; exit 1; }
+import json, sys, time, urllib.request
+want, deadline = int(sys.argv[1]), time.time() + 600
+while time.time() < deadline:
+    d = json.load(urllib.request.urlopen("http://127.0.0.1:18333/jsz?streams=1", timeout=5))
+    if sum(s["state"]["messages"] for a in d.get("account_details", []) for s in a.get("stream_detail", [])) >= want:
+        sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+PY
 }
 wait_msgs "$TOTAL"
 t=$(secs "$t0" "$(now)")
-echo "| all $TOTAL records stored and acknowledged | $t | $(python3 -c "print(int($TOTAL / $t))") |"
+fwd_cpu=$(cpu_s "$p") nats_cpu=$(python3 -c "print(f'{$(cpu_s "$nats_pid") - $nats_cpu0:.2f}')")
+echo "| all $TOTAL records stored and acknowledged | $t | $(python3 -c "print(int($TOTAL / $t))") | $fwd_cpu | $nats_cpu |"
 kill -TERM "$p"; wait "$p" 2>/dev/null || true
 before=$(msgs)
 t0=$(now)
@@ -97,6 +113,28 @@ p=$(forward "$DIR/fwd2" FWDTWO); pids+=("$p")
 wait_msgs $(( before + TOTAL ))
 t=$(secs "$t0" "$(now)")
 dups=$("$BIN/forward/eventd-forward" --config "$DIR/etc/fwd-FWDTWO.json" --status | awk '/^duplicates/ {print $2}')
-echo "| the same, SIGKILLed halfway and restarted | $t | $(python3 -c "print(int($TOTAL / $t))") |"
+echo "| the same, SIGKILLed halfway and restarted | $t | $(python3 -c "print(int($TOTAL / $t))") | | |"
 echo
 echo "Stream after the kill: $(( $(msgs) - before )) messages for $TOTAL records; the restarted forwarder's acks reported $dups duplicate(s) (replays JetStream dropped)."
+
+if [[ -n ${COMPARE_WITH:-} ]]; then
+  echo
+  echo "| side by side, empty cursor → fresh stream | seconds | records/s | CPU s: eventd-forward | CPU s: nats-server |"
+  echo "|---|---|---|---|---|"
+  have=$(msgs)
+  for run in 1 2; do
+    for which in this other; do
+      bin=$BIN/forward/eventd-forward
+      [[ $which == other ]] && bin=$COMPARE_WITH
+      nats_cpu0=$(cpu_s "$nats_pid")
+      t0=$(now)
+      p=$(forward "$DIR/cmp-$which-$run" "CMP${which^^}$run" "$bin")
+      wait_msgs $(( have + TOTAL ))
+      t=$(secs "$t0" "$(now)")
+      fwd_cpu=$(cpu_s "$p") nats_cpu=$(python3 -c "print(f'{$(cpu_s "$nats_pid") - $nats_cpu0:.2f}')")
+      kill -TERM "$p"; wait "$p" 2>/dev/null || true
+      have=$(( have + TOTAL ))
+      echo "| $which ($bin) | $t | $(python3 -c "print(int($TOTAL / $t))") | $fwd_cpu | $nats_cpu |"
+    done
+  done
+fi
