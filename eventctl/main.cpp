@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
 
+#include "base/cli.hpp"
 #include "help_text.hpp"
 #include "interrupt.hpp"
 #include "query_input.hpp"
@@ -46,7 +46,7 @@ std::string socket_path(const std::optional<std::string>& option) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{eventctl::kHelpDescription, "eventctl"};
+    kmes::cli::App app{eventctl::kHelpDescription, "eventctl"};
     std::string query_arg, file_arg, socket_arg, format_arg = "pretty";
     bool show_version = false;
     auto* query_opt = app.add_option("QUERY", query_arg,
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
                    "pretty (default), jsonl, json or msgpack (see Output below);\n"
                    "for status also openmetrics (Prometheus)")
         ->type_name("FORMAT")
-        ->check(CLI::IsMember({"pretty", "jsonl", "json", "msgpack", "openmetrics"}));
+        ->check_member({"pretty", "jsonl", "json", "msgpack", "openmetrics"});
     std::string cursor_file_arg;
     bool allow_gap = false;
     auto* cursor_opt = app.add_option("--cursor-file", cursor_file_arg,
@@ -79,12 +79,8 @@ int main(int argc, char** argv) {
     app.add_flag("--local", local, "pretty: event times in the local time zone (TZ), with its offset")->excludes(utc_opt);
     app.add_flag("-V,--version", show_version, "print the version and exit");
     app.footer(eventctl::kHelpFooter);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);  // --help
-        return usage_error(e.what());
-    }
+    if (const auto parsed = app.parse(argc, argv); !parsed.go_on)
+        return parsed.error.empty() ? parsed.exit_code : usage_error(parsed.error);  // --help: printed
 
     const bool have_query = query_opt->count() > 0;
     if (have_query && file_opt->count() > 0)

@@ -9,16 +9,16 @@
 #include <chrono>
 #include <cstdlib>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "daemon.hpp"
+#include "base/cli.hpp"
 #include "base/file_watch.hpp"
 #include "test_hooks.hpp"
 
 int main(int argc, char** argv) {
-    CLI::App app{
+    kmes::cli::App app{
         "eventd — drains every KMES per-CPU ring into sharded SQLite (WAL, synchronous=FULL),\n"
         "records every lost sequence range as a synthetic.gap, and resumes from the rings after a\n"
         "crash without storing anything twice, and answers queries (EVENTS, STREAM, STATUS) on its\n"
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     app.add_option("-c,--config", config_path, "configuration file (JSON); see docs/CONFIGURATION.md")
         ->capture_default_str();
     app.set_version_flag("-V,--version", "eventd " EVENTD_VERSION " (eventd)", "print the version and exit");
-    CLI11_PARSE(app, argc, argv);
+    if (const auto parsed = app.parse(argc, argv); !parsed.go_on) return parsed.error.empty() ? parsed.exit_code : app.print_error();
 
     spdlog::set_default_logger(spdlog::stderr_color_mt("eventd"));
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "base/cli.hpp"
 #include "eventctl/interrupt.hpp"
 #include "forward/config.hpp"
 #include "forward/forwarder.hpp"
@@ -21,7 +21,7 @@ constexpr int kExitUsage = 2;
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"eventd-forward — publish eventd's events to NATS JetStream, exactly once, resuming after any\n"
+    kmes::cli::App app{"eventd-forward — publish eventd's events to NATS JetStream, exactly once, resuming after any\n"
                  "outage from a persisted cursor (docs/FORWARD.md).",
                  "eventd-forward"};
     std::string config_path = EVENTD_FORWARD_DEFAULT_CONFIG;
@@ -40,11 +40,9 @@ int main(int argc, char** argv) {
         "\n"
         "Exit status: 0 stopped by SIGTERM/SIGINT (or --status printed), 1 cannot run (configuration,\n"
         "StateDirectory), 2 usage error.");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);
-        std::fprintf(stderr, "eventd-forward: %s\nRun 'eventd-forward --help' for the options.\n", e.what());
+    if (const auto parsed = app.parse(argc, argv); !parsed.go_on) {
+        if (parsed.error.empty()) return parsed.exit_code;  // --help
+        std::fprintf(stderr, "eventd-forward: %s\nRun 'eventd-forward --help' for the options.\n", parsed.error.c_str());
         return kExitUsage;
     }
     if (version) {

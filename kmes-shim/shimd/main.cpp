@@ -10,17 +10,17 @@
 #include <filesystem>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "base/cli.hpp"
 #include "base/file_watch.hpp"
 #include "shim.hpp"
 
 using namespace kmes::shim;
 
 int main(int argc, char** argv) {
-    CLI::App app{
+    kmes::cli::App app{
         "kmes-shimd — the KMES per-CPU event rings (the kernel's part of eventd's pipeline).\n"
         "Creates one shared-memory ring per CPU, accepts kmes_emit/kmes_attach over a Unix socket,\n"
         "and reloads its configuration on SIGHUP or when the file changes."};
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                    "start a built-in kernel emitter on every CPU: rate=N,payload=BYTES,origin=N,count=N,types=a:3+b:1 "
                    "(rate 0 = unlimited; count = events per CPU, 0 = no end; repeatable)");
     app.set_version_flag("-V,--version", "kmes-shimd " EVENTD_VERSION " (eventd)", "print the version and exit");
-    CLI11_PARSE(app, argc, argv);
+    if (const auto parsed = app.parse(argc, argv); !parsed.go_on) return parsed.error.empty() ? parsed.exit_code : app.print_error();
 
     spdlog::set_default_logger(spdlog::stderr_color_mt("kmes-shimd"));
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");

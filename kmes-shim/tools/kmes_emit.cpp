@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/cli.hpp"
 #include "errno_text.hpp"
 #include "kmes/kmes.h"
 
@@ -198,7 +198,7 @@ int run(const Options& o, const std::vector<uint8_t>& payload) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{
+    kmes::cli::App app{
         "kmes-emit — emit events onto a KMES ring (through kmes-shimd), like a program calling\n"
         "kmes_emit()/kmes_emit_batch(). Every event of one run goes to the ring of the CPU the\n"
         "process starts on (it pins itself there); choose the ring with `taskset -c N kmes-emit ...`.\n"
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
                    "emit with kmes_emit_batch, B events per call (one timestamp\n"
                    "per batch); without it every event is one kmes_emit call")
         ->type_name("B")
-        ->check(CLI::Range(1u, KMES_MAX_BATCH));
+        ->check_range(1, KMES_MAX_BATCH);
     app.add_option("-r,--rate", o.rate,
                    "at most R events per second on average (batches are paced\n"
                    "as a whole); 0, the default: as fast as possible")
@@ -248,12 +248,10 @@ int main(int argc, char** argv) {
         "  kmes-emit -t demo.raw --msgpack payload.bin\n"
         "  kmes-emit -t demo.x -n 5000 --retry-eagain          # non-root: wait out the rate limit\n"
         "Watch the events with: kmes-tail --follow");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);  // --help
-        std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options and examples.\n", "kmes-emit", e.what(),
-                     "kmes-emit");
+    if (const auto parsed = app.parse(argc, argv); !parsed.go_on) {
+        if (parsed.error.empty()) return parsed.exit_code;  // --help, --version
+        std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options and examples.\n", "kmes-emit",
+                     parsed.error.c_str(), "kmes-emit");
         return kExitUsage;
     }
     if (o.count == 0 || !(o.rate >= 0)) {

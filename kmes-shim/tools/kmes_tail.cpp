@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/cli.hpp"
 #include "errno_text.hpp"
 #include "kmes/ring_reader.hpp"
 #include "tail_output.hpp"
@@ -218,7 +218,7 @@ int print_info(std::vector<RingReader>& readers, TailOutput& out, bool json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{
+    kmes::cli::App app{
         "kmes-tail — print the events in the KMES per-CPU rings, reading them directly from shared\n"
         "memory like any consumer (kmes_attach + kmes_map, the PSD-003 §5.1.9 read protocol). Events\n"
         "are only read, never removed: other consumers are unaffected.\n"
@@ -272,12 +272,10 @@ int main(int argc, char** argv) {
         "  kmes-tail -f -n 10 --json | jq .payload  # the next 10 events' payloads\n"
         "  kmes-tail --info                         # ring sizes, positions and fill\n"
         "  kmes-tail --cpu 0,1 -f                   # rings 0 and 1 only");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);  // --help
-        std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options and examples.\n", "kmes-tail", e.what(),
-                     "kmes-tail");
+    if (const auto parsed = app.parse(argc, argv); !parsed.go_on) {
+        if (parsed.error.empty()) return parsed.exit_code;  // --help, --version
+        std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options and examples.\n", "kmes-tail",
+                     parsed.error.c_str(), "kmes-tail");
         return kExitUsage;
     }
     const std::vector<uint32_t> selected = *parse_cpu_list(o.cpu);
