@@ -54,8 +54,7 @@ struct App::Impl {
     Option* keep(CLI::Option* option) { return &options.emplace_back(option); }
 };
 
-App::App(const std::string& description, const std::string& name)
-    : impl_(std::make_unique<Impl>(description, name)) {}
+App::App(const std::string& description, const std::string& name) : impl_(std::make_unique<Impl>(description, name)) {}
 
 App::~App() = default;
 

@@ -77,8 +77,8 @@ private:
     std::condition_variable room_;     // an ack arrived while the reader waits, or a failure
     bool reader_waiting_ = false;
     uint64_t next_ = 1;
-    uint64_t contiguous_ = 0;  // every record up to this number is acknowledged
-    std::deque<Slot> slots_;   // records contiguous_ + 1 … next_ - 1
+    uint64_t contiguous_ = 0;                                    // every record up to this number is acknowledged
+    std::deque<Slot> slots_;                                     // records contiguous_ + 1 … next_ - 1
     std::deque<std::pair<uint64_t, PersistPoint>> checkpoints_;  // (last record number, point)
     std::optional<PersistPoint> persistable_;
     std::optional<std::string> failure_;
