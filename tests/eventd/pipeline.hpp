@@ -33,6 +33,8 @@ public:
     ~Pipeline();
 
     const std::string& dir() const { return dir_.path(); }
+    // `eventctl status` of the running eventd (a failure's diagnosis), or why there is none.
+    std::string eventctl_status() const;
     const std::string& store() const { return store_; }
     const std::string& config_path() const { return config_path_; }
     const Guid& boot() const { return boot_; }
