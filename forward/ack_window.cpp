@@ -10,20 +10,16 @@ uint64_t AckWindow::reserve() {
     return next_++;
 }
 
-void AckWindow::cancel(uint64_t number) {
+void AckWindow::cancel() {
     std::lock_guard lock(mutex_);
-    (void)number;  // stays in flight: nothing after it can persist, and the session ends
+    // The record stays in flight: nothing after it can persist, and the session ends.
     fail_locked("a publish was refused before it was sent");
 }
 
 void AckWindow::checkpoint(const std::string& cursor, int64_t newest_event_ns) {
     std::lock_guard lock(mutex_);
     checkpoints_.emplace_back(next_ - 1, PersistPoint{cursor, newest_event_ns});
-    if (checkpoints_.back().first <= contiguous_) {  // everything before is acknowledged already
-        persistable_ = std::move(checkpoints_.back().second);
-        checkpoints_.clear();
-        changed_.notify_all();
-    }
+    advance_locked();  // everything before may be acknowledged already
 }
 
 bool AckWindow::wait_for_room(uint64_t limit, Clock::time_point until) {
@@ -34,13 +30,7 @@ bool AckWindow::wait_for_room(uint64_t limit, Clock::time_point until) {
     return room && !failure_;
 }
 
-bool AckWindow::wait_drained(Clock::time_point until) {
-    std::unique_lock lock(mutex_);
-    reader_waiting_ = true;
-    const bool drained = room_.wait_until(lock, until, [&] { return counters_.pending == 0 || failure_; });
-    reader_waiting_ = false;
-    return drained && !failure_;
-}
+bool AckWindow::wait_drained(Clock::time_point until) { return wait_for_room(1, until); }
 
 void AckWindow::acked(uint64_t number, bool duplicate) {
     std::lock_guard lock(mutex_);
@@ -53,7 +43,10 @@ void AckWindow::acked(uint64_t number, bool duplicate) {
     if (duplicate) ++counters_.duplicates;
     last_progress_ = Clock::now();
     if (reader_waiting_) room_.notify_one();
+    advance_locked();
+}
 
+void AckWindow::advance_locked() {
     // Move the contiguous mark, then the persistable cursor with it.
     while (!slots_.empty() && slots_.front() == Slot::acked) {
         slots_.pop_front();
@@ -68,10 +61,9 @@ void AckWindow::acked(uint64_t number, bool duplicate) {
     if (moved) changed_.notify_all();
 }
 
-void AckWindow::failed(uint64_t number, const std::string& why) {
+void AckWindow::failed(const std::string& why) {
     std::lock_guard lock(mutex_);
-    (void)number;  // whichever record failed, the session ends; the first reason is kept
-    fail_locked(why);
+    fail_locked(why);  // whichever record failed, the session ends; the first reason is kept
 }
 
 bool AckWindow::fail_if_stalled(std::chrono::milliseconds timeout) {

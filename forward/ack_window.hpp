@@ -41,21 +41,23 @@ public:
 
     // Reading thread: the number of the next record (1, 2, …), counted as published.
     uint64_t reserve();
-    // Record `number` was not handed to the client after all: a failure follows.
-    void cancel(uint64_t number);
+    // The record just reserved was not handed to the client after all: a failure follows.
+    void cancel();
     // `cursor` covers every record reserved so far; `newest_event_ns`: the event time of the
     // newest of them (for the status's lag).
     void checkpoint(const std::string& cursor, int64_t newest_event_ns);
     // Reading thread: waits until fewer than `limit` records are unacknowledged, a failure is
     // set, or `until`. False unless there is room.
     bool wait_for_room(uint64_t limit, Clock::time_point until);
-    // Waits until every reserved record is acknowledged, a failure is set, or `until`.
+    // Waits until every reserved record is acknowledged (no room taken), a failure is set, or
+    // `until`.
     bool wait_drained(Clock::time_point until);
 
     // Ack thread. Numbers this window never reserved, or acknowledged already, change nothing.
     void acked(uint64_t number, bool duplicate);
-    // Number 0: the whole session failed (e.g. the connection was lost).
-    void failed(uint64_t number, const std::string& why);
+    // A record was refused, or the whole session failed (e.g. the connection was lost): the
+    // session ends; the first reason is kept.
+    void failed(const std::string& why);
     // Sets a failure when records are outstanding and no ack came for `timeout`; true if so.
     bool fail_if_stalled(std::chrono::milliseconds timeout);
 
@@ -68,6 +70,7 @@ public:
     WindowCounters counters() const;
 
 private:
+    void advance_locked();  // the contiguous mark, then the persistable cursor
     void fail_locked(const std::string& why);
 
     enum class Slot : uint8_t { in_flight, acked };

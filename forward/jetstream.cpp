@@ -85,6 +85,13 @@ struct JetStream::Handles {
     bool closed = false;     // guarded by mutex
     bool acks_done = false;  // guarded by mutex
 
+    // nats.c's threads: `flag` (closed or acks_done) is set and the destructor woken.
+    void finished(bool Handles::*flag) {
+        std::lock_guard lock(mutex);
+        this->*flag = true;
+        closed_cv.notify_all();
+    }
+
     ~Handles() {
         closing = true;
         if (connection) {
@@ -121,19 +128,14 @@ kmes::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
         [](natsConnection*, void* closure) {
             auto* self = static_cast<JetStream*>(closure);
             if (self->handles_->closing) return;  // our own Close
-            self->window_.failed(0, "the connection to NATS was lost");
+            self->window_.failed("the connection to NATS was lost");
             if (self->on_failure_) self->on_failure_();
         },
         self.get());
     if (s == NATS_OK)
         s = natsOptions_SetClosedCB(
             h.options,
-            [](natsConnection*, void* closure) {
-                Handles& handles = *static_cast<Handles*>(closure);
-                std::lock_guard lock(handles.mutex);
-                handles.closed = true;
-                handles.closed_cv.notify_all();
-            },
+            [](natsConnection*, void* closure) { static_cast<Handles*>(closure)->finished(&Handles::closed); },
             &h);
     if (s != NATS_OK) return nats_error("cannot set up the NATS options", s);
 
@@ -159,12 +161,7 @@ kmes::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
     if (s == NATS_OK)
         s = natsSubscription_SetOnCompleteCB(
             h.acks,
-            [](void* closure) {
-                Handles& handles = *static_cast<Handles*>(closure);
-                std::lock_guard lock(handles.mutex);
-                handles.acks_done = true;
-                handles.closed_cv.notify_all();
-            },
+            [](void* closure) { static_cast<Handles*>(closure)->finished(&Handles::acks_done); },
             &h);
     if (s != NATS_OK) return nats_error("cannot subscribe to JetStream's acknowledgements", s);
     return self;
@@ -221,7 +218,7 @@ void JetStream::on_ack(natsConnection*, natsSubscription*, natsMsg* msg, void* c
     if (ack.ok) {
         self->window_.acked(number, ack.duplicate);
     } else {
-        self->window_.failed(number, ack.error);
+        self->window_.failed(ack.error);
         if (self->on_failure_) self->on_failure_();
     }
 }
@@ -239,7 +236,7 @@ kmes::Status JetStream::publish(const char* subject, const char* msg_id, std::sp
     const int n = std::snprintf(reply, sizeof reply, "%s.%llu", handles_->inbox.c_str(),
                                 static_cast<unsigned long long>(number));
     if (n <= 0 || static_cast<size_t>(n) >= sizeof reply) {
-        window_.cancel(number);
+        window_.cancel();
         return kmes::Error{EINVAL, "the reply inbox " + handles_->inbox + " is too long"};
     }
     natsMsg* msg = nullptr;
@@ -253,7 +250,7 @@ kmes::Status JetStream::publish(const char* subject, const char* msg_id, std::sp
     if (s == NATS_OK) s = natsConnection_PublishMsg(handles_->connection, msg);
     natsMsg_Destroy(msg);
     if (s != NATS_OK) {
-        window_.cancel(number);
+        window_.cancel();
         return nats_error("cannot publish to " + std::string(subject), s);
     }
     return {};

@@ -133,8 +133,8 @@ TEST_CASE("forward ack window: only a checkpoint whose records and all before ar
     CHECK_FALSE(w.fail_if_stalled(std::chrono::milliseconds(0)));
     w.checkpoint("c3", 30);
     CHECK(w.persistable()->cursor == "c3");
-    w.failed(0, "connection lost");
-    w.failed(0, "a later reason");
+    w.failed("connection lost");
+    w.failed("a later reason");
     CHECK(w.failure() == std::optional<std::string>("connection lost"));  // the first one is kept
 }
 
