@@ -20,6 +20,7 @@
 #include "kmes/kmes.h"
 #include "base/unix_listener.hpp"
 #include "store/store_identity.hpp"
+#include "store/store_privacy.hpp"
 #include "shard_routing.hpp"
 #include "eventd/index/where_fields.hpp"
 #include "synthetic.hpp"
@@ -43,9 +44,11 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
 
     // Phase 2: the store directory and the persisted per-boot sequence state of every shard
     // file (active, historical, quarantined) — never a scan of `events`.
-    std::error_code ec;
-    std::filesystem::create_directories(config.event_store_path, ec);
-    if (ec) return Error{ec.value(), "cannot create EventStorePath " + config.event_store_path + ": " + ec.message()};
+    // The store is private (store_privacy.hpp): an existing one readable by others is tightened.
+    auto tightened = store::make_store_private(config.event_store_path);
+    if (!tightened) return tightened.error();
+    for (const std::string& change : *tightened)
+        spdlog::warn("store file was accessible to other users, made private: {}", change);
     // The store's identity, which stream cursors name (store_identity.hpp).
     if (auto id = store::load_or_create_store_id(config.event_store_path); !id) return id.error();
     // §3.3.9: eventd-meta.db opened (or recreated) and the persisted desired set published
@@ -296,8 +299,8 @@ Status Daemon::start_query_server() {
     options.policy = policy_.get();
     options.daemon_status = [this] { return status_records(); };
     // §8.6.5 accounting and §8.2.7 INDEX; both objects outlive the server (daemon.hpp).
-    options.index.count = [counter = &field_counter_](const query::Query& q) {
-        counter->count(index::where_fields(q));
+    options.index.count = [counter = &field_counter_](const query::Query& q, const access::Caller& caller, bool admin) {
+        counter->count(index::where_fields(q), index::Contributor{caller.uid, admin});
     };
     options.index.add = [policy = index_policy_.get()](const access::Caller& caller, const std::string& field,
                                                        std::chrono::steady_clock::time_point deadline) {

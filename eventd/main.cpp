@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon.hpp"
+#include "store/store_privacy.hpp"
 #include "base/cli.hpp"
 #include "base/file_watch.hpp"
 #include "test_hooks.hpp"
@@ -52,6 +53,8 @@ int main(int argc, char** argv) {
     for (const auto& p : loaded->problems) spdlog::warn("configuration key {}: {}", p.key, p.message);
     setenv("KMES_SOCKET", loaded->config.kmes_socket_path.c_str(), 1);  // libkmes finds the shim here
 
+    // Every file eventd creates is private, whatever umask it was started with (issue 23).
+    eventd::store::restrict_file_creation();
     eventd::install_test_hooks_from_environment();  // test-only builds; see test_hooks.hpp
     auto daemon = eventd::Daemon::start(*loaded);
     if (!daemon) {

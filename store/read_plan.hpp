@@ -91,8 +91,19 @@ struct ReadPlan {
     enum class Shape { rows, live, count, groups };
     Shape shape = Shape::rows;
 
-    std::vector<Predicate> where;  // every one must hold
-    bool visible_only = false;     // and the reader's type filter (ReadOptions::visible)
+    // Every predicate of `bounds` and of `where` must hold; the two differ in when they run.
+    //
+    // `bounds`: ranges on the id and timestamp columns (SINCE/UNTIL, a cursor's position) that
+    // may run on every row and drive an index. A restricted caller's scan therefore still
+    // passes over the hidden rows inside its range: their number is what remains observable
+    // (docs/ACCESS-CONTROL.md, "What a query's time can tell").
+    std::vector<Predicate> bounds;
+    // The caller's own filters (type pattern, WHERE). With visible_only they are evaluated only
+    // on rows the caller may see — never on a hidden row, and never through an index whose
+    // entries include hidden rows (issue 23: no predicate of the caller may make query time
+    // depend on hidden values; PostgreSQL tests row-level security before user predicates).
+    std::vector<Predicate> where;
+    bool visible_only = false;  // the reader's type filter (ReadOptions::visible) decides first
 
     // rows
     std::vector<ReadSortKey> sort;

@@ -211,7 +211,25 @@ void emit_predicate(const Predicate& p, Builder& b) {
     }
 }
 
-// The WHERE clause: `prefix` (the live feed's id bounds) first, every predicate, visibility.
+// The caller's filters joined with AND; "1" when there are none.
+void emit_all_of(const std::vector<Predicate>& predicates, Builder& b) {
+    if (predicates.empty()) {
+        b << "1";
+        return;
+    }
+    for (size_t i = 0; i < predicates.size(); ++i) {
+        if (i) b << " AND ";
+        emit_predicate(predicates[i], b);  // a comparison needs no parentheses; a group brings its own
+    }
+}
+
+// The WHERE clause: `prefix` (the live feed's id bounds) and the bounds first, then the
+// caller's predicates. For a restricted reader those sit inside
+//     CASE WHEN eventd_visible(event_type) THEN (<predicates>) ELSE 0 END
+// SQLite evaluates CASE lazily (lang_expr.html, "CASE expression"), so no predicate of the
+// caller ever runs on a hidden row; and a CASE is one opaque term to the planner, so no index
+// on a field the caller names can be searched either (its entries would include hidden rows,
+// and their number would show in the query's time). Only `prefix` and `bounds` drive indexes.
 void emit_where(const ReadPlan& plan, Builder& b, const char* prefix) {
     bool first = true;
     auto next = [&] {
@@ -222,14 +240,20 @@ void emit_where(const ReadPlan& plan, Builder& b, const char* prefix) {
         next();
         b << prefix;
     }
-    for (const Predicate& p : plan.where) {
+    for (const Predicate& p : plan.bounds) {
         next();
-        // A comparison needs no parentheses; a group brings its own.
         emit_predicate(p, b);
     }
     if (plan.visible_only) {
         next();
-        b << "eventd_visible(event_type)";
+        b << "CASE WHEN eventd_visible(event_type) THEN (";
+        emit_all_of(plan.where, b);
+        b << ") ELSE 0 END";
+        return;
+    }
+    for (const Predicate& p : plan.where) {
+        next();
+        emit_predicate(p, b);
     }
 }
 

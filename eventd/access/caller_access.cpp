@@ -108,11 +108,23 @@ std::string upper(std::string text) {
 }  // namespace
 
 CallerAccess::CallerAccess(Caller caller, std::shared_ptr<const Policy> policy)
-    : caller_(std::move(caller)), policy_(policy ? std::move(policy) : Policy::deny_all()) {}
+    : caller_(std::move(caller)), policy_(policy ? std::move(policy) : Policy::deny_all()) {
+    sees_every_record_ = sees_every_record(*policy_, caller_);
+}
 
 void CallerAccess::reset(std::shared_ptr<const Policy> policy) {
     policy_ = policy ? std::move(policy) : Policy::deny_all();
+    sees_every_record_ = sees_every_record(*policy_, caller_);
     cache_.clear();
+}
+
+// Every event type resolves to some pattern when "*" exists (§9.1.5); if each pattern makes
+// records visible to the caller, so does every type.
+bool CallerAccess::sees_every_record(const Policy& policy, const Caller& caller) {
+    const std::vector<std::string> patterns = policy.patterns();
+    if (std::find(patterns.begin(), patterns.end(), "*") == patterns.end()) return false;
+    return std::all_of(patterns.begin(), patterns.end(),
+                       [&](const std::string& p) { return policy.grant_pattern(caller, p).visible; });
 }
 
 const CallerAccess::CachedGrant& CallerAccess::cached(std::string_view event_type) {
@@ -260,6 +272,13 @@ std::vector<std::string> candidate_patterns(const Policy& policy, const std::opt
 }
 
 }  // namespace
+
+bool CallerAccess::may_read_any(const Query& q) const {
+    if (unrestricted()) return true;
+    const std::vector<std::string> patterns = candidate_patterns(*policy_, q.type_pattern);
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [&](const std::string& p) { return policy_->grant_pattern(caller_, p).visible; });
+}
 
 kmes::Status CallerAccess::check_query(const Query& q) const {
     if (unrestricted() || q.mode != query::Mode::events) return {};

@@ -107,8 +107,13 @@ public:
 
     const Caller& caller() const { return caller_; }
     size_t cached_types() const { return cache_.size(); }  // for tests: the cache stays bounded
-    // Root: no filtering at all (the planner skips the visibility predicate).
+    // Root: no filtering at all, of records or of fields.
     bool unrestricted() const { return caller_.is_root(); }
+    // Must a read check each row's visibility (ReadPlan::visible_only)? Not for root, nor for a
+    // caller to whom every pattern of the policy, "*" included, makes records visible (an
+    // administrator under the default policy): every record exists for them, and their
+    // predicates may then use any index. Fields are still filtered per type.
+    bool filters_rows() const { return !unrestricted() && !sees_every_record_; }
     // Root verdict for records of `event_type` (the SQL function eventd_visible calls this).
     bool visible(std::string_view event_type);
     // Remove from `record` (a flat map: header fields and payload fields as top-level keys)
@@ -128,6 +133,10 @@ public:
     // "access denied: field 'user' cannot be used in WHERE for events of pattern 'app'".
     // Root and STATUS queries: always ok (STATUS is authorised by is_admin()).
     kmes::Status check_query(const query::Query& q) const;
+    // Can any record of `q`'s type pattern be visible to this caller (root; else some policy
+    // pattern that can contribute records to it makes them visible)? Adaptive indexing counts
+    // only such queries (issue 23 item 3).
+    bool may_read_any(const query::Query& q) const;
     // The policy changed (SIGHUP): drop the cache and use `policy` from now on.
     void reset(std::shared_ptr<const Policy> policy);
     const std::shared_ptr<const Policy>& policy() const { return policy_; }
@@ -152,8 +161,11 @@ private:
     const CachedGrant& cached(std::string_view event_type);
     static void filter_payload(const PathNode& node, nlohmann::json& object);
 
+    static bool sees_every_record(const Policy& policy, const Caller& caller);
+
     Caller caller_;
     std::shared_ptr<const Policy> policy_;
+    bool sees_every_record_ = false;  // of policy_, for caller_
     static constexpr size_t kMaxCachedTypes = 4096;
     std::unordered_map<std::string, CachedGrant, StringHash, std::equal_to<>> cache_;
 };

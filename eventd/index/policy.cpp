@@ -12,14 +12,19 @@ PolicyState::PolicyState(std::map<std::string, FieldWindow> counters, const std:
 }
 
 void PolicyState::add_counts(const FieldCounts& bumps, int64_t now_ns) {
-    for (const auto& [field, n] : bumps) {
-        auto it = counters_.find(field);
-        if (it == counters_.end()) {
-            if (counters_.size() >= kMaxFields) continue;
-            it = counters_.emplace(field, FieldWindow{0, now_ns}).first;
+    // Administrators' fields first: whatever the bumps hold, theirs find a slot.
+    for (const bool admin_pass : {true, false})
+        for (const auto& [field, bump] : bumps) {
+            if (bump.by_admin != admin_pass) continue;
+            auto it = counters_.find(field);
+            if (it == counters_.end()) {
+                // Fields only unprivileged users counted leave the reserve to administrators.
+                const size_t slots = bump.by_admin ? kMaxFields : kMaxFields - kAdminReserve;
+                if (counters_.size() >= slots) continue;
+                it = counters_.emplace(field, FieldWindow{0, now_ns}).first;
+            }
+            it->second.count += bump.count;
         }
-        it->second.count += n;
-    }
 }
 
 void PolicyState::add_manual(const std::string& field, int64_t now_ns) {

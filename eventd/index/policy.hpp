@@ -60,6 +60,8 @@ class PolicyState {
 public:
     // At most this many counted fields; bumps of further fields wait until a roll frees room.
     static constexpr size_t kMaxFields = 10000;
+    // Of which fields counted by unprivileged users only may not take the last kAdminReserve.
+    static constexpr size_t kAdminReserve = FieldCounter::kAdminReserve;
 
     PolicyState() = default;
     // From eventd-meta.db: counters, and the desired set in priority order.

@@ -47,6 +47,7 @@ std::unique_ptr<PolicyThread> PolicyThread::open(Options options) {
         if (!sd) spdlog::error("eventd-meta.db {}; using the default {}", sd.error().message, kDefaultAdminSd);
         p->admin_sd_ = std::make_shared<const AdminSd>(sd ? std::move(*sd) : AdminSd::defaults());
     }
+    p->roll_user_window(p->options_.settings.params, p->options_.now_ns());
     // §3.3.9: the persisted set is in force before any writer starts; nothing is built or
     // dropped because of it here — writers converge in their quiet periods.
     const std::vector<DesiredIndex> desired = p->state_.desired();
@@ -181,9 +182,19 @@ void PolicyThread::run() {
     }
 }
 
+void PolicyThread::roll_user_window(const PolicyParams& params, int64_t now_ns) {
+    // A field's window overlaps at most two user windows of the same length: with this cap one
+    // user alone brings a field at most to CreateThreshold − 1 (no index decided by one user).
+    const uint64_t cap = params.create_threshold > 0 ? (params.create_threshold - 1) / 2 : 0;
+    if (now_ns - user_window_start_ns_ < params.window_ns && options_.counter->per_user_field_cap() == cap) return;
+    options_.counter->start_user_window(cap);
+    user_window_start_ns_ = now_ns;
+}
+
 void PolicyThread::pass(std::vector<Request>& requests, const PolicySettings& settings) {
     const int64_t now = options_.now_ns();
     state_.add_counts(options_.counter->take(), now);
+    roll_user_window(settings.params, now);
     for (const Request& r : requests) {
         spdlog::info("EVENTS INDEX {}: first in the desired index set", r.field);
         state_.add_manual(r.field, now);
@@ -289,9 +300,9 @@ std::vector<json> PolicyThread::status_records() const {
     for (const auto& [field, n] : options_.counter->peek()) {
         const auto it = at.find(field);
         if (it == at.end())
-            fields.push_back(json{{"field", field}, {"query_count", n}, {"window_start_ns", nullptr}});
+            fields.push_back(json{{"field", field}, {"query_count", n.count}, {"window_start_ns", nullptr}});
         else
-            fields[it->second]["query_count"] = fields[it->second]["query_count"].get<uint64_t>() + n;
+            fields[it->second]["query_count"] = fields[it->second]["query_count"].get<uint64_t>() + n.count;
     }
     std::stable_sort(fields.begin(), fields.end(), [](const json& a, const json& b) {
         return a["query_count"].get<uint64_t>() > b["query_count"].get<uint64_t>();

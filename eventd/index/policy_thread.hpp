@@ -99,6 +99,8 @@ private:
     explicit PolicyThread(Options options);
     void run();
     void pass(std::vector<Request>& requests, const PolicySettings& settings);
+    // Every window length, unprivileged users' counting budgets start over (field_counter.hpp).
+    void roll_user_window(const PolicyParams& params, int64_t now_ns);
     void final_save();
     void read_admin_sd();
     // Save counters and set (reopening an unusable database first); logged when it fails.
@@ -113,6 +115,7 @@ private:
     std::optional<MetaDb> db_;
     std::string db_problem_;  // why db_ is empty
     int64_t last_pass_ns_ = 0;
+    int64_t user_window_start_ns_ = 0;
 
     // Hand-over, guarded by mutex_ (rank index_policy).
     mutable RankedMutex mutex_{LockRank::index_policy};

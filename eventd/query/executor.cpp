@@ -159,7 +159,7 @@ private:
 }  // namespace
 
 store::TypeFilter caller_visibility(const ExecutionContext& ctx) {
-    if (ctx.access->unrestricted()) return {};
+    if (!ctx.access->filters_rows()) return {};
     return [access = ctx.access](std::string_view type) { return access->visible(type); };
 }
 
@@ -202,7 +202,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     assert(ctx.access != nullptr);
     if (q.mode != Mode::events) return Error{EINVAL, "only EVENTS queries run over the event store"};
     if (auto st = check_time(ctx); !st) return st.error();
-    const bool restricted = !ctx.access->unrestricted();
+    const bool restricted = ctx.access->filters_rows();
     auto plan = plan_query(q, restricted);
     if (!plan) return plan.error();
     auto files = store::list_shard_files(ctx.store_dir);

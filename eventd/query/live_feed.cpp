@@ -133,7 +133,7 @@ const store::StorePosition& LiveFeed::position() const { return impl_->position;
 
 kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& access, const PositionedSink& sink) {
     Impl& m = *impl_;
-    const bool restricted = !access.unrestricted();
+    const bool restricted = access.filters_rows();
     if (auto st = m.ensure_plan(restricted); !st) return st;
     *m.slot = &access;
     auto found = m.connection(shard_index);

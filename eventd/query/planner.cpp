@@ -281,11 +281,11 @@ kmes::Status check_filters(const Query& q, bool restricted, bool with_time, Read
     }
     const ReadField timestamp = ReadField::of(store::EventColumn::timestamp);
     if (with_time && q.since_ns) {
-        plan.where.push_back(
+        plan.bounds.push_back(
             Predicate{Predicate::Kind::compare, timestamp, ReadOp::ge, {SqlParam{*q.since_ns}}, false, {}});
     }
     if (with_time && q.until_ns) {
-        plan.where.push_back(
+        plan.bounds.push_back(
             Predicate{Predicate::Kind::compare, timestamp, ReadOp::le, {SqlParam{*q.until_ns}}, false, {}});
     }
     for (const Condition& c : q.where) {

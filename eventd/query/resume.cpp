@@ -65,7 +65,7 @@ store::Predicate id_compare(store::ReadOp op, int64_t value) {
 kmes::Result<uint64_t> stored_after(CatchUpFile& f) {
     store::ReadPlan count;
     count.shape = store::ReadPlan::Shape::count;
-    count.where = {id_compare(store::ReadOp::gt, f.after), id_compare(store::ReadOp::le, f.issued)};
+    count.bounds = {id_compare(store::ReadOp::gt, f.after), id_compare(store::ReadOp::le, f.issued)};
     return count_of(f.snapshot, count);
 }
 
@@ -101,7 +101,7 @@ kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const 
                                    const std::optional<StorePosition>& from) {
     if (auto st = check_resumable(q); !st) return st.error();
     if (from && from->store != store) return Error{EINVAL, another_store(from->store, store) + ": nothing to count after it"};
-    auto plan = plan_live(q, !ctx.access->unrestricted());
+    auto plan = plan_live(q, ctx.access->filters_rows());
     if (!plan) return plan.error();
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return query_error(files.error(), ctx);
@@ -115,7 +115,7 @@ kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const 
         // The live plan's filters, counted: the records a resumed stream would deliver.
         store::ReadPlan count = plan->read;
         count.shape = store::ReadPlan::Shape::count;
-        count.where.push_back(id_compare(store::ReadOp::gt, (*f)->after));
+        count.bounds.push_back(id_compare(store::ReadOp::gt, (*f)->after));
         auto n = count_of((*f)->snapshot, count);
         if (!n) return query_error(n.error(), ctx);
         total += *n;
@@ -127,7 +127,7 @@ kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const 
                                    const std::optional<StorePosition>& from, bool allow_gap,
                                    const std::function<kmes::Status(const Gap&)>& on_gap, const PositionedSink& sink) {
     if (auto st = check_resumable(q); !st) return st.error();
-    auto plan = plan_live(q, !ctx.access->unrestricted());
+    auto plan = plan_live(q, ctx.access->filters_rows());
     if (!plan) return plan.error();
 
     StreamStart start;

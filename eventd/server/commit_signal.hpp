@@ -69,7 +69,7 @@ public:
     // Clear the eventfd, take the flagged shards and mark them on every subscriber.
     void dispatch();
 
-    // Wake every subscriber (shutdown).
+    // Wake every subscriber (shutdown, policy reload).
     void wake_all();
 
     void subscribe(std::shared_ptr<StreamWake> wake);

@@ -332,7 +332,13 @@ void QueryServer::on_commit(uint32_t shard) { impl_->shared.signal->notify(shard
 
 void QueryServer::set_limits(const ServerLimits& limits) { impl_->shared.set_limits(limits); }
 
-void QueryServer::policy_changed() { impl_->shared.policy_generation.fetch_add(1); }
+void QueryServer::policy_changed() {
+    // The generation is bumped before the wake (seq_cst RMW, then the eventfd write), so a
+    // stream woken by it reads the new generation and re-checks its query at once (session.cpp),
+    // rather than at its next commit.
+    impl_->shared.policy_generation.fetch_add(1);
+    impl_->shared.signal->wake_all();
+}
 
 nlohmann::json QueryServer::queries_record() const { return impl_->shared.queries_record(); }
 

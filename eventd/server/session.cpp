@@ -30,6 +30,8 @@ using json = nlohmann::json;
 
 constexpr auto kFinalFrameGrace = std::chrono::seconds(1);  // for the closing error frame
 constexpr auto kCheckpointInterval = std::chrono::seconds(5);
+// The start of the error frame that ends a stream the reloaded policy refuses.
+constexpr const char* kPolicyChangedText = "stream ended: the access policy changed and refuses this query now: ";
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -260,8 +262,15 @@ void Session::run_status() {
 }
 
 void Session::run_events(const query::Query& q, const Request& request) {
-    // §8.6.5: every event query is counted — streaming or not, refused further down or not.
-    if (shared_.index.count) shared_.index.count(q);
+    // The caller's view of the policy, checked before anything else is decided: §8.6.5 counts
+    // every event query (streaming or not, refused for a slot or not), but not one whose fields
+    // the caller may not use, nor one over types it cannot read (issue 23 item 3).
+    // Generation first: a reload between the two reads only causes a needless reset later.
+    const uint64_t generation = shared_.policy_generation.load();
+    access::CallerAccess access(caller_, shared_.policy->get());
+    const kmes::Status allowed = access.check_query(q);
+    if (allowed && shared_.index.count && access.may_read_any(q))
+        shared_.index.count(q, caller_, access.policy()->is_admin(caller_));
     // A resumed query: its cursor and clauses are checked before any slot or file is taken.
     std::optional<store::StorePosition> from;
     if (request.after) {
@@ -280,12 +289,9 @@ void Session::run_events(const query::Query& q, const Request& request) {
         shared_.counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
         return fail("too many concurrent streaming queries");
     }
-    // Generation first: a reload between the two reads only causes a needless reset later.
-    const uint64_t generation = shared_.policy_generation.load();
-    access::CallerAccess access(caller_, shared_.policy->get());
-    if (kmes::Status s = access.check_query(q); !s) {
+    if (!allowed) {
         shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
-        return fail(s.error().message);
+        return fail(allowed.error().message);
     }
     // Cursors name the store (store_identity.hpp): without its id (a store eventd has not
     // started on) a stream has none, and a resumption is refused.
@@ -455,6 +461,14 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
         if (const uint64_t g = shared_.policy_generation.load(); g != generation) {
             generation = g;  // §9.2: a reloaded policy applies from the next batch on
             access.reset(shared_.policy->get());
+            // Issue 23: the query is checked again, for the identity captured at connect. A
+            // WHERE on a field the new policy hides would otherwise go on filtering on it —
+            // an oracle for its values; such a stream ends before another row is read.
+            if (kmes::Status s = access.check_query(q); !s) {
+                spdlog::info("stream of {} ended by a policy reload: {}", caller_.user_name(), s.error().message);
+                channel_.send_now(error_frame(std::string(kPolicyChangedText) + s.error().message));
+                return;
+            }
         }
         for (uint32_t shard : shards) {
             if (kmes::Status s = feed.read_new(shard, access, sink); !s) {

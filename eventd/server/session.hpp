@@ -92,8 +92,10 @@ private:
 // Adaptive indexing as the sessions see it (PSD-008 §8.6.5, §8.2.7); the daemon wires them to
 // eventd/index/. Either may be empty (a server without a daemon, in tests).
 struct IndexHooks {
-    // Every EVENTS query, before anything can refuse it: count the fields it filters on.
-    std::function<void(const query::Query&)> count;
+    // Every EVENTS query its caller may run over types it can read (issue 23: nothing counted
+    // for types the caller cannot see, nor for fields it may not use): count the fields it
+    // filters on, within the caller's budget (eventd/index/field_counter.hpp).
+    std::function<void(const query::Query&, const access::Caller&, bool admin)> count;
     // EVENTS INDEX: authorise `caller` against admin_sd, add `field`, return once persisted.
     std::function<kmes::Status(const access::Caller& caller, const std::string& field,
                                std::chrono::steady_clock::time_point deadline)>

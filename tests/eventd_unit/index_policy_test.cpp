@@ -62,17 +62,70 @@ TEST_CASE("a query counts each WHERE field once, and its type pattern as event_t
 
 TEST_CASE("the field counter hands over its bumps once and is bounded", "[index]") {
     ix::FieldCounter c;
-    c.count({"user", "event_type"});
-    c.count({"user"});
-    CHECK(c.peek().at("user") == 2);
+    const ix::Contributor admin{0, true};
+    c.count({"user", "event_type"}, admin);
+    c.count({"user"}, admin);
+    CHECK(c.peek().at("user").count == 2);
     auto taken = c.take();
-    CHECK(taken.at("user") == 2);
-    CHECK(taken.at("event_type") == 1);
+    CHECK(taken.at("user").count == 2);
+    CHECK(taken.at("event_type").count == 1);
     CHECK(c.take().empty());
-    for (size_t i = 0; i < ix::FieldCounter::kMaxPendingFields; ++i) c.count({"f" + std::to_string(i)});
-    c.count({"one.too.many", "f0"});
+    for (size_t i = 0; i < ix::FieldCounter::kMaxPendingFields; ++i) c.count({"f" + std::to_string(i)}, admin);
+    c.count({"one.too.many", "f0"}, admin);
     CHECK(c.overflowed() == 1);
-    CHECK(c.peek().at("f0") == 2);
+    CHECK(c.peek().at("f0").count == 2);
+}
+
+TEST_CASE("an unprivileged user counts within its budget; administrators keep their reserve", "[index]") {
+    ix::FieldCounter c;
+    c.start_user_window(4);
+    const ix::Contributor nobody{65534, false}, other{1000, false}, admin{0, true};
+    // One user alone brings a field at most to the cap (below CreateThreshold).
+    for (int i = 0; i < 10; ++i) c.count({"pin"}, nobody);
+    CHECK(c.peek().at("pin").count == 4);
+    CHECK_FALSE(c.peek().at("pin").by_admin);
+    CHECK(c.overflowed() == 6);
+    // Another user and an administrator count on top of it.
+    c.count({"pin"}, other);
+    c.count({"pin"}, admin);
+    CHECK(c.peek().at("pin").count == 6);
+    CHECK(c.peek().at("pin").by_admin);
+    // A user invents fields: only kMaxFieldsPerUser of them count in one user window.
+    std::vector<std::string> invented;
+    for (int i = 0; i < 500; ++i) invented.push_back("x" + std::to_string(i));
+    c.count(invented, nobody);
+    CHECK(c.peek().size() == ix::FieldCounter::kMaxFieldsPerUser);  // "pin" was the first of its budget
+    // A new user window: budgets start over.
+    c.start_user_window(4);
+    c.count({"pin"}, nobody);
+    CHECK(c.peek().at("pin").count == 7);
+}
+
+TEST_CASE("unprivileged users together cannot fill the counter table: the admins' reserve stays free", "[index]") {
+    ix::FieldCounter c;
+    c.start_user_window(10);
+    // As many users as it takes, each inventing its whole budget of fields.
+    const size_t users = ix::FieldCounter::kMaxPendingFields / ix::FieldCounter::kMaxFieldsPerUser + 10;
+    for (size_t u = 0; u < users; ++u) {
+        std::vector<std::string> fields;
+        for (size_t i = 0; i < ix::FieldCounter::kMaxFieldsPerUser; ++i)
+            fields.push_back("u" + std::to_string(u) + "f" + std::to_string(i));
+        c.count(fields, ix::Contributor{static_cast<uid_t>(1000 + u), false});
+    }
+    CHECK(c.peek().size() == ix::FieldCounter::kMaxPendingFields - ix::FieldCounter::kAdminReserve);
+    c.count({"root.field"}, ix::Contributor{0, true});
+    CHECK(c.peek().at("root.field").count == 1);
+    // The policy's persistent table keeps the same reserve.
+    ix::PolicyState state;
+    state.add_counts(c.take(), 1);
+    CHECK(state.counters().size() == ix::PolicyState::kMaxFields - ix::PolicyState::kAdminReserve);
+    CHECK(state.counters().count("root.field") == 1);
+    ix::FieldCounts more;
+    for (int i = 0; i < 2000; ++i) more.emplace("late" + std::to_string(i), ix::FieldBump{1, false});
+    state.add_counts(more, 2);
+    CHECK(state.counters().count("late0") == 0);  // the unprivileged share was full already
+    state.add_counts({{"admin.late", ix::FieldBump{1, true}}}, 3);
+    CHECK(state.counters().count("admin.late") == 1);
 }
 
 TEST_CASE("candidates: the §3.3.6 header columns and payload paths, never timestamp or sequence", "[index]") {
@@ -332,8 +385,8 @@ TEST_CASE("policy thread: INDEX for admins only, answered after the save; stop s
         auto peek = ix::MetaDb::open(rig.dir.path(), rig.now.load());
         REQUIRE(peek.ok());
         CHECK(peek->contents.desired == std::vector<ix::DesiredIndex>{{"user", true}});
-        rig.counter.count({"host"});
-        rig.counter.count({"host"});
+        rig.counter.count({"host"}, ix::Contributor{0, true});
+        rig.counter.count({"host"}, ix::Contributor{0, true});
         const auto status = policy->status_records();
         REQUIRE(status.size() == 1);
         CHECK(status[0]["desired"][0]["field"] == "user");
@@ -356,7 +409,7 @@ TEST_CASE("policy thread: a run every interval admits counted fields and publish
     PolicyRig rig;
     auto policy = rig.open(std::chrono::milliseconds(20));
     policy->start();
-    for (int i = 0; i < 10; ++i) rig.counter.count({"source.name"});
+    for (int i = 0; i < 10; ++i) rig.counter.count({"source.name"}, ix::Contributor{0, true});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (rig.published().empty() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));

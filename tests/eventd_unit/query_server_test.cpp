@@ -179,7 +179,7 @@ TEST_CASE("every EVENTS query is counted for adaptive indexing, failing ones too
     std::vector<std::string> counted;  // the first WHERE field of each counted query, or "-"
     std::vector<std::string> indexed;
     server::IndexHooks hooks;
-    hooks.count = [&](const query::Query& q) {
+    hooks.count = [&](const query::Query& q, const access::Caller&, bool) {
         std::lock_guard lock(mutex);
         counted.push_back(q.where.empty() ? "-" : q.where[0].comparison.field.name);
     };
