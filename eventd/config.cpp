@@ -110,6 +110,9 @@ kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     r.number("MaxConcurrentQueries", c.max_concurrent_queries, 1, 4096, k.max_concurrent_queries);
     r.number("MaxStreamingQueries", c.max_streaming_queries, 1, 1024, k.max_streaming_queries);
     r.number("MaxQueriesPerUser", c.max_queries_per_user, 1, 4096, k.max_queries_per_user);
+    r.number("MaxStreamingQueriesPerUser", c.max_streaming_queries_per_user, 1, 1024,
+             k.max_streaming_queries_per_user);
+    r.number("AdminReservedQueries", c.admin_reserved_queries, 0, 256, k.admin_reserved_queries);
     r.number("MaxQueryMessageBytes", c.max_query_message_bytes, 1024, 16777216, k.max_query_message_bytes);
     r.number("QueryResponseTargetBytes", c.query_response_target_bytes, 1024, 16777216, k.query_response_target_bytes);
     if (document.contains("Security")) {
@@ -159,6 +162,8 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
     tuning("MaxConcurrentQueries", f.max_concurrent_queries, t.max_concurrent_queries);
     tuning("MaxStreamingQueries", f.max_streaming_queries, t.max_streaming_queries);
     tuning("MaxQueriesPerUser", f.max_queries_per_user, t.max_queries_per_user);
+    tuning("MaxStreamingQueriesPerUser", f.max_streaming_queries_per_user, t.max_streaming_queries_per_user);
+    tuning("AdminReservedQueries", f.admin_reserved_queries, t.admin_reserved_queries);
     tuning("MaxQueryMessageBytes", f.max_query_message_bytes, t.max_query_message_bytes);
     tuning("QueryResponseTargetBytes", f.query_response_target_bytes, t.query_response_target_bytes);
     if (f.security != t.security || from.present.count("Security") != to.present.count("Security"))

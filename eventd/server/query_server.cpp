@@ -172,7 +172,8 @@ void QueryServer::Impl::on_accept(stream_protocol::socket socket) {
     p->caller = std::move(*caller);
     const ServerLimits limits = shared.limits();
     // Counted at once: an idle connection holds its slot (§8.6.9).
-    auto ticket = shared.admissions.admit(p->caller.uid, limits, shared.counters);
+    const bool admin = shared.policy && shared.policy->get()->is_admin(p->caller);
+    auto ticket = shared.admissions.admit(p->caller.uid, admin, limits, shared.counters);
     if (!ticket) return refuse(p, ticket.error().message);
     p->ticket = std::move(*ticket);
     pending.insert(p);

@@ -285,9 +285,8 @@ void Session::run_events(const query::Query& q, const Request& request) {
             return fail(ok.error().message);
         }
     }
-    if (q.stream && !ticket_.add_stream(limits_.max_streaming_queries)) {
-        shared_.counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
-        return fail("too many concurrent streaming queries");
+    if (q.stream) {
+        if (kmes::Status s = ticket_.add_stream(limits_, shared_.counters); !s) return fail(s.error().message);
     }
     if (!allowed) {
         shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -504,6 +503,7 @@ Admissions::Ticket& Admissions::Ticket::operator=(Ticket&& o) noexcept {
         release();
         owner_ = o.owner_;
         uid_ = o.uid_;
+        admin_ = o.admin_;
         streaming_ = o.streaming_;
         o.owner_ = nullptr;
         o.streaming_ = false;
@@ -511,43 +511,69 @@ Admissions::Ticket& Admissions::Ticket::operator=(Ticket&& o) noexcept {
     return *this;
 }
 
-bool Admissions::Ticket::add_stream(uint32_t max_streaming) {
-    if (!owner_ || streaming_) return streaming_;
+namespace {
+// The slots of `limit` a caller may fill: all of them for an administrator, the rest after the
+// reserve for anyone else (at least one, so that a reserve as large as the limit cannot shut
+// every unprivileged user out by accident of configuration).
+uint32_t usable_slots(uint32_t limit, uint32_t reserve, bool admin) {
+    if (admin) return limit;
+    return reserve < limit ? limit - reserve : 1;
+}
+}  // namespace
+
+kmes::Status Admissions::Ticket::add_stream(const ServerLimits& limits, QueryCounters& counters) {
+    if (!owner_ || streaming_) return {};
     std::lock_guard lock(owner_->mutex_);
-    if (owner_->streaming_ >= max_streaming) return false;
+    if (owner_->streaming_ >= usable_slots(limits.max_streaming_queries, limits.admin_reserved_queries, admin_)) {
+        counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
+        return kmes::Error{EBUSY, "too many concurrent streaming queries"};
+    }
+    PerUser& mine = owner_->per_user_[uid_];
+    if (uid_ != 0 && mine.streams >= limits.max_streaming_queries_per_user) {  // root is exempt
+        counters.refused_streaming_per_user.fetch_add(1, std::memory_order_relaxed);
+        return kmes::Error{EBUSY, "too many concurrent streaming queries from this user"};
+    }
+    ++mine.streams;
     ++owner_->streaming_;
     streaming_ = true;
-    return true;
+    return {};
 }
 
 void Admissions::Ticket::release() {
     if (!owner_) return;
     std::lock_guard lock(owner_->mutex_);
     --owner_->active_;
-    if (--owner_->per_user_[uid_] == 0) owner_->per_user_.erase(uid_);
-    if (streaming_) --owner_->streaming_;
+    PerUser& mine = owner_->per_user_[uid_];
+    --mine.connections;
+    if (streaming_) {
+        --owner_->streaming_;
+        --mine.streams;
+    }
+    if (mine.connections == 0) owner_->per_user_.erase(uid_);
     owner_ = nullptr;
     streaming_ = false;
 }
 
-kmes::Result<Admissions::Ticket> Admissions::admit(uid_t uid, const ServerLimits& limits, QueryCounters& counters) {
+kmes::Result<Admissions::Ticket> Admissions::admit(uid_t uid, bool admin, const ServerLimits& limits,
+                                                   QueryCounters& counters) {
     std::lock_guard lock(mutex_);
-    if (active_ >= limits.max_concurrent_queries) {
+    if (active_ >= usable_slots(limits.max_concurrent_queries, limits.admin_reserved_queries, admin)) {
         counters.refused_concurrency.fetch_add(1, std::memory_order_relaxed);
         return kmes::Error{EBUSY, "too many concurrent queries"};
     }
-    uint32_t& mine = per_user_[uid];
-    if (uid != 0 && mine >= limits.max_queries_per_user) {  // root is exempt
-        if (mine == 0) per_user_.erase(uid);
+    PerUser& mine = per_user_[uid];
+    if (uid != 0 && mine.connections >= limits.max_queries_per_user) {  // root is exempt
+        if (mine.connections == 0) per_user_.erase(uid);
         counters.refused_per_user.fetch_add(1, std::memory_order_relaxed);
         return kmes::Error{EBUSY, "too many concurrent queries from this user"};
     }
-    ++mine;
+    ++mine.connections;
     ++active_;
     counters.accepted.fetch_add(1, std::memory_order_relaxed);
     Ticket t;
     t.owner_ = this;
     t.uid_ = uid;
+    t.admin_ = admin;
     return t;
 }
 
@@ -564,22 +590,25 @@ uint32_t Admissions::streaming() const {
 json ServerShared::queries_record() const {
     const auto& c = counters;
     const uint64_t concurrency = c.refused_concurrency.load(), streaming = c.refused_streaming.load(),
-                   per_user = c.refused_per_user.load();
+                   per_user = c.refused_per_user.load(), streaming_per_user = c.refused_streaming_per_user.load();
     const ServerLimits l = limits();
     return json{{"kind", "queries"},
                 {"active", admissions.active()},
                 {"streaming", admissions.streaming()},
                 {"accepted_total", c.accepted.load()},
-                {"refused_total", concurrency + streaming + per_user},
+                {"refused_total", concurrency + streaming + per_user + streaming_per_user},
                 {"refused_concurrency", concurrency},
                 {"refused_streaming", streaming},
                 {"refused_per_user", per_user},
+                {"refused_streaming_per_user", streaming_per_user},
                 {"timeouts", c.timeouts.load()},
                 {"dropped_streams", c.dropped_streams.load()},
                 {"errors", c.errors.load()},
                 {"max_concurrent_queries", l.max_concurrent_queries},
                 {"max_streaming_queries", l.max_streaming_queries},
-                {"max_queries_per_user", l.max_queries_per_user}};
+                {"max_queries_per_user", l.max_queries_per_user},
+                {"max_streaming_queries_per_user", l.max_streaming_queries_per_user},
+                {"admin_reserved_queries", l.admin_reserved_queries}};
 }
 
 void run_session(ServerShared& shared, int fd, const access::Caller& caller, const Request& request,

@@ -41,6 +41,10 @@ struct ServerLimits {
     uint32_t max_concurrent_queries = 128;
     uint32_t max_streaming_queries = 64;
     uint32_t max_queries_per_user = 16;
+    uint32_t max_streaming_queries_per_user = 8;
+    // Of MaxConcurrentQueries and of MaxStreamingQueries, the slots unprivileged callers
+    // together leave free: an administrator can always connect and stream (issue 23 item 5).
+    uint32_t admin_reserved_queries = 4;
     uint32_t max_query_message_bytes = 65536;
     uint32_t query_response_target_bytes = 65536;
 };
@@ -51,13 +55,17 @@ struct QueryCounters {
     std::atomic<uint64_t> refused_concurrency{0};
     std::atomic<uint64_t> refused_streaming{0};
     std::atomic<uint64_t> refused_per_user{0};
+    std::atomic<uint64_t> refused_streaming_per_user{0};
     std::atomic<uint64_t> timeouts{0};
     std::atomic<uint64_t> dropped_streams{0};
     std::atomic<uint64_t> errors{0};
 };
 
-// Connection and stream slots (MaxConcurrentQueries, MaxQueriesPerUser, MaxStreamingQueries).
-// A connection holds its slot from accept to close — idle connections count.
+// Connection and stream slots (MaxConcurrentQueries, MaxQueriesPerUser, MaxStreamingQueries,
+// MaxStreamingQueriesPerUser). A connection holds its slot from accept to close — idle
+// connections count. Callers who are not administrators (Security.Admins) are admitted only
+// while AdminReservedQueries slots of each global limit stay free, so no number of
+// unprivileged users can lock the operator out; root is exempt from the per-user limits.
 class Admissions {
 public:
     class Ticket {
@@ -66,27 +74,33 @@ public:
         Ticket(Ticket&& o) noexcept { *this = std::move(o); }
         Ticket& operator=(Ticket&& o) noexcept;
         ~Ticket() { release(); }
-        // Take a streaming slot too; false at MaxStreamingQueries.
-        bool add_stream(uint32_t max_streaming);
+        // Take a streaming slot too, or the refusal text (counted in `counters`).
+        kmes::Status add_stream(const ServerLimits& limits, QueryCounters& counters);
         void release();
 
     private:
         friend class Admissions;
         Admissions* owner_ = nullptr;
         uid_t uid_ = 0;
+        bool admin_ = false;
         bool streaming_ = false;
     };
 
-    // A slot for a new connection of `uid`, or the refusal text.
-    kmes::Result<Ticket> admit(uid_t uid, const ServerLimits& limits, QueryCounters& counters);
+    // A slot for a new connection of `uid` (`admin`: may use the reserved slots), or the
+    // refusal text.
+    kmes::Result<Ticket> admit(uid_t uid, bool admin, const ServerLimits& limits, QueryCounters& counters);
     uint32_t active() const;
     uint32_t streaming() const;
 
 private:
+    struct PerUser {
+        uint32_t connections = 0;
+        uint32_t streams = 0;
+    };
     mutable std::mutex mutex_;
     uint32_t active_ = 0;
     uint32_t streaming_ = 0;
-    std::map<uid_t, uint32_t> per_user_;
+    std::map<uid_t, PerUser> per_user_;
 };
 
 // Adaptive indexing as the sessions see it (PSD-008 §8.6.5, §8.2.7); the daemon wires them to
