@@ -24,14 +24,14 @@ std::filesystem::path beside(const std::filesystem::path& path) {
 
 }  // namespace
 
-kmes::Status write_file_atomically(const std::filesystem::path& path, std::string_view content) {
-    if (auto st = write_beside(path, content); !st) return st;
+kmes::Status write_file_atomically(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+    if (auto st = write_beside(path, content, mode); !st) return st;
     return replace_with_beside(path);
 }
 
-kmes::Status write_beside(const std::filesystem::path& path, std::string_view content) {
+kmes::Status write_beside(const std::filesystem::path& path, std::string_view content, unsigned mode) {
     const std::filesystem::path tmp = beside(path);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
     if (fd < 0) return kmes::errno_error("cannot create " + tmp.string());
     size_t done = 0;
     while (done < content.size()) {

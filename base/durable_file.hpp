@@ -16,12 +16,14 @@ void sync_directory(const std::filesystem::path& dir);
 
 // `path` holds exactly `content` afterwards, or is unchanged: `<path>.tmp` is written and
 // fsync'd, renamed over `path`, and the directory fsync'd. An Error names the step and the file.
-kmes::Status write_file_atomically(const std::filesystem::path& path, std::string_view content);
+// `mode`: of the new file, less the umask (0600 for a secret: never readable by others, even
+// for a moment).
+kmes::Status write_file_atomically(const std::filesystem::path& path, std::string_view content, unsigned mode = 0644);
 
 // The same in two steps, for a caller that must do something between the slow part and the
 // switch: write_beside writes and fsyncs `<path>.tmp`; replace_with_beside renames it over
 // `path` (one system call: the new content appears at once) and fsyncs the directory.
-kmes::Status write_beside(const std::filesystem::path& path, std::string_view content);
+kmes::Status write_beside(const std::filesystem::path& path, std::string_view content, unsigned mode = 0644);
 kmes::Status replace_with_beside(const std::filesystem::path& path);
 
 }  // namespace kmes

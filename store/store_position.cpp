@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "base/base64url.hpp"
@@ -34,7 +35,7 @@ FileId legacy_file_id(std::string_view file_name) {
     return id;
 }
 
-std::string encode_cursor(const StorePosition& position) {
+std::vector<uint8_t> position_bytes(const StorePosition& position) {
     std::vector<uint8_t> bytes(position.store.begin(), position.store.end());
     bytes.reserve(16 + position.last_id.size() * kFileEntryBytes);
     for (const auto& [file, last] : position.last_id) {  // std::map: sorted by file id
@@ -42,7 +43,11 @@ std::string encode_cursor(const StorePosition& position) {
         const auto value = static_cast<uint64_t>(last);
         for (int i = 0; i < 8; ++i) bytes.push_back(uint8_t(value >> (8 * i)));
     }
-    return std::string(kVersion1) + kmes::base64url_encode(bytes);
+    return bytes;
+}
+
+std::string encode_cursor(const StorePosition& position) {
+    return std::string(kVersion1) + kmes::base64url_encode(position_bytes(position));
 }
 
 kmes::Result<StorePosition> decode_cursor(std::string_view text) {
@@ -55,6 +60,12 @@ kmes::Result<StorePosition> decode_cursor(std::string_view text) {
     if (text.size() - kVersion1.size() > (16 + kMaxFiles * kFileEntryBytes) * 4 / 3 + 4) return not_a_cursor("too long");
     const auto bytes = kmes::base64url_decode(text.substr(kVersion1.size()));
     if (!bytes) return not_a_cursor("not base64url");
+    return position_from_bytes(*bytes);
+}
+
+kmes::Result<StorePosition> position_from_bytes(std::span<const uint8_t> bytes_in) {
+    const std::span<const uint8_t>* bytes = &bytes_in;
+    if (bytes->size() > 16 + kMaxFiles * kFileEntryBytes) return not_a_cursor("too long");
     if (bytes->size() < 16 || (bytes->size() - 16) % kFileEntryBytes != 0) return not_a_cursor("wrong length");
 
     StorePosition position;

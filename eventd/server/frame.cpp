@@ -173,7 +173,7 @@ void RecordBatcher::seal() {
     frame.insert(frame.end(), records_.begin(), records_.end());
     if (position_) {
         msgpack::put_string(frame, "cursor");
-        msgpack::put_string(frame, store::encode_cursor(*position_));
+        msgpack::put_string(frame, cursor_key_->seal(*position_));
     }
     put_length(frame, 0, static_cast<uint32_t>(frame.size() - kFrameHeaderBytes));
     sealed_.push_back(std::move(frame));

@@ -22,6 +22,7 @@
 // float32 when lossless). docs/QUERY-SERVER.md describes the protocol for client authors.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -32,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.hpp"
+#include "store/cursor_key.hpp"
 #include "store/store_position.hpp"
 
 namespace eventd::server {
@@ -82,7 +84,10 @@ kmes::Result<Request> decode_request(std::span<const uint8_t> body);
 // the target — so a record larger than the target travels alone, whole (never split).
 class RecordBatcher {
 public:
-    explicit RecordBatcher(size_t target_bytes) : target_(target_bytes) {}
+    // `cursor_key` seals the cursors of a tracking batcher (store/cursor_key.hpp); it must
+    // outlive the batcher, and only a batcher with one may track a position.
+    explicit RecordBatcher(size_t target_bytes, const store::CursorKey* cursor_key = nullptr)
+        : target_(target_bytes), cursor_key_(cursor_key) {}
 
     // Encode and queue `record`; afterwards take every sealed frame (has_frame/next_frame).
     void add(const nlohmann::json& record);
@@ -96,7 +101,10 @@ public:
     // A stream: every frame sealed from now on carries `cursor` — the position after its last
     // record. advance() moves the position past rows examined that did not match (it goes into
     // the next frame; the caller sends a frame of its own when it wants it said).
-    void track_position(store::StorePosition position) { position_ = std::move(position); }
+    void track_position(store::StorePosition position) {
+        assert(cursor_key_ != nullptr);  // never a cursor in the clear
+        if (cursor_key_) position_ = std::move(position);
+    }
     void advance(Stored past) {
         if (position_) position_->last_id[past.file] = past.id;
     }
@@ -114,6 +122,7 @@ private:
     void seal();
 
     size_t target_;
+    const store::CursorKey* cursor_key_;
     std::vector<uint8_t> records_;  // encoded records of the open batch, back to back
     size_t count_ = 0;
     std::vector<std::vector<uint8_t>> sealed_;  // frames ready to send, in order

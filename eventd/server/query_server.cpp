@@ -301,8 +301,14 @@ kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions opti
         close(listen_fd);  // ours from the call on
         return kmes::Error{signal.error().code, "query server: " + signal.error().message};
     }
+    auto cursor_key = store::CursorKey::load_or_create(options.store_dir);
+    if (!cursor_key) {
+        close(listen_fd);
+        return kmes::Error{cursor_key.error().code, "query server: " + cursor_key.error().message};
+    }
     auto impl = std::make_unique<Impl>(std::move(options));
     impl->shared.signal = std::move(*signal);
+    impl->shared.cursor_key = std::move(*cursor_key);
     error_code ec;
     impl->acceptor.assign(stream_protocol(), listen_fd, ec);
     if (ec) return kmes::Error{ec.value(), "query socket: cannot use the listening socket: " + ec.message()};

@@ -125,7 +125,7 @@ public:
           ticket_(ticket),
           limits_(shared.limits()),
           deadline_(Clock::now() + std::chrono::milliseconds(limits_.query_timeout_ms)),
-          batcher_(limits_.query_response_target_bytes) {}
+          batcher_(limits_.query_response_target_bytes, &*shared.cursor_key) {}
 
     void run(const Request& request);
 
@@ -271,14 +271,18 @@ void Session::run_events(const query::Query& q, const Request& request) {
     const kmes::Status allowed = access.check_query(q);
     if (allowed && shared_.index.count && access.may_read_any(q))
         shared_.index.count(q, caller_, access.policy()->is_admin(caller_));
+    // Cursors name the store (store_identity.hpp): without its id (a store eventd has not
+    // started on) a stream has none, and a resumption is refused.
+    auto store_id = store::read_store_id(shared_.store_dir);
     // A resumed query: its cursor and clauses are checked before any slot or file is taken.
     std::optional<store::StorePosition> from;
     if (request.after) {
         kmes::Status ok = query::check_resumable(q);
+        if (ok && !store_id) ok = kmes::Error{store_id.error().code, "cannot resume: " + store_id.error().message};
         if (ok && !request.after->empty()) {
-            auto decoded = store::decode_cursor(*request.after);
-            if (decoded) from = std::move(*decoded);
-            else ok = decoded.error();
+            auto opened = shared_.cursor_key->open(*request.after, *store_id);
+            if (opened) from = std::move(*opened);
+            else ok = opened.error();
         }
         if (!ok) {
             shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -291,13 +295,6 @@ void Session::run_events(const query::Query& q, const Request& request) {
     if (!allowed) {
         shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
         return fail(allowed.error().message);
-    }
-    // Cursors name the store (store_identity.hpp): without its id (a store eventd has not
-    // started on) a stream has none, and a resumption is refused.
-    auto store_id = store::read_store_id(shared_.store_dir);
-    if (request.after && !store_id) {
-        shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
-        return fail("cannot resume: " + store_id.error().message);
     }
 
     // A stream subscribes before the initial query takes its snapshot: a commit after the
@@ -364,7 +361,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
     if (store_id && (q.stream || request.after)) {
         start->position.store = *store_id;
         batcher_.track_position(start->position);
-        cursor = store::encode_cursor(start->position);
+        cursor = shared_.cursor_key->seal(start->position);
         told_ = start->position;
         told_at_ = Clock::now();
     }

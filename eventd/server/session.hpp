@@ -31,6 +31,7 @@
 #include "eventd/access/policy.hpp"
 #include "eventd/server/commit_signal.hpp"
 #include "eventd/server/frame.hpp"
+#include "store/cursor_key.hpp"
 #include "base/result.hpp"
 
 namespace eventd::server {
@@ -123,6 +124,8 @@ struct ServerShared {
     std::atomic<uint64_t> policy_generation{0};  // bumped on reload: streams reset their access
     std::atomic<bool> stopping{false};           // shutdown: the executor's cancel flag
     std::unique_ptr<CommitSignal> signal;
+    // Seals every cursor the server issues and opens those clients bring (store/cursor_key.hpp).
+    std::optional<store::CursorKey> cursor_key;
     QueryCounters counters;
     Admissions admissions;
     // The daemon's STATUS records (rings, shards, rates); the server adds {kind:"queries"}.

@@ -83,17 +83,18 @@ TEST_CASE("a tracking batcher puts the position after each frame's last record i
     start.store[0] = 7;
     const eventd::store::FileId a{1}, b{2};
     start.last_id[a] = 10;
-    eventd::server::RecordBatcher batcher(40);
+    const auto key = eventd::store::CursorKey::random();
+    eventd::server::RecordBatcher batcher(40, &key);
     batcher.track_position(start);
     const Bytes record = packed(json{{"k", std::string(20, 'x')}});  // 25 bytes: one per 40-byte frame
     batcher.add_encoded(record, eventd::server::RecordBatcher::Stored{a, 11});
     batcher.add_encoded(record, eventd::server::RecordBatcher::Stored{b, 3});  // cut before this one
     batcher.flush();
-    auto cursor_of = [](const std::vector<uint8_t>& frame) {
+    auto cursor_of = [&key, &start](const std::vector<uint8_t>& frame) {
         const json body = json::from_msgpack(frame.begin() + eventd::server::kFrameHeaderBytes, frame.end());
         REQUIRE(body.at("status") == "ok");
         REQUIRE(body.at("records").size() == 1);
-        return eventd::store::decode_cursor(body.at("cursor").get<std::string>()).value();
+        return key.open(body.at("cursor").get<std::string>(), start.store).value();
     };
     REQUIRE(batcher.has_frame());
     auto first = cursor_of(batcher.next_frame());
@@ -111,7 +112,7 @@ TEST_CASE("a tracking batcher puts the position after each frame's last record i
     const std::vector<uint8_t> checkpoint = batcher.next_frame();
     const json body = json::from_msgpack(checkpoint.begin() + eventd::server::kFrameHeaderBytes, checkpoint.end());
     CHECK(body.at("records").empty());
-    CHECK(eventd::store::decode_cursor(body.at("cursor").get<std::string>()).value().last_id.at(b) == 9);
+    CHECK(key.open(body.at("cursor").get<std::string>(), start.store).value().last_id.at(b) == 9);
 }
 
 TEST_CASE("request errors", "[frame]") {

@@ -26,6 +26,8 @@
 #include "daemon_process.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
+#include "store/cursor_key.hpp"
+#include "store/store_identity.hpp"
 #include "store/store_position.hpp"
 #include "stream_helpers.hpp"
 #include "wire_client.hpp"
@@ -165,10 +167,29 @@ TEST_CASE("refused resumptions say why; allow_gap resumes a cursor of another st
     CHECK_THAT(error_of(resume(env, "EVENTS app.login", "9.AAAA")), Catch::Contains("a cursor of a newer eventd"));
     CHECK(error_of(resume(env, "STATUS", cursor)) == "'after' resumes EVENTS queries only");
 
-    // Another store: the same cursor with a different store id.
-    auto position = store::decode_cursor(cursor).value();
+    // Sealed (issue 23 item 6): the position is not in the cursor's text, the same position
+    // sealed twice gives unrelated texts, and a cursor altered in one character, a clear
+    // version-1 cursor of this very store, or one sealed under another key are refused.
+    const auto key = store::CursorKey::load_or_create(env.store()).value();
+    const auto here = store::read_store_id(env.store()).value();
+    auto position = key.open(cursor, here).value();
+    REQUIRE_FALSE(position.last_id.empty());
+    CHECK(cursor.rfind("2.", 0) == 0);
+    // (the store id is in the clear by design; the files and row ids after it are not)
+    CHECK(cursor.find(store::encode_cursor(position).substr(2 + 24, 16)) == std::string::npos);
+    CHECK(key.seal(position) != key.seal(position));
+    std::string altered = cursor;
+    altered[altered.size() / 2 + 10] = altered[altered.size() / 2 + 10] == 'A' ? 'B' : 'A';
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login", altered)),
+               Catch::StartsWith("not a cursor eventd wrote (it does not authenticate"));
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login", store::encode_cursor(position))),
+               Catch::StartsWith("this cursor is of an older eventd (version 1, unsealed)"));
+    CHECK_THAT(error_of(resume(env, "EVENTS app.login", store::CursorKey::random().seal(position))),
+               Catch::StartsWith("not a cursor eventd wrote (it does not authenticate"));
+
+    // Another store: a cursor naming a different store id.
     position.store[0] ^= 0xff;
-    const std::string foreign = store::encode_cursor(position);
+    const std::string foreign = store::CursorKey::random().seal(position);
     CHECK_THAT(error_of(resume(env, "EVENTS app.login", foreign)),
                Catch::StartsWith("this cursor belongs to another event store") && Catch::Contains("allow_gap"));
     CHECK_THAT(error_of(resume(env, "EVENTS app.login COUNT", foreign)),
