@@ -2,7 +2,9 @@
 // The only place read-side SQL is written. Layouts and orders: read_plan.hpp.
 //
 //   rows    SELECT <every column>, msgpack_extract(payload, ?) AS k0, … FROM events
-//           WHERE <predicates> [AND eventd_visible(event_type)]
+//           WHERE <bounds> AND <predicates>                        -- unrestricted reader
+//           WHERE <bounds> AND CASE WHEN eventd_visible(event_type)
+//                              THEN (<predicates>) ELSE 0 END      -- restricted (read_plan.hpp)
 //           ORDER BY <keys [COLLATE NOCASE] [DESC]>, boot_id, cpu_id, sequence, id [LIMIT ?]
 //   live    SELECT <every column> FROM events WHERE id > ? AND id <= ? AND <predicates> …
 //           ORDER BY id LIMIT 1000          -- the two id bounds are parameters 1 and 2
