@@ -236,6 +236,35 @@ std::optional<ExtractedBlob> read_extracted_blob(std::span<const uint8_t> blob) 
     return ExtractedBlob{static_cast<ExtractedKind>(blob[0]), blob.subspan(1)};
 }
 
+namespace {
+
+// A payload whose top-level map has a key without a text (bytes, ext, an array, a map) is
+// shown whole as the one field `payload` (eventd/query/record.cpp, docs/query-language.md §3):
+// it has no payload fields, so no path may find one in it either — or WHERE would test
+// fields no record shows (issue 23). Walked only when a path found its value.
+bool top_level_keys_have_text(std::span<const uint8_t> data, int max_depth) {
+    msgpack::Reader in(data, max_depth, msgpack::MapKeys::any);
+    auto pairs = in.map_header();
+    if (!pairs) return false;
+    for (uint32_t i = 0; i < pairs.value(); ++i) {
+        auto key = in.next();
+        if (!key) return false;
+        switch (key->kind) {
+            case msgpack::Kind::binary:
+            case msgpack::Kind::ext:
+            case msgpack::Kind::map:
+            case msgpack::Kind::array:
+                return false;
+            default:
+                break;
+        }
+        if (!in.skip(1)) return false;  // the value
+    }
+    return true;
+}
+
+}  // namespace
+
 std::optional<std::span<const uint8_t>> locate_path(std::span<const uint8_t> data, const std::vector<std::string>& path,
                                                     int max_depth) {
     // Bytes after the value at the path are not looked at: the walk normally stops early.
@@ -269,7 +298,7 @@ std::optional<std::span<const uint8_t>> locate_path(std::span<const uint8_t> dat
 ExtractValue msgpack_extract(const uint8_t* data, size_t size, const std::vector<std::string>& path) {
     if (!data || size == 0 || path.empty()) return ExtractNull{};
     const auto value = locate_path({data, size}, path, kExtractMaxDepth);
-    if (!value) return ExtractNull{};
+    if (!value || !top_level_keys_have_text({data, size}, kExtractMaxDepth)) return ExtractNull{};
     return sql_value(*value);
 }
 

@@ -2,7 +2,9 @@
 // in WHERE, SORT, GROUP and the aggregates are read straight out of the stored msgpack
 // without building a tree. The path is '$.a.b' (key b inside map a); it reaches map keys only.
 //
-// Maps are searched by their string keys; a pair whose key is not a string is skipped.
+// Maps are searched by their string keys; a pair whose key is not a string is skipped. A
+// payload whose top-level map has a key of bytes, ext, array or map has no fields at all
+// (records show it whole as `payload`): every path in it is NULL.
 //
 // Result, by the msgpack type found at the path:
 //   integer → INTEGER (a uint64 above INT64_MAX → REAL), float32/float64 → REAL,
@@ -12,7 +14,10 @@
 // Invalid input never raises an SQL error: one bad payload must not abort a query.
 //
 // These results are frozen: expression indexes store them (PSD-008 §3.3.6). Changing what a
-// value extracts to would silently corrupt every index in every store.
+// value extracts to would silently corrupt every index in every store. (One change was made,
+// by issue 23: the paths into a payload keyed at the top level by bytes/ext/array/map, which
+// until then found the string keys beside such a key. An index built before it that holds
+// such rows disagrees for those rows; docs/OPERATIONS.md "Upgrading" says to REINDEX.)
 #pragma once
 
 #include <sqlite3.h>

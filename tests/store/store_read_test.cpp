@@ -67,6 +67,22 @@ query::FieldRef payload_ref(const std::string& name, std::vector<std::string> pa
 
 }  // namespace
 
+TEST_CASE("a payload keyed at the top level by an array, a map or bytes has no fields for WHERE either",
+          "[extract]") {
+    // docs/query-language.md §3: such a payload comes back whole as `payload`; its string
+    // keys are not fields (issue 23: WHERE must not test what no record shows).
+    const std::vector<uint8_t> array_key = {0x82, 0x91, 0x01, 0x01, 0xa4, 'u', 's', 'e', 'r', 0xa1, 'a'};
+    const std::vector<uint8_t> map_key = {0x82, 0xa4, 'u', 's', 'e', 'r', 0xa1, 'a', 0x81, 0xa1, 'k', 0x01, 0x02};
+    const std::vector<uint8_t> bytes_key = {0x82, 0xa4, 'u', 's', 'e', 'r', 0xa1, 'a', 0xc4, 0x01, 'x', 0x03};
+    for (const auto* payload : {&array_key, &map_key, &bytes_key}) CHECK(is_null(extract(*payload, "$.user")));
+    // Scalar keys have a text (records name them "1", "true"): the string keys stay fields.
+    const std::vector<uint8_t> int_key = {0x82, 0x01, 0xa1, 'x', 0xa4, 'u', 's', 'e', 'r', 0xa1, 'a'};
+    CHECK(extract(int_key, "$.user") == ExtractValue{std::string("a")});
+    // Below the top level a map keeps its other keys (records keep it as it is).
+    const std::vector<uint8_t> nested = {0x81, 0xa1, 's', 0x82, 0x91, 0x01, 0x01, 0xa1, 'n', 0x05};
+    CHECK(extract(nested, "$.s.n") == ExtractValue{int64_t{5}});
+}
+
 TEST_CASE("extract path syntax", "[store-read]") {
     CHECK(store::parse_extract_path("$.a") == std::vector<std::string>{"a"});
     CHECK(store::parse_extract_path("$.a.b.c") == std::vector<std::string>{"a", "b", "c"});
@@ -142,8 +158,9 @@ TEST_CASE("extract from non-map and invalid payloads is NULL", "[store-read]") {
     CHECK(is_null(extract({0x81, 0xa1, 'a'}, "$.a")));        // truncated
     CHECK(is_null(extract({0x82, 0xa1, 'a', 0x01}, "$.b")));  // map claims 2 entries
     CHECK(is_null(extract({0x81, 0x01, 0x02}, "$.a")));       // integer key
-    // The value is found before the garbage: good enough, no error.
-    CHECK(std::get<int64_t>(extract({0x82, 0xa1, 'a', 0x07, 0xc1}, "$.a")) == 7);
+    // Garbage after the value: a record shows such a payload whole, as bytes, so it has no
+    // fields for WHERE either (issue 23; it used to find the value before the garbage).
+    CHECK(is_null(extract({0x82, 0xa1, 'a', 0x07, 0xc1}, "$.a")));
     const std::string raw = "plain text, not msgpack";
     CHECK(is_null(extract(std::vector<uint8_t>(raw.begin(), raw.end()), "$.a")));
 }
@@ -217,11 +234,12 @@ TEST_CASE("extract reads payloads nested as deep as the shim admits, and no deep
     // The path itself goes down to the limit.
     CHECK(std::get<int64_t>(extract(deep_path_payload(kPayloadDepth), deep_path(kPayloadDepth))) == 1);
     CHECK(is_null(extract(deep_path_payload(kPayloadDepth + 1), deep_path(kPayloadDepth + 1))));
-    // A value found before the too-deep part is still read: the walk stops at it.
+    // A value found before a too-deep sibling is not read either: the payload is shown whole
+    // (as bytes) by records, so it has no fields (issue 23; docs/query-language.md §3).
     std::vector<uint8_t> b_first = {0x82, 0xa1, 'b', 0x01, 0xa1, 'a'};
     b_first.insert(b_first.end(), kPayloadDepth + 1, 0x91);
     b_first.push_back(0x01);
-    CHECK(std::get<int64_t>(extract(b_first, "$.b")) == 1);
+    CHECK(is_null(extract(b_first, "$.b")));
 }
 
 TEST_CASE("record shaping merges payloads nested as deep as the shim admits; deeper ones travel as bytes",
