@@ -165,15 +165,15 @@ Status Daemon::start_collector_mode() {
         for (auto& w : writers_) w->desired_set_changed();
     });
     collector_ = std::make_unique<collector::Collector>(*config_.collector, std::move(writers),
-                                                       [this](const std::string& why) { fail(why); });
+                                                        [this](const std::string& why) { fail(why); });
     collector_->start();
     index_policy_->start();
     retention_thread_ = std::thread([this] {
         run_guarded(
             "the retention thread", [this] { retention_loop(); }, [this](const std::string& why) { fail(why); });
     });
-    writers_.front()->post(HandoffItem{synthetic::startup(boot_id_, os_boot_id_, false, shard_count, {}),
-                                       Accounting{0, 0, 0}});
+    writers_.front()->post(
+        HandoffItem{synthetic::startup(boot_id_, os_boot_id_, false, shard_count, {}), Accounting{0, 0, 0}});
     for (auto& [shard, record] : startup_errors_) post_daemon_record(std::move(record), shard);
     startup_errors_.clear();
     return {};
@@ -204,7 +204,8 @@ Status Daemon::open_shards(uint32_t count) {
             // it fails the structural check ("SQLite corruption"), and a full disk is "Disk full".
             // eventd does not start; its restart tries again (§10.2: no manual recovery).
             return Error{db.error().code, "shard " + std::to_string(index) + " cannot be opened now (" +
-                                              db.error().message + "); it is not set aside: nothing says it is damaged"};
+                                              db.error().message +
+                                              "); it is not set aside: nothing says it is damaged"};
         }
         if (!db) {
             // DESIGN.md §8: a damaged or unknown file (ErrorCode::protocol) is never written

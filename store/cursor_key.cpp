@@ -54,8 +54,9 @@ kmes::Result<CursorKey> CursorKey::load_or_create(const std::filesystem::path& d
         const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         const auto bytes = kmes::base64url_decode(text.substr(0, text.find('\n')));
         if (!bytes || bytes->size() != 32)
-            return kmes::Error{EIO, path.string() + " does not hold a cursor key (32 bytes, base64url); remove it "
-                                                    "to make a new one (issued cursors then become invalid)"};
+            return kmes::Error{EIO, path.string() +
+                                        " does not hold a cursor key (32 bytes, base64url); remove it "
+                                        "to make a new one (issued cursors then become invalid)"};
         CursorKey k;
         std::memcpy(k.key_.data(), bytes->data(), 32);
         return k;
@@ -85,8 +86,9 @@ kmes::Result<StorePosition> CursorKey::open(std::string_view text, const StoreId
     if (dot == std::string_view::npos || dot == 0) return not_a_cursor("no version prefix");
     const std::string_view version = text.substr(0, dot + 1);
     if (version == "1.")
-        return kmes::Error{EINVAL, "this cursor is of an older eventd (version 1, unsealed), which is no longer "
-                                   "accepted: resume from a cursor this eventd issued, or start again"};
+        return kmes::Error{EINVAL,
+                           "this cursor is of an older eventd (version 1, unsealed), which is no longer "
+                           "accepted: resume from a cursor this eventd issued, or start again"};
     if (version != kVersion2)
         return kmes::Error{EINVAL, "cursor version '" + std::string(text.substr(0, dot)) +
                                        "' is not one this eventd reads (a cursor of a newer eventd?)"};

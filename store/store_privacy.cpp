@@ -18,7 +18,7 @@ std::string octal(unsigned mode) {
 
 // Clear the forbidden bits of one path; "path: old -> new" when something changed.
 kmes::Result<std::optional<std::string>> tighten(const fs::path& path) {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) {
         if (errno == ENOENT) return std::optional<std::string>{};  // gone meanwhile (a -shm, say)
         return kmes::errno_error("cannot inspect " + path.string());

@@ -32,7 +32,7 @@ using boost::system::error_code;
 
 constexpr auto kStopGrace = std::chrono::milliseconds(500);    // for queries to end by themselves
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);  // after EMFILE and the like
-constexpr int kShedPerRound = 64;  // connections refused per retry while out of descriptors
+constexpr int kShedPerRound = 64;                              // connections refused per retry while out of descriptors
 
 // A short reply on a socket the io thread still owns: never waits (a fresh connection's send
 // buffer takes it whole; if not, the client gets nothing but the close).
@@ -60,8 +60,7 @@ struct Worker {
 };
 
 struct QueryServer::Impl {
-    explicit Impl(ServerOptions o)
-        : acceptor(io), commits(io), accept_retry(io), work(asio::make_work_guard(io)) {
+    explicit Impl(ServerOptions o) : acceptor(io), commits(io), accept_retry(io), work(asio::make_work_guard(io)) {
         shared.store_dir = std::move(o.store_dir);
         shared.policy = o.policy;
         shared.daemon_status = std::move(o.daemon_status);
@@ -104,8 +103,11 @@ void QueryServer::Impl::accept_next() {
         const bool no_descriptors = ec == asio::error::no_descriptors || ec.value() == ENFILE;
         if (no_descriptors) {
             // Logged once per episode, not per retry; the connections waiting get an answer.
-            if (shed == 0) spdlog::warn("query socket: out of file descriptors ({}); refusing new connections "
-                                        "with an error until descriptors free up", ec.message());
+            if (shed == 0)
+                spdlog::warn(
+                    "query socket: out of file descriptors ({}); refusing new connections "
+                    "with an error until descriptors free up",
+                    ec.message());
             shed_connections();
             return retry_accept();
         }
@@ -126,8 +128,7 @@ void QueryServer::Impl::accept_next() {
             return accept_next();
         }
         if (shed > 0) {
-            spdlog::info("query socket: accepting connections again ({} refused while out of file descriptors)",
-                         shed);
+            spdlog::info("query socket: accepting connections again ({} refused while out of file descriptors)", shed);
             shed = 0;
         }
         on_accept(std::move(socket));
@@ -243,8 +244,8 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, Request requ
     std::lock_guard lock(workers_mutex);
     try {
         workers.push_back(Worker{fd, done,
-                                 std::thread([this, fd, done, caller = std::move(p->caller), request = std::move(request),
-                                              ticket = std::move(p->ticket)]() mutable {
+                                 std::thread([this, fd, done, caller = std::move(p->caller),
+                                              request = std::move(request), ticket = std::move(p->ticket)]() mutable {
                                      // Only this query fails; the client is told if it can be.
                                      run_guarded(
                                          "query worker", [&] { run_session(shared, fd, caller, request, ticket); },

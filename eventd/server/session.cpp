@@ -161,10 +161,10 @@ private:
     ServerLimits limits_;
     Clock::time_point deadline_;
     RecordBatcher batcher_;
-    bool client_gone_ = false;  // a send failed: nothing more can be said
+    bool client_gone_ = false;                  // a send failed: nothing more can be said
     std::optional<store::StorePosition> told_;  // the position of the last cursor sent
     Clock::time_point told_at_{};
-    bool torn_ = false;         // a frame went out in part: not even an error frame
+    bool torn_ = false;  // a frame went out in part: not even an error frame
     bool send_timed_out_ = false;
 };
 
@@ -281,8 +281,10 @@ void Session::run_events(const query::Query& q, const Request& request) {
         if (ok && !store_id) ok = kmes::Error{store_id.error().code, "cannot resume: " + store_id.error().message};
         if (ok && !request.after->empty()) {
             auto opened = shared_.cursor_key->open(*request.after, *store_id);
-            if (opened) from = std::move(*opened);
-            else ok = opened.error();
+            if (opened)
+                from = std::move(*opened);
+            else
+                ok = opened.error();
         }
         if (!ok) {
             shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -521,14 +523,15 @@ uint32_t usable_slots(uint32_t limit, uint32_t reserve, bool admin) {
 kmes::Status Admissions::Ticket::add_stream(const ServerLimits& limits, QueryCounters& counters) {
     if (!owner_ || streaming_) return {};
     std::lock_guard lock(owner_->mutex_);
-    if (owner_->streaming_ >= usable_slots(limits.max_streaming_queries, limits.admin_reserved_queries, admin_)) {
-        counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
-        return kmes::Error{EBUSY, "too many concurrent streaming queries"};
-    }
+    // The user's own limit first: when both hold, it is the one the user can act on.
     PerUser& mine = owner_->per_user_[uid_];
     if (uid_ != 0 && mine.streams >= limits.max_streaming_queries_per_user) {  // root is exempt
         counters.refused_streaming_per_user.fetch_add(1, std::memory_order_relaxed);
         return kmes::Error{EBUSY, "too many concurrent streaming queries from this user"};
+    }
+    if (owner_->streaming_ >= usable_slots(limits.max_streaming_queries, limits.admin_reserved_queries, admin_)) {
+        counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
+        return kmes::Error{EBUSY, "too many concurrent streaming queries"};
     }
     ++mine.streams;
     ++owner_->streaming_;

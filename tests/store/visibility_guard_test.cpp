@@ -66,11 +66,14 @@ void bind_params(sqlite3_stmt* stmt, const std::vector<SqlParam>& params) {
         std::visit(
             [&](const auto& v) {
                 using T = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<T, int64_t>) sqlite3_bind_int64(stmt, at, v);
-                else if constexpr (std::is_same_v<T, double>) sqlite3_bind_double(stmt, at, v);
+                if constexpr (std::is_same_v<T, int64_t>)
+                    sqlite3_bind_int64(stmt, at, v);
+                else if constexpr (std::is_same_v<T, double>)
+                    sqlite3_bind_double(stmt, at, v);
                 else if constexpr (std::is_same_v<T, std::string>)
                     sqlite3_bind_text(stmt, at, v.c_str(), -1, SQLITE_TRANSIENT);
-                else sqlite3_bind_blob(stmt, at, v.bytes.data(), static_cast<int>(v.bytes.size()), SQLITE_TRANSIENT);
+                else
+                    sqlite3_bind_blob(stmt, at, v.bytes.data(), static_cast<int>(v.bytes.size()), SQLITE_TRANSIENT);
             },
             params[i]);
     }
@@ -108,8 +111,9 @@ Counts run(const std::filesystem::path& file, ReadPlan plan) {
                                        nullptr) == SQLITE_OK);
     for (const char* f : {"eventd_num_sum", "eventd_num_min", "eventd_num_max"}) {
         // Aggregates are not under test: count(*) and GROUP shapes only need them to exist.
-        sqlite3_create_function_v2(db.get(), f, 1, SQLITE_UTF8, nullptr, nullptr,
-                                   [](sqlite3_context*, int, sqlite3_value**) {}, [](sqlite3_context*) {}, nullptr);
+        sqlite3_create_function_v2(
+            db.get(), f, 1, SQLITE_UTF8, nullptr, nullptr, [](sqlite3_context*, int, sqlite3_value**) {},
+            [](sqlite3_context*) {}, nullptr);
     }
     plan.visible_only = true;
     const auto sql = eventd::store::read_sql(plan);
@@ -149,21 +153,21 @@ TEST_CASE("a restricted reader's predicates never run on a hidden row, in any sh
             REQUIRE(eventd::store::register_msgpack_extract(db.get()).ok());
             db.exec(*eventd::store::create_index_sql(eventd::store::SecondaryIndex{"pin", true}));
         }
-        for (const auto shape : {ReadPlan::Shape::rows, ReadPlan::Shape::live, ReadPlan::Shape::count,
-                                 ReadPlan::Shape::groups}) {
+        for (const auto shape :
+             {ReadPlan::Shape::rows, ReadPlan::Shape::live, ReadPlan::Shape::count, ReadPlan::Shape::groups}) {
             for (const ReadOp op : {ReadOp::gt, ReadOp::eq, ReadOp::le}) {
                 ReadPlan plan;
                 plan.shape = shape;
                 plan.where = {pin(op, 1233)};
-                if (shape == ReadPlan::Shape::groups) plan.group_by = {ReadField::of(eventd::store::EventColumn::cpu_id)};
+                if (shape == ReadPlan::Shape::groups)
+                    plan.group_by = {ReadField::of(eventd::store::EventColumn::cpu_id)};
                 // A time range is a bound: it may drive the timestamp index, over every row.
                 Predicate since;
                 since.field = ReadField::of(eventd::store::EventColumn::timestamp);
                 since.op = ReadOp::ge;
                 since.values = {SqlParam{int64_t{0}}};
                 plan.bounds = {since};
-                INFO("indexed " << indexed << ", shape " << static_cast<int>(shape) << ", op "
-                                << static_cast<int>(op));
+                INFO("indexed " << indexed << ", shape " << static_cast<int>(shape) << ", op " << static_cast<int>(op));
                 const Counts counts = run(shard.file, plan);
                 CHECK(counts.extract_on_hidden == 0);
                 CHECK(counts.extract_on_visible >= kVisible);  // the predicate did run: not vacuous
