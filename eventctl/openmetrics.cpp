@@ -87,6 +87,8 @@ const std::vector<Metric>& metrics() {
          "Query connections refused, by the limit that refused them.", "", 1, "reason=\"streaming\""},
         {"queries", "refused_per_user", "eventd_queries_refused_total", "counter",
          "Query connections refused, by the limit that refused them.", "", 1, "reason=\"per_user\""},
+        {"queries", "refused_streaming_per_user", "eventd_queries_refused_total", "counter",
+         "Query connections refused, by the limit that refused them.", "", 1, "reason=\"streaming_per_user\""},
         {"queries", "timeouts", "eventd_query_timeouts_total", "counter", "Queries ended by QueryTimeoutMs."},
         {"queries", "dropped_streams", "eventd_streams_dropped_total", "counter",
          "Streams ended because their client did not keep up."},

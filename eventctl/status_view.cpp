@@ -219,6 +219,7 @@ const std::vector<Line>& query_lines() {
         {"refused_concurrency", "refused: MaxConcurrentQueries", plain},
         {"refused_streaming", "refused: MaxStreamingQueries", plain},
         {"refused_per_user", "refused: MaxQueriesPerUser", plain},
+        {"refused_streaming_per_user", "refused: MaxStreamingQueriesPerUser", plain},
         {"timeouts", "timed out", plain},
         {"dropped_streams", "streams dropped (slow reader)", plain},
     };

@@ -5,7 +5,7 @@
 //    commit_latency_ms, failed_batches, lost_events}
 //   {kind:"rates", events_in_per_s, events_out_per_s}
 //   {kind:"queries", active, streaming, refused_total, refused_concurrency, refused_streaming,
-//    refused_per_user, timeouts, dropped_streams}
+//    refused_per_user, refused_streaming_per_user, timeouts, dropped_streams}
 // Keys and kinds it does not know are shown too (extra columns, extra lines, extra sections),
 // so a newer eventd that reports more still displays in full.
 #pragma once

@@ -37,7 +37,7 @@ done
 stored=$(awk '/^eventd_events_stored_total\{/ {s += $2} END {print s}' "$dir/metrics.prom")
 check "eventd_events_stored_total adds up to the 41 records stored (got $stored)" test "$stored" = 41
 check "a series per ring: eventd_events_lost_total{cpu=\"1\"} 0" grep -qx 'eventd_events_lost_total{cpu="1"} 0' "$dir/metrics.prom"
-check "one refusal series per reason" test "$(grep -c '^eventd_queries_refused_total{reason=' "$dir/metrics.prom")" = 3
+check "one refusal series per reason" test "$(grep -c '^eventd_queries_refused_total{reason=' "$dir/metrics.prom")" = 4
 check "commit summary count per shard" grep -q '^eventd_commit_duration_seconds_count{shard="0"} [1-9]' "$dir/metrics.prom"
 
 # The Grafana dashboard charts what exists (a renamed metric would leave a panel empty).
