@@ -22,6 +22,7 @@
 #include "eventctl/reply.hpp"
 #include "eventd/server/frame.hpp"
 #include "msgpack/reader.hpp"
+#include "store/cursor_key.hpp"
 #include "store/store_position.hpp"
 
 namespace {
@@ -58,6 +59,16 @@ void check_request(std::span<const uint8_t> body) {
             FUZZ_CHECK(eventd::store::encode_cursor(*position) == *text->after);  // canonical only
         } else {
             FUZZ_CHECK(position.error().code == kmes::ErrorCode::invalid);
+        }
+        // What the server does with it: no input opens under a key the input cannot know
+        // (issue 23: cursors cannot be forged) — at most it names another store, and no file.
+        static const auto key = eventd::store::CursorKey::random();
+        const eventd::store::StoreId here{};
+        auto opened = key.open(*text->after, here);
+        if (opened) {
+            FUZZ_CHECK(opened->store != here && opened->last_id.empty());
+        } else {
+            FUZZ_CHECK(opened.error().code == kmes::ErrorCode::invalid);
         }
     }
 }
