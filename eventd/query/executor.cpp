@@ -205,6 +205,7 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     const bool restricted = ctx.access->filters_rows();
     auto plan = plan_query(q, restricted);
     if (!plan) return plan.error();
+    if (restricted && q.type_pattern) bound_by_type_verdict(q, ctx.access->visible(*q.type_pattern), plan->read);
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return query_error(files.error(), ctx);
 

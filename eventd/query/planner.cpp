@@ -485,6 +485,22 @@ kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
     return plan_aggregate(q, restricted);
 }
 
+void bound_by_type_verdict(const Query& q, bool visible, ReadPlan& read) {
+    if (!read.visible_only || !q.type_pattern || q.type_pattern->find('*') != std::string::npos) return;
+    const auto type = std::find_if(read.where.begin(), read.where.end(), [](const Predicate& p) {
+        return p.kind == Predicate::Kind::compare && p.op == ReadOp::glob && p.field.column == store::EventColumn::event_type;
+    });
+    if (type == read.where.end()) return;
+    if (!visible) {
+        Predicate nothing;
+        nothing.kind = Predicate::Kind::any_of;  // no alternatives: false
+        read.bounds.push_back(std::move(nothing));
+        return;
+    }
+    read.bounds.push_back(std::move(*type));
+    read.where.erase(type);
+}
+
 kmes::Result<Plan> plan_live(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be streamed");
     if (auto st = check_size(q); !st) return st.error();

@@ -851,3 +851,41 @@ TEST_CASE("merging shards orders exactly like one SQLite ORDER BY over all rows"
         CHECK(run(mx, split.path()).records == run(mx, whole.path()).records);
     }
 }
+
+TEST_CASE("a restricted plan keeps the caller's filters behind visibility; an exact type's verdict bounds the scan",
+          "[planner]") {
+    Query q = where(cmp("pin", CompareOp::gt, {int64_t{1233}}));
+    q.type_pattern = "App.Login";
+    q.since_ns = 5;
+    auto plan = plan_query(q, true);
+    REQUIRE(plan.ok());
+    // SINCE is a bound; the type pattern and WHERE wait for eventd_visible (issue 23).
+    CHECK(eventd::store::read_sql(plan->read).sql.find(
+              "WHERE timestamp >= ? AND CASE WHEN eventd_visible(event_type) THEN (event_type = ? COLLATE NOCASE AND (") !=
+          std::string::npos);
+
+    // A visible exact type: every row of it is visible, so it bounds the scan (an index on
+    // event_type can serve it) and no hidden row is passed over.
+    auto visible = *plan;
+    bound_by_type_verdict(q, true, visible.read);
+    const auto visible_sql = eventd::store::read_sql(visible.read).sql;
+    CHECK(visible_sql.find("WHERE timestamp >= ? AND event_type = ? COLLATE NOCASE AND CASE WHEN "
+                           "eventd_visible(event_type) THEN ((") != std::string::npos);
+    // An invisible one: no row is read at all.
+    auto hidden = *plan;
+    bound_by_type_verdict(q, false, hidden.read);
+    CHECK(eventd::store::read_sql(hidden.read).sql.find("WHERE timestamp >= ? AND 0 AND CASE") != std::string::npos);
+    // Globs and unrestricted plans are left alone.
+    Query glob = q;
+    glob.type_pattern = "app.*";
+    auto glob_plan = plan_query(glob, true);
+    REQUIRE(glob_plan.ok());
+    const auto before = eventd::store::read_sql(glob_plan->read).sql;
+    bound_by_type_verdict(glob, false, glob_plan->read);
+    CHECK(eventd::store::read_sql(glob_plan->read).sql == before);
+    auto open = plan_query(q, false);
+    REQUIRE(open.ok());
+    const auto open_before = eventd::store::read_sql(open->read).sql;
+    bound_by_type_verdict(q, false, open->read);
+    CHECK(eventd::store::read_sql(open->read).sql == open_before);
+}
