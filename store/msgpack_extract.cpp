@@ -238,34 +238,50 @@ std::optional<ExtractedBlob> read_extracted_blob(std::span<const uint8_t> blob) 
 
 namespace {
 
-// A payload whose top-level map has a key without a text (bytes, ext, an array, a map) is
-// shown whole as the one field `payload` (eventd/query/record.cpp, docs/query-language.md §3):
-// it has no payload fields, so no path may find one in it either — or WHERE would test
-// fields no record shows (issue 23). Walked only when a path found its value.
-bool top_level_keys_have_text(std::span<const uint8_t> data, int max_depth) {
+// The value of the top-level key `name` of a whole payload, in one walk of its top-level
+// map (PSD-008 §8.6.3). A payload a record shows whole as the one field `payload`
+// (eventd/query/record.cpp, docs/query-language.md §3) has no fields, so no path may find one
+// in it either — or WHERE would test fields no record shows (issue 23): a key without a text
+// (bytes, ext, an array, a map), a value that does not read within the depth limit, or bytes
+// after the map. So the walk goes on to the map's end after finding `name`; the value is read
+// once, in that walk, and only its span is kept.
+std::optional<std::span<const uint8_t>> top_level_value(std::span<const uint8_t> data, std::string_view name,
+                                                        int max_depth) {
     msgpack::Reader in(data, max_depth, msgpack::MapKeys::any);
+    if (!in.next_is_map()) return std::nullopt;
     auto pairs = in.map_header();
-    if (!pairs) return false;
+    if (!pairs || !in.check_depth(1)) return std::nullopt;
+    std::optional<std::span<const uint8_t>> found;
     for (uint32_t i = 0; i < pairs.value(); ++i) {
-        auto key = in.next();
-        if (!key) return false;
-        switch (key->kind) {
-            case msgpack::Kind::binary:
-            case msgpack::Kind::ext:
-            case msgpack::Kind::map:
-            case msgpack::Kind::array:
-                return false;
-            default:
-                break;
+        bool wanted = false;
+        if (in.next_is_string()) {
+            auto key = in.string();
+            if (!key) return std::nullopt;
+            wanted = !found && key.value() == name;  // the first occurrence wins
+        } else {
+            auto key = in.next();  // a scalar key is consumed whole; a container only its header
+            if (!key) return std::nullopt;
+            switch (key->kind) {
+                case msgpack::Kind::binary:
+                case msgpack::Kind::ext:
+                case msgpack::Kind::map:
+                case msgpack::Kind::array:
+                    return std::nullopt;
+                default:
+                    break;  // an integer, boolean, nil or float key: named by its text, not a path
+            }
         }
-        if (!in.skip(1)) return false;  // the value
+        const size_t start = in.pos();
+        if (!in.skip(1)) return std::nullopt;
+        if (wanted) found = data.subspan(start, in.pos() - start);
     }
-    return true;
+    if (!in.at_end()) return std::nullopt;
+    return found;
 }
 
 }  // namespace
 
-std::optional<std::span<const uint8_t>> locate_path(std::span<const uint8_t> data, const std::vector<std::string>& path,
+std::optional<std::span<const uint8_t>> locate_path(std::span<const uint8_t> data, std::span<const std::string> path,
                                                     int max_depth) {
     // Bytes after the value at the path are not looked at: the walk normally stops early.
     // Any read error (invalid msgpack, too deep) means no value.
@@ -297,8 +313,11 @@ std::optional<std::span<const uint8_t>> locate_path(std::span<const uint8_t> dat
 
 ExtractValue msgpack_extract(const uint8_t* data, size_t size, const std::vector<std::string>& path) {
     if (!data || size == 0 || path.empty()) return ExtractNull{};
-    const auto value = locate_path({data, size}, path, kExtractMaxDepth);
-    if (!value || !top_level_keys_have_text({data, size}, kExtractMaxDepth)) return ExtractNull{};
+    auto value = top_level_value({data, size}, path.front(), kExtractMaxDepth);
+    // Deeper components inside that value, whose maps open one level below the payload's.
+    if (value && path.size() > 1)
+        value = locate_path(*value, std::span<const std::string>(path).subspan(1), kExtractMaxDepth - 1);
+    if (!value) return ExtractNull{};
     return sql_value(*value);
 }
 

@@ -54,7 +54,7 @@ std::optional<ExtractedBlob> read_extracted_blob(std::span<const uint8_t> blob);
 
 // The bytes of the value at `path` inside the msgpack value `data` (the walk msgpack_extract
 // makes); nullopt when there is none (see the table above). Bounded by `max_depth`.
-std::optional<std::span<const uint8_t>> locate_path(std::span<const uint8_t> data, const std::vector<std::string>& path,
+std::optional<std::span<const uint8_t>> locate_path(std::span<const uint8_t> data, std::span<const std::string> path,
                                                     int max_depth);
 
 // The same extraction for C++ callers and tests (a BLOB result as its tagged bytes). A path component list ("a", "b"), or the

@@ -75,6 +75,9 @@ TEST_CASE("a payload keyed at the top level by an array, a map or bytes has no f
     const std::vector<uint8_t> map_key = {0x82, 0xa4, 'u', 's', 'e', 'r', 0xa1, 'a', 0x81, 0xa1, 'k', 0x01, 0x02};
     const std::vector<uint8_t> bytes_key = {0x82, 0xa4, 'u', 's', 'e', 'r', 0xa1, 'a', 0xc4, 0x01, 'x', 0x03};
     for (const auto* payload : {&array_key, &map_key, &bytes_key}) CHECK(is_null(extract(*payload, "$.user")));
+    // Bytes after the map: not one map, shown whole; no fields either.
+    CHECK(is_null(extract({0x81, 0xa1, 'a', 0x07, 0xc0}, "$.a")));
+    CHECK(std::get<int64_t>(extract({0x81, 0xa1, 'a', 0x07}, "$.a")) == 7);
     // Scalar keys have a text (records name them "1", "true"): the string keys stay fields.
     const std::vector<uint8_t> int_key = {0x82, 0x01, 0xa1, 'x', 0xa4, 'u', 's', 'e', 'r', 0xa1, 'a'};
     CHECK(extract(int_key, "$.user") == ExtractValue{std::string("a")});
