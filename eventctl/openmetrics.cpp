@@ -15,8 +15,8 @@ struct Metric {
     const char* name;  // the sample name (counters: with _total)
     const char* type;  // gauge, counter, summary
     const char* help;
-    const char* label = "";   // the record's field that tells the series apart: cpu, shard
-    double scale = 1;         // e.g. 1e-9 for nanoseconds, 0.01 for percent
+    const char* label = "";        // the record's field that tells the series apart: cpu, shard
+    double scale = 1;              // e.g. 1e-9 for nanoseconds, 0.01 for percent
     const char* fixed_label = "";  // an extra label="value" of this series (e.g. reason="...")
     const char* count_key = "";    // summary: the count's field
 };
@@ -73,7 +73,8 @@ const std::vector<Metric>& metrics() {
          "Indexes shed under ingestion pressure, by kind.", "shard", 1, "kind=\"emergency\""},
         {"shard_indexes", "restored", "eventd_index_restored_total", "counter", "Shed indexes built again.", "shard"},
         // {kind:"retention"}
-        {"retention", "runs", "eventd_retention_runs_total", "counter", "Retention passes run (EventRetentionDays, EventRetentionMaxBytes)."},
+        {"retention", "runs", "eventd_retention_runs_total", "counter",
+         "Retention passes run (EventRetentionDays, EventRetentionMaxBytes)."},
         {"retention", "deleted_rows", "eventd_retention_deleted_rows_total", "counter", "Rows retention deleted."},
         {"retention", "last_run_ns", "eventd_retention_last_run_timestamp_seconds", "gauge",
          "When the last retention pass ended, Unix time.", "", 1e-9},
@@ -115,10 +116,14 @@ std::string label_value(const Json& v) {
     const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
     std::string out;
     for (const char c : text) {
-        if (c == '\\') out += "\\\\";
-        else if (c == '"') out += "\\\"";
-        else if (c == '\n') out += "\\n";
-        else out += c;
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
     }
     return out;
 }

@@ -1,5 +1,7 @@
 #include "read_sql.hpp"
 
+#include <sqlite3.h>
+
 #include <cassert>
 #include <cctype>
 #include <optional>
@@ -334,6 +336,23 @@ int sort_key_column(const ReadPlan& plan, size_t i) {
     int payload_keys = 0;
     for (size_t j = 0; j < i; ++j) payload_keys += plan.sort[j].field.is_payload() ? 1 : 0;
     return kEventColumnCount + payload_keys;
+}
+
+void bind_params(sqlite3_stmt* stmt, const std::vector<SqlParam>& params) {
+    for (size_t i = 0; i < params.size(); ++i) {
+        const int index = static_cast<int>(i) + 1;
+        const SqlParam& p = params[i];
+        if (const auto* n = std::get_if<int64_t>(&p)) {
+            sqlite3_bind_int64(stmt, index, *n);
+        } else if (const auto* d = std::get_if<double>(&p)) {
+            sqlite3_bind_double(stmt, index, *d);
+        } else if (const auto* s = std::get_if<std::string>(&p)) {
+            sqlite3_bind_text(stmt, index, s->data(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
+        } else {
+            const auto& blob = std::get<SqlBlob>(p).bytes;
+            sqlite3_bind_blob(stmt, index, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+        }
+    }
 }
 
 SqlText read_sql(const ReadPlan& plan) {

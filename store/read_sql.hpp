@@ -23,6 +23,8 @@
 
 #include "read_plan.hpp"
 
+struct sqlite3_stmt;
+
 namespace eventd::store {
 
 struct SqlText {
@@ -31,6 +33,9 @@ struct SqlText {
 };
 
 SqlText read_sql(const ReadPlan& plan);
+
+// Bind `params` to the `?` of a statement prepared from SqlText::sql, in order.
+void bind_params(sqlite3_stmt* stmt, const std::vector<SqlParam>& params);
 
 // `\`, `%`, `_` escaped for LIKE … ESCAPE '\'.
 std::string like_escape(std::string_view text);

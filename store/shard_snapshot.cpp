@@ -45,9 +45,10 @@ struct SnapshotState {
     // they are matched here and the limit in force is read with sqlite3_limit.
     static std::optional<kmes::Error> too_complex(sqlite3* db, int rc) {
         if ((rc & 0xff) == SQLITE_TOOBIG)
-            return kmes::Error{EINVAL, "query is too complex for the event store: a value or statement is larger "
-                                       "than SQLite's limit of " +
-                                           std::to_string(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) + " bytes"};
+            return kmes::Error{EINVAL,
+                               "query is too complex for the event store: a value or statement is larger "
+                               "than SQLite's limit of " +
+                                   std::to_string(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) + " bytes"};
         if ((rc & 0xff) != SQLITE_ERROR) return std::nullopt;
         const std::string message = sqlite3_errmsg(db);
         struct Known {
@@ -76,19 +77,6 @@ struct SnapshotState {
 };
 
 namespace {
-
-void bind(sqlite3_stmt* stmt, int index, const SqlParam& p) {
-    if (const auto* i = std::get_if<int64_t>(&p)) {
-        sqlite3_bind_int64(stmt, index, *i);
-    } else if (const auto* d = std::get_if<double>(&p)) {
-        sqlite3_bind_double(stmt, index, *d);
-    } else if (const auto* s = std::get_if<std::string>(&p)) {
-        sqlite3_bind_text(stmt, index, s->data(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
-    } else {
-        const auto& blob = std::get<SqlBlob>(p).bytes;
-        sqlite3_bind_blob(stmt, index, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-    }
-}
 
 bool has_sqlite_header(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -227,7 +215,7 @@ kmes::Result<RowCursor> ShardSnapshot::run_sql(const SqlText& text) {
         // errstr, not errmsg: errors reach clients, and SQLite's message may quote the SQL.
         return kmes::Error{EIO, "cannot query event store file " + s.file.name + ": " + sqlite3_errstr(rc)};
     }
-    for (size_t i = 0; i < text.params.size(); ++i) bind(raw, static_cast<int>(i) + 1, text.params[i]);
+    bind_params(raw, text.params);
     return RowCursor(&s, raw);
 }
 

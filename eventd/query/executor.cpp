@@ -171,7 +171,7 @@ Error query_error(const Error& e, const ExecutionContext& ctx) {
 }
 
 kmes::Result<std::optional<ShardSnapshot>> open_snapshot(const ShardFile& file, const store::TypeFilter& visible,
-                                                        ExecutionContext& ctx) {
+                                                         ExecutionContext& ctx) {
     auto snapshot = ShardSnapshot::open(file, store::ReadOptions{ctx.deadline, ctx.cancelled, visible});
     if (!snapshot) {
         // Out of descriptors says nothing about the file (and may_skip_unreadable could not

@@ -446,8 +446,9 @@ kmes::Status check_size(const Query& q) {
     Size size;
     for (const Condition& c : q.where) measure(c, size);
     if (size.conditions > kMaxWhereConditions)
-        return too_complex("WHERE has " + std::to_string(size.conditions) + " conditions (all WHERE clauses together); at most " +
-                           std::to_string(kMaxWhereConditions) + " — for many values of one field use IN (…)");
+        return too_complex("WHERE has " + std::to_string(size.conditions) +
+                           " conditions (all WHERE clauses together); at most " + std::to_string(kMaxWhereConditions) +
+                           " — for many values of one field use IN (…)");
     if (size.values > kMaxWhereValues)
         return too_complex("WHERE has " + std::to_string(size.values) + " values; at most " +
                            std::to_string(kMaxWhereValues));
@@ -488,7 +489,8 @@ kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
 void bound_by_type_verdict(const Query& q, bool visible, ReadPlan& read) {
     if (!read.visible_only || !q.type_pattern || q.type_pattern->find('*') != std::string::npos) return;
     const auto type = std::find_if(read.where.begin(), read.where.end(), [](const Predicate& p) {
-        return p.kind == Predicate::Kind::compare && p.op == ReadOp::glob && p.field.column == store::EventColumn::event_type;
+        return p.kind == Predicate::Kind::compare && p.op == ReadOp::glob &&
+               p.field.column == store::EventColumn::event_type;
     });
     if (type == read.where.end()) return;
     if (!visible) {

@@ -157,7 +157,6 @@ Query sorted(const std::string& name, bool desc = false) {
     return q;
 }
 
-
 struct Run {
     kmes::Result<StreamStart> result = StreamStart{};
     std::vector<Record> records;
@@ -860,9 +859,9 @@ TEST_CASE("a restricted plan keeps the caller's filters behind visibility; an ex
     auto plan = plan_query(q, true);
     REQUIRE(plan.ok());
     // SINCE is a bound; the type pattern and WHERE wait for eventd_visible (issue 23).
-    CHECK(eventd::store::read_sql(plan->read).sql.find(
-              "WHERE timestamp >= ? AND CASE WHEN eventd_visible(event_type) THEN (event_type = ? COLLATE NOCASE AND (") !=
-          std::string::npos);
+    CHECK(eventd::store::read_sql(plan->read)
+              .sql.find("WHERE timestamp >= ? AND CASE WHEN eventd_visible(event_type) THEN (event_type = ? COLLATE "
+                        "NOCASE AND (") != std::string::npos);
 
     // A visible exact type: every row of it is visible, so it bounds the scan (an index on
     // event_type can serve it) and no hidden row is passed over.

@@ -67,8 +67,7 @@ query::FieldRef payload_ref(const std::string& name, std::vector<std::string> pa
 
 }  // namespace
 
-TEST_CASE("a payload keyed at the top level by an array, a map or bytes has no fields for WHERE either",
-          "[extract]") {
+TEST_CASE("a payload keyed at the top level by an array, a map or bytes has no fields for WHERE either", "[extract]") {
     // docs/query-language.md §3: such a payload comes back whole as `payload`; its string
     // keys are not fields (issue 23: WHERE must not test what no record shows).
     const std::vector<uint8_t> array_key = {0x82, 0x91, 0x01, 0x01, 0xa4, 'u', 's', 'e', 'r', 0xa1, 'a'};

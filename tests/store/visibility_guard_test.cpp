@@ -60,25 +60,6 @@ void visible(sqlite3_context* ctx, int, sqlite3_value** argv) {
     sqlite3_result_int(ctx, type && std::strncmp(type, "secret.", 7) != 0);
 }
 
-void bind_params(sqlite3_stmt* stmt, const std::vector<SqlParam>& params) {
-    for (size_t i = 0; i < params.size(); ++i) {
-        const int at = static_cast<int>(i + 1);
-        std::visit(
-            [&](const auto& v) {
-                using T = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<T, int64_t>)
-                    sqlite3_bind_int64(stmt, at, v);
-                else if constexpr (std::is_same_v<T, double>)
-                    sqlite3_bind_double(stmt, at, v);
-                else if constexpr (std::is_same_v<T, std::string>)
-                    sqlite3_bind_text(stmt, at, v.c_str(), -1, SQLITE_TRANSIENT);
-                else
-                    sqlite3_bind_blob(stmt, at, v.bytes.data(), static_cast<int>(v.bytes.size()), SQLITE_TRANSIENT);
-            },
-            params[i]);
-    }
-}
-
 struct Shard {
     TempDir dir;
     std::filesystem::path file;
@@ -127,7 +108,7 @@ Counts run(const std::filesystem::path& file, ReadPlan plan) {
     REQUIRE(sqlite3_prepare_v2(db.get(), sql.sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
     std::vector<SqlParam> params = sql.params;
     if (plan.shape == ReadPlan::Shape::live) params[1] = int64_t{1} << 40;  // id <= everything
-    bind_params(stmt, params);
+    eventd::store::bind_params(stmt, params);
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {}
     sqlite3_finalize(stmt);
@@ -189,7 +170,7 @@ TEST_CASE("an unrestricted reader's predicates run on every row (the counter see
     const auto sql = eventd::store::read_sql(plan);
     sqlite3_stmt* stmt = nullptr;
     REQUIRE(sqlite3_prepare_v2(db.get(), sql.sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
-    bind_params(stmt, sql.params);
+    eventd::store::bind_params(stmt, sql.params);
     REQUIRE(sqlite3_step(stmt) == SQLITE_ROW);
     CHECK(sqlite3_column_int64(stmt, 0) == kHidden);
     sqlite3_finalize(stmt);
