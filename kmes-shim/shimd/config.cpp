@@ -112,7 +112,52 @@ public:
             reject(key, v, json(target.size()));
     }
 
+    // "Audit": {…}: each member checked on its own; a rejected one is named "Audit.<Member>".
+    void audit(const char* key, audit::AuditSettings& target) {
+        if (!doc_.contains(key)) return;
+        const json& v = doc_[key];
+        if (!v.is_object()) {
+            reject(key, v, json(audit::mode_name(target.mode)));
+            return;
+        }
+        const std::string prefix = std::string(key) + ".";
+        if (v.contains("Mode")) {
+            const json& m = v["Mode"];
+            static const std::map<std::string, audit::Mode> kModes = {{"off", audit::Mode::off},
+                                                                     {"multicast", audit::Mode::multicast},
+                                                                     {"daemon", audit::Mode::daemon},
+                                                                     {"auto", audit::Mode::automatic}};
+            const auto found = m.is_string() ? kModes.find(m.get<std::string>()) : kModes.end();
+            if (found != kModes.end())
+                target.mode = found->second;
+            else
+                reject_member(prefix + "Mode", m, json(audit::mode_name(target.mode)));
+        }
+        if (v.contains("RulesFile")) {
+            const json& r = v["RulesFile"];
+            if (r.is_string())
+                target.rules_file = r.get<std::string>();
+            else
+                reject_member(prefix + "RulesFile", r, json(target.rules_file));
+        }
+        auto number = [&](const char* member, uint32_t& field, uint64_t min, uint64_t max) {
+            if (!v.contains(member)) return;
+            const json& n = v[member];
+            if (is_count(n) && n.get<uint64_t>() >= min && n.get<uint64_t>() <= max)
+                field = static_cast<uint32_t>(n.get<uint64_t>());
+            else
+                reject_member(prefix + member, n, json(field));
+        };
+        number("BacklogLimit", target.backlog_limit, 64, 1u << 24);
+        number("BacklogWaitTimeMs", target.backlog_wait_time_ms, 0, 600000);
+        number("ReceiveBufferBytes", target.receive_buffer_bytes, 65536, 1u << 30);
+        number("EventTimeoutMs", target.event_timeout_ms, 1000, 60000);
+    }
+
 private:
+    void reject_member(const std::string& key, const json& rejected, json retained) {
+        out_.rejections.push_back(Rejection{key, rejected, std::move(retained)});
+    }
     void reject(const char* key, const json& rejected, json retained) {
         out_.rejections.push_back(Rejection{key, rejected, std::move(retained)});
     }
@@ -144,6 +189,7 @@ ConfigLoad apply_config(const json& document, const ShimConfig& current) {
     a.boolean("Mlock", c.mlock);
     a.boolean("Hugepages", c.hugepages);
     a.generators("Generators", c.generators);
+    a.audit("Audit", c.audit);
     return out;
 }
 

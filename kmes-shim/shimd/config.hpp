@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "audit/audit_source.hpp"
 #include "kmes/kmes.h"
 
 namespace kmes::shim {
@@ -47,6 +48,9 @@ struct ShimConfig {
     bool mlock = false;
     bool hugepages = false;
     std::vector<GeneratorSpec> generators;
+    // The audit source (docs/AUDIT.md): "Audit": {"Mode", "RulesFile", "BacklogLimit",
+    // "BacklogWaitTimeMs", "ReceiveBufferBytes", "EventTimeoutMs"}. A change restarts it.
+    audit::AuditSettings audit;
 };
 
 struct Rejection {

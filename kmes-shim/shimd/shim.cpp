@@ -102,6 +102,8 @@ void Shim::apply_registry(const ConfigLoad& loaded) {
         }
     }
     config_.buffer_capacity = rings_->capacity();
+    config_.audit = next.audit;
+    apply_audit(next.audit);
 }
 
 void Shim::write_self_event(std::string_view type, const nlohmann::json& payload) {

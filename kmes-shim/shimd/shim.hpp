@@ -1,7 +1,8 @@
 // kmes-shimd: "KMES inside the kernel" as a root daemon (DESIGN.md §2). The Shim object owns
 // the per-CPU rings, the limits in force, the socket server and the built-in emitters.
 // Split by concern: shim.cpp (lifecycle, configuration, self-events), shim_server.cpp
-// (socket, attach/map), shim_emit.cpp (syscall emission checks), generator.cpp.
+// (socket, attach/map), shim_emit.cpp (syscall emission checks), generator.cpp, shim_audit.cpp
+// (the audit source).
 #pragma once
 
 #include <array>
@@ -10,11 +11,13 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "audit/audit_source.hpp"
 #include "config.hpp"
 #include "generator.hpp"
 #include "peer.hpp"
@@ -87,6 +90,13 @@ private:
     std::list<Connection> connections_;
 
     std::vector<std::unique_ptr<Generator>> generators_;
+
+    // shim_audit.cpp: the audit source (docs/AUDIT.md), (re)started when its settings change.
+    void apply_audit(const audit::AuditSettings& settings);
+    void write_audit_event(const audit::AuditEvent& event);
+    std::mutex audit_mutex_;  // apply_audit (main thread) against stop()
+    std::unique_ptr<audit::AuditSource> audit_;
+    std::optional<audit::AuditSettings> audit_applied_;  // what apply_audit last acted on
 };
 
 }  // namespace kmes::shim

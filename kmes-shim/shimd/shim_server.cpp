@@ -90,6 +90,11 @@ void Shim::accept_loop() {
 void Shim::stop() {
     if (stopping_.exchange(true)) return;
     for (auto& g : generators_) g->stop();
+    {
+        // Rules removed, daemon role released, kernel settings restored — before the rings go.
+        std::lock_guard lock(audit_mutex_);
+        audit_.reset();
+    }
     if (listen_fd_ >= 0) {
         shutdown(listen_fd_, SHUT_RDWR);  // wakes accept4
         if (acceptor_.joinable()) acceptor_.join();

@@ -95,6 +95,9 @@ extern "C" {
 #define KMES_ORIGIN_KMES 1u
 #define KMES_ORIGIN_KACS 2u
 #define KMES_ORIGIN_LCS 3u
+/* Linux: the kernel's audit subsystem, written by kmes-shimd's audit source (4-255 are
+   reserved for kernel subsystems by §2.1.5; docs/AUDIT.md) */
+#define KMES_ORIGIN_AUDIT 4u
 
 /* Configuration ranges (§6.1) */
 #define KMES_DEFAULT_BUFFER_CAPACITY 4194304ull

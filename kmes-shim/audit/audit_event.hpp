@@ -1,0 +1,50 @@
+// One Linux audit event → one KMES kernel event (issue 24; docs/AUDIT.md "Mapping").
+//
+// The kernel sends an audit event as several records sharing one serial (SYSCALL, EXECVE, CWD,
+// PATH…, PROCTITLE, EOE). libauparse's feed API reassembles them (AuditAssembler) and
+// interprets fields (uid → name, syscall number → name, hex-encoded strings); this file turns
+// one reassembled event into what the shim writes into a ring:
+//
+//   event type   "audit." + the first record's type name in lower case (audit.syscall,
+//                audit.user_login, audit.avc, …)
+//   payload      a msgpack map:
+//     serial         the audit serial
+//     audit_time     the event's time, ns since the epoch (the kernel's, millisecond precision)
+//     record_types   every record's type name, in order (EOE left out)
+//     <field>        every field of the first record: integers as integers, escaped and hex
+//                    strings decoded, `syscall` as its name, `arch` interpreted, and for
+//                    uid/gid fields `<field>_name` beside the number (the account's name)
+//     argv           EXECVE a0…aN, decoded                  (when the event has EXECVE)
+//     cwd            CWD's cwd, decoded                      (CWD)
+//     paths          one map per PATH record: its fields, as the first record's (PATH)
+//     proctitle      PROCTITLE, decoded (NULs between arguments become spaces)
+//     <type>         any other record: a map of its fields under its lower-case type name
+//                    (an array of maps when the type repeats)
+//   subject      uid and euid of the first record (for the identity stamps), when present
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+typedef struct opaque auparse_state_t;
+
+namespace kmes::audit {
+
+struct AuditEvent {
+    std::string type;  // "audit.syscall"
+    nlohmann::json payload = nlohmann::json::object();
+    std::optional<uint32_t> uid;   // the subject's real uid
+    std::optional<uint32_t> euid;  // and effective uid
+    std::optional<pid_t> pid;
+};
+
+// The event auparse's cursor is on (inside an AUPARSE_CB_EVENT_READY callback). Moves the
+// record and field cursors.
+AuditEvent map_event(auparse_state_t* au);
+
+}  // namespace kmes::audit

@@ -1,0 +1,333 @@
+#include "audit_source.hpp"
+
+#include <libaudit.h>
+#include <linux/audit.h>
+#include <linux/netlink.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "audit_assembler.hpp"
+#include "audit_rules.hpp"
+#include "base/durable_file.hpp"
+
+namespace kmes::audit {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kUndoFile = "audit-rules.undo";
+constexpr const char* kSettingsFile = "audit-kernel.orig";
+constexpr auto kCheckInterval = std::chrono::seconds(1);
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// The kernel's status (AUDIT_GET), asked on `fd` and awaited (records arriving meanwhile on a
+// daemon socket would be lost to this read: it is used before the socket is a daemon's).
+Result<audit_status> request_status(int fd) {
+    if (audit_request_status(fd) < 0) return errno_error("audit: AUDIT_GET");
+    for (int tries = 0; tries < 64; ++tries) {
+        audit_reply reply{};
+        const int rc = audit_get_reply(fd, &reply, GET_REPLY_BLOCKING, 0);
+        if (rc < 0) return Error{-rc, "audit: no answer to AUDIT_GET"};
+        if (reply.type == AUDIT_GET && reply.status) return *reply.status;
+    }
+    return Error{EIO, "audit: no AUDIT_GET answer among 64 messages"};
+}
+
+bool alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+// The kernel counts backlog_wait_time in jiffies (CONFIG_HZ); auditctl passes the number as is.
+uint32_t jiffies_of_ms(uint32_t ms) {
+    if (ms == 0) return 0;
+    uint32_t hz = 250;  // Debian's default
+    utsname u{};
+    if (uname(&u) == 0) {
+        std::ifstream config(std::string("/boot/config-") + u.release);
+        for (std::string line; std::getline(config, line);)
+            if (line.rfind("CONFIG_HZ=", 0) == 0) hz = static_cast<uint32_t>(std::stoul(line.substr(10)));
+    }
+    return static_cast<uint32_t>((uint64_t(ms) * hz + 999) / 1000);
+}
+
+// Netlink socket drops of the socket with inode `inode` (/proc/net/netlink, column Drops).
+uint64_t socket_drops(ino_t inode) {
+    std::ifstream in("/proc/net/netlink");
+    std::string header;
+    std::getline(in, header);
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream row(line);
+        std::string sk;
+        unsigned long long eth, pid, groups, rmem, wmem, dump, locks, drops, ino;
+        if (row >> sk >> eth >> pid >> std::hex >> groups >> std::dec >> rmem >> wmem >> dump >> locks >> drops >> ino)
+            if (ino == inode) return drops;
+    }
+    return 0;
+}
+
+// What a previous shim, killed before it could clean up, left in the kernel: its rules and
+// the settings it changed. Undone before anything else.
+void clean_up_leftovers(const std::filesystem::path& dir, int fd) {
+    const size_t rules = LoadedRules::undo_leftovers(dir / kUndoFile);
+    if (rules) spdlog::warn("audit: removed {} rule(s) a previous kmes-shimd left loaded", rules);
+    std::ifstream in(dir / kSettingsFile);
+    if (!in) return;
+    const json orig = json::parse(in, nullptr, false);
+    if (orig.is_object()) {
+        audit_set_backlog_limit(fd, orig.value("backlog_limit", 64u));
+        audit_set_backlog_wait_time(fd, orig.value("backlog_wait_time", 15000u));
+        audit_set_enabled(fd, orig.value("enabled", 0u));
+        spdlog::warn("audit: restored the kernel's audit settings a previous kmes-shimd changed");
+    }
+    std::error_code ec;
+    std::filesystem::remove(dir / kSettingsFile, ec);
+}
+
+}  // namespace
+
+const char* mode_name(Mode mode) {
+    switch (mode) {
+        case Mode::off:
+            return "off";
+        case Mode::multicast:
+            return "multicast";
+        case Mode::daemon:
+            return "daemon";
+        case Mode::automatic:
+            return "auto";
+    }
+    return "off";
+}
+
+struct AuditSource::Kernel {
+    int fd = -1;
+    bool daemon = false;
+    audit_status original{};
+    std::unique_ptr<LoadedRules> rules;
+    std::filesystem::path settings_file;
+    ino_t inode = 0;
+    uint32_t last_lost = 0;
+    uint64_t last_drops = 0;
+
+    ~Kernel() { release(); }
+
+    // Daemon mode: everything changed, changed back. Idempotent.
+    void release() {
+        if (fd < 0) return;
+        if (daemon) {
+            if (rules) rules->remove_all();
+            audit_set_pid(fd, 0, WAIT_YES);
+            audit_set_backlog_limit(fd, original.backlog_limit);
+            audit_set_backlog_wait_time(fd, original.backlog_wait_time);
+            audit_set_enabled(fd, original.enabled);
+            std::error_code ec;
+            std::filesystem::remove(settings_file, ec);
+            daemon = false;
+        }
+        close(fd);
+        fd = -1;
+    }
+};
+
+AuditSource::AuditSource(Emit emit, const AuditSettings& settings) : emit_(std::move(emit)), settings_(settings) {}
+
+AuditSource::~AuditSource() { stop(); }
+
+Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& settings, Emit emit) {
+    std::unique_ptr<AuditSource> source(new AuditSource(std::move(emit), settings));
+    auto kernel = std::make_unique<Kernel>();
+    std::error_code ec;
+    std::filesystem::create_directories(settings.runtime_dir, ec);
+
+    // The kernel's state first: whether audit exists, and who holds the daemon role.
+    const int control = audit_open();
+    if (control < 0)
+        return Error{errno ? errno : EPROTONOSUPPORT,
+                     "audit: no audit netlink socket (kernel without audit, or booted with audit=0)"};
+    clean_up_leftovers(settings.runtime_dir, control);
+    auto status = request_status(control);
+    if (!status) {
+        audit_close(control);
+        return status.error();
+    }
+    Mode mode = settings.mode;
+    const bool daemon_taken = status->pid != 0 && alive(static_cast<pid_t>(status->pid));
+    if (mode == Mode::automatic) mode = daemon_taken ? Mode::multicast : Mode::daemon;
+    if (mode == Mode::daemon && daemon_taken) {
+        audit_close(control);
+        return Error{EEXIST, "audit: another audit daemon is registered (pid " + std::to_string(status->pid) +
+                                 "); use Mode \"multicast\" or \"auto\" beside it"};
+    }
+    if (mode == Mode::daemon && status->enabled == 2) {
+        audit_close(control);
+        return Error{EPERM, "audit: the kernel's audit configuration is locked (enabled 2, auditctl -e 2); "
+                            "use Mode \"multicast\""};
+    }
+
+    if (mode == Mode::multicast) {
+        audit_close(control);
+        kernel->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_AUDIT);
+        if (kernel->fd < 0) return errno_error("audit: netlink socket");
+        sockaddr_nl address{};
+        address.nl_family = AF_NETLINK;
+        if (bind(kernel->fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+            return errno_error("audit: bind the netlink socket");
+        const int group = AUDIT_NLGRP_READLOG;
+        if (setsockopt(kernel->fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) != 0)
+            return errno_error("audit: join the read-only multicast group (needs CAP_AUDIT_READ)");
+    } else {
+        kernel->fd = control;
+        kernel->original = *status;
+        kernel->settings_file = settings.runtime_dir / kSettingsFile;
+        // The settings to restore are on disk before any is changed (a SIGKILLed shim's next
+        // start restores them).
+        const json orig = {{"enabled", status->enabled},
+                           {"backlog_limit", status->backlog_limit},
+                           {"backlog_wait_time", status->backlog_wait_time}};
+        if (Status s = write_file_atomically(kernel->settings_file, orig.dump() + "\n", 0600); !s) return s.error();
+        if (audit_set_pid(kernel->fd, static_cast<uint32_t>(getpid()), WAIT_YES) < 0) {
+            std::filesystem::remove(kernel->settings_file, ec);
+            return Error{EEXIST, "audit: the kernel refused the daemon role (another audit daemon took it?)"};
+        }
+        kernel->daemon = true;  // from here on, release() undoes everything
+        audit_set_enabled(kernel->fd, 1);
+        audit_set_backlog_limit(kernel->fd, settings.backlog_limit);
+        audit_set_backlog_wait_time(kernel->fd, jiffies_of_ms(settings.backlog_wait_time_ms));
+        kernel->rules = std::make_unique<LoadedRules>(settings.runtime_dir / kUndoFile);
+        // The shim's own syscalls are never audited (its writes would feed back).
+        if (Status s = kernel->rules->add({"-A", "exit,never", "-F", "pid=" + std::to_string(getpid())}); !s)
+            return s.error();
+        if (!settings.rules_file.empty()) {
+            std::ifstream in(settings.rules_file);
+            if (!in) return errno_error("audit: cannot read RulesFile " + settings.rules_file);
+            std::stringstream text;
+            text << in.rdbuf();
+            auto parsed = parse_rules(text.str(), settings.rules_file);
+            if (!parsed) return parsed.error();
+            for (const RuleLine& r : parsed->rules) {
+                if (Status s = kernel->rules->add(r.args); !s)
+                    return Error{s.error().code, settings.rules_file + " line " + std::to_string(r.line) + ": " +
+                                                     s.error().message};
+            }
+        }
+        const int flags = fcntl(kernel->fd, F_GETFL);
+        fcntl(kernel->fd, F_SETFL, flags | O_NONBLOCK);
+    }
+    const int bytes = static_cast<int>(settings.receive_buffer_bytes);
+    if (setsockopt(kernel->fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+        setsockopt(kernel->fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+    struct stat st{};
+    if (fstat(kernel->fd, &st) == 0) kernel->inode = st.st_ino;
+    if (auto s = request_status(kernel->fd); s && mode == Mode::daemon) kernel->last_lost = s->lost;
+    kernel->last_drops = socket_drops(kernel->inode);
+
+    source->mode_ = mode;
+    source->kernel_ = std::move(kernel);
+    source->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (source->wake_fd_ < 0) return errno_error("audit: eventfd");
+    source->thread_ = std::thread([raw = source.get()] { raw->run(); });
+    spdlog::info("audit: {} mode{}", mode_name(mode),
+                 mode == Mode::daemon ? ", " + std::to_string(source->kernel_->rules->size()) + " rule(s) loaded" : "");
+    return source;
+}
+
+void AuditSource::stop() {
+    if (stopping_.exchange(true)) return;
+    if (wake_fd_ >= 0) {
+        const uint64_t one = 1;
+        (void)!write(wake_fd_, &one, sizeof one);
+    }
+    if (thread_.joinable()) thread_.join();
+    if (kernel_) kernel_->release();
+    if (wake_fd_ >= 0) close(wake_fd_);
+    wake_fd_ = -1;
+}
+
+void AuditSource::run() {
+    Kernel& k = *kernel_;
+    auto lost = [&](uint64_t records, const char* source) {
+        if (records == 0) return;
+        lost_.fetch_add(records, std::memory_order_relaxed);
+        AuditEvent e;
+        e.type = "audit.lost";
+        e.payload = {{"records", records}, {"source", source}, {"noticed_time", now_ns()}};
+        emit_(e);
+    };
+    AuditAssembler assembler(
+        [&](AuditEvent e) {
+            events_.fetch_add(1, std::memory_order_relaxed);
+            emit_(e);
+        },
+        (settings_.event_timeout_ms + 999) / 1000);
+    // One record per netlink message; MAX_AUDIT_MESSAGE_LENGTH bounds its text.
+    std::vector<char> buffer(MAX_AUDIT_MESSAGE_LENGTH + NLMSG_HDRLEN + 64);
+    auto next_check = Clock::now() + kCheckInterval;
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        pollfd fds[2] = {{k.fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_check - Clock::now());
+        poll(fds, 2, static_cast<int>(std::max<int64_t>(0, wait.count())));
+        for (int batch = 0; batch < 1024; ++batch) {
+            const ssize_t n = recv(k.fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                if (errno == ENOBUFS) {
+                    // The socket overflowed: the kernel dropped what did not fit (counted below).
+                    const uint64_t drops = socket_drops(k.inode);
+                    lost(drops - k.last_drops, "socket");
+                    k.last_drops = drops;
+                    continue;
+                }
+                break;  // EAGAIN: nothing more now
+            }
+            if (static_cast<size_t>(n) < NLMSG_HDRLEN) continue;
+            const auto* nlh = reinterpret_cast<const nlmsghdr*>(buffer.data());
+            const char* data = buffer.data() + NLMSG_HDRLEN;
+            const size_t size = static_cast<size_t>(n) - NLMSG_HDRLEN;
+            if (nlh->nlmsg_type == NLMSG_ERROR || nlh->nlmsg_type == NLMSG_DONE) continue;  // acks
+            if (nlh->nlmsg_type == AUDIT_GET) {
+                if (size >= sizeof(audit_status)) {
+                    audit_status s{};
+                    std::memcpy(&s, data, sizeof s);
+                    // `lost` is the kernel's running count since boot (it wraps at 2^32).
+                    lost(static_cast<uint32_t>(s.lost - k.last_lost), "kernel");
+                    k.last_lost = s.lost;
+                }
+                continue;
+            }
+            if (nlh->nlmsg_type < AUDIT_FIRST_USER_MSG) continue;  // other control replies
+            assembler.feed_record(nlh->nlmsg_type, std::string_view(data, strnlen(data, size)));
+        }
+        if (Clock::now() >= next_check) {
+            next_check = Clock::now() + kCheckInterval;
+            assembler.age();
+            if (k.daemon) {
+                audit_request_status(k.fd);  // the answer comes through the loop above
+            } else {
+                const uint64_t drops = socket_drops(k.inode);
+                lost(drops - k.last_drops, "socket");
+                k.last_drops = drops;
+            }
+        }
+    }
+    assembler.flush();
+}
+
+}  // namespace kmes::audit

@@ -1,0 +1,87 @@
+// The Linux audit subsystem as a KMES source (issue 24; DESIGN.md §4 item 7; docs/AUDIT.md).
+//
+//   kernel ──netlink──► reader thread ──► AuditAssembler (libauparse) ──► emit(AuditEvent)
+//   (multicast READLOG     │  every second: AUDIT_GET (daemon mode: the kernel's `lost`)
+//    or unicast daemon)    └► audit.lost events for every record lost before the ring
+//
+// Modes:
+//   multicast  joins AUDIT_NLGRP_READLOG (CAP_AUDIT_READ): receives every record whether or not
+//              an audit daemon runs; changes nothing in the kernel. Best effort: records the
+//              socket could not take are counted from the socket's drop counter
+//              (/proc/net/netlink) and reported as lost, source "socket".
+//   daemon     registers as THE audit daemon (AUDIT_SET pid), enables audit, sets the backlog
+//              limit and wait time (0: the kernel drops and counts rather than stalling
+//              syscalls), excludes the shim's own pid, loads the rules file; the kernel's
+//              `lost` counter's increases are reported, source "kernel". At stop: the rules it
+//              added are removed, the daemon role released, enabled/backlog/wait restored.
+//   auto       multicast when another audit daemon is registered, else daemon.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "audit_event.hpp"
+#include "base/result.hpp"
+
+namespace kmes::audit {
+
+enum class Mode { off, multicast, daemon, automatic };
+
+struct AuditSettings {
+    Mode mode = Mode::off;
+    std::string rules_file;             // daemon mode; empty: no rules
+    uint32_t backlog_limit = 8192;      // daemon mode
+    uint32_t backlog_wait_time_ms = 0;  // daemon mode
+    uint32_t receive_buffer_bytes = 4 << 20;
+    uint32_t event_timeout_ms = 2000;
+    std::filesystem::path runtime_dir = "/run/kmes";  // the undo file of loaded rules
+    bool operator==(const AuditSettings&) const = default;
+};
+
+const char* mode_name(Mode mode);
+
+class AuditSource {
+public:
+    using Emit = std::function<void(const AuditEvent&)>;
+
+    // Opens the netlink socket in the mode asked (auto resolved), takes the daemon role and
+    // loads the rules where that applies, then starts the reader thread. Errors: audit is not
+    // available (kernel booted with audit=0, no CAP_AUDIT_*), the daemon role is taken (mode
+    // daemon), a rule is refused — with nothing left changed in the kernel.
+    static Result<std::unique_ptr<AuditSource>> start(const AuditSettings& settings, Emit emit);
+    ~AuditSource();
+    AuditSource(const AuditSource&) = delete;
+    AuditSource& operator=(const AuditSource&) = delete;
+
+    // Ends the thread, hands on events still open, removes the rules, gives the daemon role back
+    // and restores the kernel's settings. Idempotent.
+    void stop();
+
+    Mode mode() const { return mode_; }  // multicast or daemon
+    uint64_t events() const { return events_.load(std::memory_order_relaxed); }
+    uint64_t lost_records() const { return lost_.load(std::memory_order_relaxed); }
+
+private:
+    struct Kernel;
+    AuditSource(Emit emit, const AuditSettings& settings);
+    void run();
+
+    Emit emit_;
+    AuditSettings settings_;
+    Mode mode_ = Mode::off;
+    std::unique_ptr<Kernel> kernel_;
+    std::atomic<bool> stopping_{false};
+    int wake_fd_ = -1;  // eventfd: stop() wakes the thread
+    std::thread thread_;
+    std::atomic<uint64_t> events_{0};
+    std::atomic<uint64_t> lost_{0};
+};
+
+}  // namespace kmes::audit
