@@ -202,6 +202,53 @@ TEST_CASE("daemon mode: N execs give exactly N audit.syscall events; stop and SI
     CHECK(audit_status().at("enabled") == before.status().at("enabled"));
 }
 
+// The audit.lost events of every ring: records lost, by source.
+std::map<std::string, uint64_t> lost_records(uint32_t cpus) {
+    std::map<std::string, uint64_t> lost;
+    for (const CapturedEvent& e : of_type(all_events(cpus), "audit.lost")) {
+        const json p = e.payload();
+        lost[p.value("source", "?")] += p.value("records", uint64_t{0});
+    }
+    return lost;
+}
+
+TEST_CASE("nothing lost silently: execs while the shim is frozen are stored or counted in audit.lost", "[audit]") {
+    KernelAuditState before;
+    REQUIRE(before.status().at("pid") == "0");
+    TempDir files;
+    const std::string key = "kmes-lost-" + std::to_string(getpid());
+    constexpr uint32_t kCpus = 2;
+    // The smallest backlog and no waiting: the kernel drops (and counts) what does not fit.
+    auto shim = ShimProcess::start(ShimOptions{
+        .config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}, {"BacklogLimit", 64}}},
+                   {"BufferCapacity", 64 << 20}},
+        .cpus = kCpus});
+    REQUIRE(shim->wait_log("audit: daemon mode", std::chrono::seconds(10)));
+    constexpr int kExecs = 2000;
+    shim->freeze();
+    run_true(key, kExecs);
+    shim->thaw();
+    // Stored events plus the lost records (the kernel's backlog, the socket's drops): every
+    // exec is one or the other. A lost exec costs between 1 (the kernel gives up an event at
+    // its first record) and all of its records (SYSCALL, EXECVE, CWD, PATH, PATH, PROCTITLE,
+    // EOE), so the stored count and the lost records bound each other.
+    size_t stored = 0;
+    std::map<std::string, uint64_t> lost;
+    CHECK(eventually(
+        [&] {
+            stored = audit_events(kCpus, key).size();
+            lost = lost_records(kCpus);
+            return stored + lost["kernel"] + lost["socket"] >= kExecs;
+        },
+        seconds(20)));
+    INFO("stored " << stored << ", lost records: kernel " << lost["kernel"] << ", socket " << lost["socket"]);
+    CHECK(stored < size_t(kExecs));  // the backlog of 64 cannot have held 2000 execs
+    CHECK(lost["kernel"] > 0);
+    CHECK(stored + lost["kernel"] + lost["socket"] >= size_t(kExecs));
+    CHECK(stored + (lost["kernel"] + lost["socket"]) / 7 <= size_t(kExecs));
+    CHECK(shim->terminate() == 0);
+}
+
 TEST_CASE("multicast mode reads beside a registered audit daemon and changes nothing in the kernel", "[audit]") {
     KernelAuditState before;
     REQUIRE(before.status().at("pid") == "0");
