@@ -88,10 +88,14 @@ void put_field(auparse_state_t* au, json& into) {
         into[key] = interpreted ? interpreted : raw;
         return;
     }
-    if (const auto n = decimal(raw)) {
-        into[key] = *n;
-        return;
-    }
+    // Numbers only where the field is a number: a mode ("0100755"), a permission, flags or a
+    // syscall argument look like digits but are octal or hex text.
+    const bool numeric = type == AUPARSE_TYPE_UNCLASSIFIED || type == AUPARSE_TYPE_EXIT || type == AUPARSE_TYPE_SESSION;
+    if (numeric && !(raw[0] == '0' && raw[1] != '\0'))
+        if (const auto n = decimal(raw)) {
+            into[key] = *n;
+            return;
+        }
     std::string_view text(raw);
     if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);
     into[key] = std::string(text);
