@@ -13,8 +13,7 @@ AuditAssembler::AuditAssembler(Sink sink, unsigned timeout_s) : sink_(std::move(
     if (!au_) std::abort();  // only out of memory
     auparse_set_eoe_timeout(static_cast<time_t>(timeout_s == 0 ? 1 : timeout_s));
     auparse_add_callback(
-        au_, [](auparse_state_t* au, auparse_cb_event_t type, void* self) { on_event(au, type, self); }, this,
-        nullptr);
+        au_, [](auparse_state_t* au, auparse_cb_event_t type, void* self) { on_event(au, type, self); }, this, nullptr);
 }
 
 AuditAssembler::~AuditAssembler() {

@@ -63,10 +63,12 @@ Result<RulesFile> parse_rules(const std::string& text, const std::string& name) 
             (op == "-b" ? out.backlog_limit : out.backlog_wait_time) = *v;
             continue;
         }
-        if (op == "-D") return fail("'-D' (delete every rule) is not accepted: the shim removes only the rules it added");
+        if (op == "-D")
+            return fail("'-D' (delete every rule) is not accepted: the shim removes only the rules it added");
         if (op == "-e") return fail("'-e' is not accepted: the shim enables audit itself and never locks the rules");
         if (op != "-a" && op != "-A" && op != "-w")
-            return fail("'" + op + "' is not a rule; accepted: -a, -A, -w (with -F, -S, -p, -k), -b, --backlog_wait_time");
+            return fail("'" + op +
+                        "' is not a rule; accepted: -a, -A, -w (with -F, -S, -p, -k), -b, --backlog_wait_time");
         if (words.size() < 2) return fail("'" + op + "' needs an argument");
         out.rules.push_back(RuleLine{n, std::move(words)});
     }

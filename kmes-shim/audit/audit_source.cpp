@@ -178,8 +178,9 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
     }
     if (mode == Mode::daemon && status->enabled == 2) {
         audit_close(control);
-        return Error{EPERM, "audit: the kernel's audit configuration is locked (enabled 2, auditctl -e 2); "
-                            "use Mode \"multicast\""};
+        return Error{EPERM,
+                     "audit: the kernel's audit configuration is locked (enabled 2, auditctl -e 2); "
+                     "use Mode \"multicast\""};
     }
 
     if (mode == Mode::multicast) {
@@ -224,8 +225,8 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
             if (!parsed) return parsed.error();
             for (const RuleLine& r : parsed->rules) {
                 if (Status s = kernel->rules->add(r.args); !s)
-                    return Error{s.error().code, settings.rules_file + " line " + std::to_string(r.line) + ": " +
-                                                     s.error().message};
+                    return Error{s.error().code,
+                                 settings.rules_file + " line " + std::to_string(r.line) + ": " + s.error().message};
             }
         }
         const int flags = fcntl(kernel->fd, F_GETFL);
@@ -234,7 +235,7 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
     const int bytes = static_cast<int>(settings.receive_buffer_bytes);
     if (setsockopt(kernel->fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
         setsockopt(kernel->fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
-    struct stat st{};
+    struct stat st {};
     if (fstat(kernel->fd, &st) == 0) kernel->inode = st.st_ino;
     if (auto s = request_status(kernel->fd); s && mode == Mode::daemon) kernel->last_lost = s->lost;
     kernel->last_drops = socket_drops(kernel->inode);

@@ -249,6 +249,19 @@ TEST_CASE("nothing lost silently: execs while the shim is frozen are stored or c
     CHECK(shim->terminate() == 0);
 }
 
+TEST_CASE("the shipped rules load and are removed at stop", "[audit]") {
+    KernelAuditState before;
+    REQUIRE(before.status().at("pid") == "0");
+    const std::string shipped = std::string(KMES_SOURCE_ROOT) + "/config/audit.rules";
+    auto shim =
+        ShimProcess::start(ShimOptions{.config = {{"Audit", {{"Mode", "auto"}, {"RulesFile", shipped}}}}, .cpus = 2});
+    REQUIRE(shim->wait_log("audit: daemon mode, 12 rule(s) loaded", std::chrono::seconds(10)));
+    CHECK(audit_rules().size() == before.rules().size() + 12);
+    CHECK(shim->terminate() == 0);
+    CHECK(audit_rules() == before.rules());
+    CHECK(audit_status().at("pid") == "0");
+}
+
 TEST_CASE("multicast mode reads beside a registered audit daemon and changes nothing in the kernel", "[audit]") {
     KernelAuditState before;
     REQUIRE(before.status().at("pid") == "0");

@@ -1,0 +1,129 @@
+// The audit source's pure parts (issue 24; docs/AUDIT.md): audit.log lines (what auditd writes
+// for the records the kernel sends) reassembled by libauparse into events and mapped to KMES
+// events; and the rules file parser with its undo. The kernel half is tests/integration
+// test_audit.cpp.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "audit/audit_assembler.hpp"
+#include "audit/audit_rules.hpp"
+
+namespace {
+
+using kmes::audit::AuditAssembler;
+using kmes::audit::AuditEvent;
+using nlohmann::json;
+
+std::vector<AuditEvent> assemble(const std::vector<std::string>& lines) {
+    std::vector<AuditEvent> events;
+    AuditAssembler assembler([&](AuditEvent e) { events.push_back(std::move(e)); }, 2);
+    for (const std::string& line : lines) assembler.feed_line(line);
+    assembler.flush();
+    return events;
+}
+
+// One execve as Debian 12's kernel logs it (argument 1 hex-encoded: it holds a space).
+const std::vector<std::string> kExecve = {
+    R"(type=SYSCALL msg=audit(1700000000.123:42): arch=c000003e syscall=59 success=yes exit=0 a0=55d5 a1=55d6 a2=55d7 a3=0 items=2 ppid=100 pid=101 auid=1000 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=pts0 ses=3 comm="true" exe="/usr/bin/true" subj=unconfined key="exec")",
+    R"(type=EXECVE msg=audit(1700000000.123:42): argc=2 a0="/bin/true" a1=68656C6C6F20776F726C64)",
+    R"(type=CWD msg=audit(1700000000.123:42): cwd="/home/alice")",
+    R"(type=PATH msg=audit(1700000000.123:42): item=0 name="/bin/true" inode=1234 dev=fe:01 mode=0100755 ouid=0 ogid=0 rdev=00:00 nametype=NORMAL cap_fp=0 cap_fi=0 cap_fe=0 cap_fver=0 cap_frootid=0)",
+    R"(type=PATH msg=audit(1700000000.123:42): item=1 name="/lib64/ld-linux-x86-64.so.2" inode=99 dev=fe:01 mode=0100755 ouid=0 ogid=0 rdev=00:00 nametype=NORMAL cap_fp=0 cap_fi=0 cap_fe=0 cap_fver=0 cap_frootid=0)",
+    R"(type=PROCTITLE msg=audit(1700000000.123:42): proctitle=2F62696E2F7472756500)",
+};
+
+}  // namespace
+
+TEST_CASE("an execve's records become one audit.syscall event with its fields decoded", "[audit]") {
+    std::vector<std::string> lines = kExecve;
+    lines.push_back("type=EOE msg=audit(1700000000.123:42): ");
+    const auto events = assemble(lines);
+    REQUIRE(events.size() == 1);
+    const AuditEvent& e = events[0];
+    CHECK(e.type == "audit.syscall");
+    const json& p = e.payload;
+    CHECK(p["serial"] == 42);
+    CHECK(p["audit_time"] == int64_t{1700000000123000000});
+    CHECK(p["syscall"] == "execve");
+    CHECK(p["syscall_nr"] == 59);
+    CHECK(p["arch"] == "x86_64");
+    CHECK(p["success"] == "yes");
+    CHECK(p["exit"] == 0);
+    CHECK(p["pid"] == 101);
+    CHECK(p["ppid"] == 100);
+    CHECK(p["uid"] == 0);
+    CHECK(p["uid_name"] == "root");
+    CHECK(p["auid"] == 1000);
+    CHECK(p["ses"] == 3);
+    CHECK(p["comm"] == "true");
+    CHECK(p["exe"] == "/usr/bin/true");
+    CHECK(p["key"] == "exec");
+    CHECK(p["a0"] == "55d5");  // syscall arguments stay hex text
+    CHECK(p["argv"] == json::array({"/bin/true", "hello world"}));
+    CHECK(p["cwd"] == "/home/alice");
+    REQUIRE(p["paths"].size() == 2);
+    CHECK(p["paths"][0]["name"] == "/bin/true");
+    CHECK(p["paths"][0]["mode"].is_string());  // octal text, never read as a decimal number
+    CHECK(p["paths"][1]["inode"] == 99);
+    CHECK(p["proctitle"].get<std::string>().rfind("/bin/true", 0) == 0);
+    CHECK(p["record_types"] == json::array({"SYSCALL", "EXECVE", "CWD", "PATH", "PATH", "PROCTITLE"}));
+    CHECK_FALSE(p.contains("type"));  // the record's own type field: the event type says it
+    CHECK(e.uid == 0u);
+    CHECK(e.euid == 0u);
+}
+
+TEST_CASE("events end at PROCTITLE without EOE, interleave by serial, and stand alone below 1300", "[audit]") {
+    // Two events interleaved record by record, neither with EOE, then a user message.
+    std::vector<std::string> a = kExecve, b = kExecve;
+    for (auto& line : b) line.replace(line.find(":42)"), 4, ":43)");
+    std::vector<std::string> lines;
+    for (size_t i = 0; i < a.size(); ++i) {
+        lines.push_back(a[i]);
+        lines.push_back(b[i]);
+    }
+    lines.push_back(
+        R"(type=USER_LOGIN msg=audit(1700000001.000:44): pid=7 uid=0 auid=1000 ses=3 msg='op=login id=1000 exe="/usr/sbin/sshd" hostname=? addr=10.0.0.1 terminal=ssh res=success')");
+    const auto events = assemble(lines);
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].payload["serial"] == 42);
+    CHECK(events[1].payload["serial"] == 43);
+    CHECK(events[0].payload["argv"] == events[1].payload["argv"]);
+    CHECK(events[2].type == "audit.user_login");
+    CHECK(events[2].payload["auid_name"].is_string());
+    CHECK(events[2].payload["pid"] == 7);
+}
+
+TEST_CASE("a malformed record does not take other events with it", "[audit]") {
+    std::vector<std::string> lines = {"type=SYSCALL msg=garbage without a timestamp", "not an audit line at all"};
+    for (const auto& l : kExecve) lines.push_back(l);
+    const auto events = assemble(lines);
+    REQUIRE_FALSE(events.empty());
+    CHECK(events.back().type == "audit.syscall");
+    CHECK(events.back().payload["serial"] == 42);
+}
+
+TEST_CASE("rules files: auditctl's rule lines with their undo; -D and -e refused with the line", "[audit]") {
+    auto parsed = kmes::audit::parse_rules(
+        "# comment\n\n-b 320\n--backlog_wait_time 0\n"
+        "-a always,exit -F arch=b64 -S execve -k \"exec\"  # trailing\n"
+        "-w /etc/passwd -p wa -k identity\n",
+        "r.rules");
+    REQUIRE(parsed.ok());
+    CHECK(parsed->backlog_limit == 320u);
+    CHECK(parsed->backlog_wait_time == 0u);
+    REQUIRE(parsed->rules.size() == 2);
+    CHECK(parsed->rules[0].line == 5);
+    CHECK(parsed->rules[0].args ==
+          std::vector<std::string>{"-a", "always,exit", "-F", "arch=b64", "-S", "execve", "-k", "exec"});
+    CHECK(kmes::audit::inverse_rule(parsed->rules[0].args)[0] == "-d");
+    CHECK(kmes::audit::inverse_rule(parsed->rules[1].args) ==
+          std::vector<std::string>{"-W", "/etc/passwd", "-p", "wa", "-k", "identity"});
+    auto d = kmes::audit::parse_rules("-w /x -p r\n-D\n", "r.rules");
+    REQUIRE_FALSE(d.ok());
+    CHECK(d.error().message.rfind("r.rules line 2: '-D'", 0) == 0);
+    CHECK_FALSE(kmes::audit::parse_rules("-e 2\n", "r.rules").ok());
+    CHECK_FALSE(kmes::audit::parse_rules("-l\n", "r.rules").ok());
+    CHECK_FALSE(kmes::audit::parse_rules("-b lots\n", "r.rules").ok());
+}
