@@ -237,7 +237,9 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
         setsockopt(kernel->fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
     struct stat st {};
     if (fstat(kernel->fd, &st) == 0) kernel->inode = st.st_ino;
-    if (auto s = request_status(kernel->fd); s && mode == Mode::daemon) kernel->last_lost = s->lost;
+    // The kernel's `lost` counter runs since boot: only its increases from now on are ours to
+    // report. (Read before the daemon role was taken: asking again now could swallow records.)
+    kernel->last_lost = status->lost;
     kernel->last_drops = socket_drops(kernel->inode);
 
     source->mode_ = mode;
