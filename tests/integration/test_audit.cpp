@@ -262,6 +262,30 @@ TEST_CASE("the shipped rules load and are removed at stop", "[audit]") {
     CHECK(audit_status().at("pid") == "0");
 }
 
+TEST_CASE("a reload that changes Audit restarts the source; off gives everything back", "[audit]") {
+    KernelAuditState before;
+    REQUIRE(before.status().at("pid") == "0");
+    TempDir files;
+    const std::string key = "kmes-reload-" + std::to_string(getpid());
+    const json daemon = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}}};
+    auto shim = ShimProcess::start(ShimOptions{.config = daemon, .cpus = 2});
+    REQUIRE(shim->wait_log("audit: daemon mode, 2 rule(s) loaded", std::chrono::seconds(10)));
+    // Off: rules removed, role released, settings restored — with the shim still running.
+    shim->write_config({{"Audit", {{"Mode", "off"}}}});
+    CHECK(eventually([&] { return audit_status().at("pid") == "0" && audit_rules() == before.rules(); }));
+    CHECK(audit_status().at("enabled") == before.status().at("enabled"));
+    // A rejected value keeps the setting in force (here: still off) and says so.
+    shim->write_config({{"Audit", {{"Mode", "sometimes"}}}});
+    CHECK(shim->wait_log("configuration key Audit.Mode: value \"sometimes\" rejected", std::chrono::seconds(10)));
+    CHECK(audit_status().at("pid") == "0");
+    // And back on.
+    shim->write_config(daemon);
+    CHECK(eventually([&] { return audit_status().at("pid") == std::to_string(shim->pid()); }));
+    CHECK(shim->terminate() == 0);
+    CHECK(audit_rules() == before.rules());
+    CHECK(audit_status().at("pid") == "0");
+}
+
 TEST_CASE("multicast mode reads beside a registered audit daemon and changes nothing in the kernel", "[audit]") {
     KernelAuditState before;
     REQUIRE(before.status().at("pid") == "0");
