@@ -162,7 +162,13 @@ AuditEvent map_event(auparse_state_t* au) {
     json& payload = event.payload;
     if (const au_event_t* ts = auparse_get_timestamp(au)) {
         payload["serial"] = static_cast<uint64_t>(ts->serial);
-        payload["audit_time"] = static_cast<int64_t>(ts->sec) * 1'000'000'000 + int64_t(ts->milli) * 1'000'000;
+        // A time the kernel never writes (beyond 2262, or negative) has no ns form: nil
+        // (found by the audit_mapping fuzz target: the product overflowed).
+        int64_t ns = 0;
+        const bool fits = ts->sec >= 0 && ts->milli < 1000 &&
+                          !__builtin_mul_overflow(static_cast<int64_t>(ts->sec), int64_t{1'000'000'000}, &ns) &&
+                          !__builtin_add_overflow(ns, int64_t(ts->milli) * 1'000'000, &ns);
+        payload["audit_time"] = fits ? json(ns) : json(nullptr);
     }
     json record_types = json::array();
     json paths = json::array();

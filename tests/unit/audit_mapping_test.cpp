@@ -95,6 +95,14 @@ TEST_CASE("events end at PROCTITLE without EOE, interleave by serial, and stand 
     CHECK(events[2].payload["pid"] == 7);
 }
 
+TEST_CASE("a time beyond what nanoseconds hold is nil, not an overflow", "[audit]") {
+    const auto events =
+        assemble({"type=USER_CMD msg=audit(1700000000400.000:9): pid=1 uid=0 auid=0 ses=1 msg='cmd=6C73 res=success'"});
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].payload["audit_time"].is_null());
+    CHECK(events[0].payload["serial"] == 9);
+}
+
 TEST_CASE("a malformed record does not take other events with it", "[audit]") {
     std::vector<std::string> lines = {"type=SYSCALL msg=garbage without a timestamp", "not an audit line at all"};
     for (const auto& l : kExecve) lines.push_back(l);
