@@ -27,6 +27,17 @@ void AuditAssembler::on_event(auparse_state_t* au, int cb_event_type, void* self
     static_cast<AuditAssembler*>(self)->sink_(map_event(au));
 }
 
+namespace {
+// A record is text without NUL (the kernel hex-encodes any value that holds one). libauparse
+// parses C strings: a NUL inside the bytes it is given makes it read past them (a heap overflow
+// in auparse_do_interpretation, found by the audit_mapping fuzz target) — so a record ends at
+// its first NUL, here, for every input.
+std::string_view up_to_nul(std::string_view text) {
+    const size_t nul = text.find('\0');
+    return nul == std::string_view::npos ? text : text.substr(0, nul);
+}
+}  // namespace
+
 void AuditAssembler::feed_record(int type, std::string_view text) {
     // The line auditd writes for it (log_format RAW): auparse parses exactly that.
     const char* name = audit_msg_type_to_name(type);
@@ -34,14 +45,15 @@ void AuditAssembler::feed_record(int type, std::string_view text) {
     line += name ? name : "UNKNOWN[" + std::to_string(type) + "]";
     line += " msg=";
     // The kernel's text may end in NULs or a newline: one record, one line.
-    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.remove_suffix(1);
+    text = up_to_nul(text);
+    while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
     line.append(text.data(), text.size());
     line += '\n';
     auparse_feed(au_, line.data(), line.size());
 }
 
 void AuditAssembler::feed_line(std::string_view line) {
-    std::string copy(line);
+    std::string copy(up_to_nul(line));
     if (copy.empty() || copy.back() != '\n') copy += '\n';
     auparse_feed(au_, copy.data(), copy.size());
 }

@@ -45,13 +45,46 @@ bool is_escaped(int type) {
            type == AUPARSE_TYPE_PROCTITLE;
 }
 
+bool all_hex(std::string_view text) {
+    if (text.empty()) return false;
+    for (char c : text)
+        if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    return true;
+}
+
+// auparse's interpretation of the field under the cursor, asked only of values in the form the
+// kernel writes for the field's type: libauparse 3.0.9 reads past the end of some malformed
+// values (a heap overflow in auparse_do_interpretation on an odd, non-hex `proctitle=`, found
+// by the audit_mapping fuzz target), and only the kinds below are used. nullptr otherwise: the
+// raw text is kept.
+const char* interpret_checked(auparse_state_t* au, int type, const char* raw) {
+    const std::string_view text(raw);
+    bool well_formed = false;
+    switch (type) {
+        case AUPARSE_TYPE_UID:
+        case AUPARSE_TYPE_GID:
+        case AUPARSE_TYPE_SYSCALL:
+            well_formed = decimal(raw).has_value();
+            break;
+        case AUPARSE_TYPE_ARCH:
+            well_formed = all_hex(text);
+            break;
+        default:
+            if (is_escaped(type))
+                well_formed = (text.size() >= 2 && text.front() == '"' && text.back() == '"') ||
+                              (all_hex(text) && text.size() % 2 == 0);
+            break;
+    }
+    return well_formed ? auparse_interpret_field(au) : nullptr;
+}
+
 // The value of the field under auparse's cursor, and any name to put beside it.
 void put_field(auparse_state_t* au, json& into) {
     const char* name = auparse_get_field_name(au);
     const char* raw = auparse_get_field_str(au);
     if (!name || !raw) return;
     const int type = auparse_get_field_type(au);
-    const char* interpreted = auparse_interpret_field(au);
+    const char* interpreted = interpret_checked(au, type, raw);
     const std::string key(name);
     // auparse shows a record's own "type=…" as its first field: the event type says it already.
     if (key == "type" && auparse_get_field_num(au) == 0) return;
@@ -118,8 +151,9 @@ json execve_argv(auparse_state_t* au) {
     do {
         const char* name = auparse_get_field_name(au);
         if (!name || name[0] != 'a' || !std::isdigit(static_cast<unsigned char>(name[1]))) continue;
-        const char* value = auparse_interpret_field(au);
-        if (!value) value = auparse_get_field_str(au);
+        const char* raw = auparse_get_field_str(au);
+        const char* value = raw ? interpret_checked(au, AUPARSE_TYPE_ESCAPED, raw) : nullptr;
+        if (!value) value = raw;
         const std::string_view n(name);
         if (n.find("_len") != std::string_view::npos) {
             if (!split.empty()) argv.push_back(split);
@@ -142,9 +176,10 @@ json execve_argv(auparse_state_t* au) {
 }
 
 const char* field_text(auparse_state_t* au, const char* name) {
-    if (!auparse_find_field(au, name)) return nullptr;
-    const char* interpreted = auparse_interpret_field(au);
-    return interpreted ? interpreted : auparse_get_field_str(au);
+    const char* raw = auparse_find_field(au, name);
+    if (!raw) return nullptr;
+    const char* interpreted = interpret_checked(au, auparse_get_field_type(au), raw);
+    return interpreted ? interpreted : raw;
 }
 
 std::optional<uint32_t> id_field(const json& fields, const char* name) {
