@@ -10,7 +10,6 @@
 #include <optional>
 #include <string>
 
-
 #include "base/cli.hpp"
 #include "help_text.hpp"
 #include "interrupt.hpp"
@@ -74,9 +73,13 @@ int main(int argc, char** argv) {
                  "with --cursor-file: when retention deleted records after the saved\n"
                  "cursor, go on with the records still stored after it (and say how\n"
                  "many were lost) instead of failing");
-    bool utc = false, local = false;
+    bool utc = false, local = false, all_fields = false;
     auto* utc_opt = app.add_flag("--utc", utc, "pretty: event times in UTC, 2026-11-24T04:11:00.061943023Z (default)");
-    app.add_flag("--local", local, "pretty: event times in the local time zone (TZ), with its offset")->excludes(utc_opt);
+    app.add_flag("--local", local, "pretty: event times in the local time zone (TZ), with its offset")
+        ->excludes(utc_opt);
+    app.add_flag("--all-fields", all_fields,
+                 "pretty: every header field of a record (boot_id, cpu_id, sequence, origin_class, the identity "
+                 "GUIDs); by default only the time, the type and the payload's fields");
     app.add_flag("-V,--version", show_version, "print the version and exit");
     app.footer(eventctl::kHelpFooter);
     if (const auto parsed = app.parse(argc, argv); !parsed.go_on)
@@ -99,6 +102,7 @@ int main(int argc, char** argv) {
     eventctl::SessionOptions options;
     options.format = *eventctl::parse_format(format_arg);  // checked by IsMember above
     options.time_zone = local ? eventctl::TimeZone::local : eventctl::TimeZone::utc;
+    options.all_fields = all_fields;
     options.socket_path = socket_path(socket_opt->count() ? std::optional<std::string>(socket_arg) : std::nullopt);
     if (allow_gap && cursor_opt->count() == 0) return usage_error("--allow-gap needs --cursor-file FILE");
     if (cursor_opt->count() > 0) {

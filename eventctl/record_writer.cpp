@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compact_record.hpp"
 #include "json_record.hpp"
 #include "openmetrics.hpp"
 #include "pretty_format.hpp"
@@ -46,8 +48,11 @@ private:
 // (at most kMaxTableRecords / kMaxTableBytes; past that the held ones go out as lines).
 class PrettyWriter : public RecordWriter {
 public:
-    PrettyWriter(Output& out, TimeZone zone) : out_(out), zone_(zone) {}
-    kmes::Status write(std::span<const uint8_t> record) override {
+    PrettyWriter(Output& out, TimeZone zone, bool all_fields) : out_(out), zone_(zone), all_fields_(all_fields) {}
+    kmes::Status write(std::span<const uint8_t> whole) override {
+        std::optional<std::vector<uint8_t>> compact;
+        if (!all_fields_) compact = without_wide_header(whole);
+        const std::span<const uint8_t> record = compact ? std::span<const uint8_t>(*compact) : whole;
         if (holding_) {
             auto cells = pretty_cells(record, zone_);
             if (!cells) return undecodable(cells.error());
@@ -71,7 +76,8 @@ public:
         for (size_t c = 0; c < rows_.front().size(); ++c) {
             // Numbers (and nulls among them) right-aligned.
             const bool numeric =
-                std::all_of(rows_.begin(), rows_.end(), [c](const auto& row) { return row[c].numeric || row[c].null; }) &&
+                std::all_of(rows_.begin(), rows_.end(),
+                            [c](const auto& row) { return row[c].numeric || row[c].null; }) &&
                 std::any_of(rows_.begin(), rows_.end(), [c](const auto& row) { return row[c].numeric; });
             table.add_column(pretty_key(rows_.front()[c].key), numeric);
         }
@@ -107,6 +113,7 @@ private:
 
     Output& out_;
     TimeZone zone_;
+    bool all_fields_;
     bool holding_ = true;
     std::vector<std::vector<uint8_t>> held_;
     std::vector<std::vector<PrettyCell>> rows_;
@@ -184,11 +191,12 @@ std::optional<Format> parse_format(std::string_view name) {
     return std::nullopt;
 }
 
-std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out, TimeZone zone) {
+std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out, TimeZone zone,
+                                                 bool all_fields) {
     switch (format) {
         case Format::pretty:
             if (status_view) return std::make_unique<StatusWriter>(out, render_status);
-            return std::make_unique<PrettyWriter>(out, zone);
+            return std::make_unique<PrettyWriter>(out, zone, all_fields);
         case Format::jsonl:
             return std::make_unique<LineWriter>(out, append_json_record);
         case Format::json:

@@ -38,7 +38,9 @@ public:
 };
 
 // `zone`: how pretty writes event times (--utc, --local); the other formats keep integers.
+// `all_fields`: pretty shows every header field of whole records (--all-fields); otherwise the
+// wide ones are left out (compact_record.hpp). The other formats always carry everything.
 std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out,
-                                                 TimeZone zone = TimeZone::utc);
+                                                 TimeZone zone = TimeZone::utc, bool all_fields = true);
 
 }  // namespace eventctl

@@ -16,7 +16,7 @@ _eventctl_event_types() {
 _eventctl() {
     local cur=${COMP_WORDS[COMP_CWORD]}
     local prev=${COMP_WORDS[COMP_CWORD-1]}
-    local options="--file --socket --format --cursor-file --allow-gap --utc --local --version --help"
+    local options="--file --socket --format --cursor-file --allow-gap --utc --local --all-fields --version --help"
     case $prev in
         -o|--format)
             COMPREPLY=($(compgen -W "pretty jsonl json msgpack" -- "$cur"))

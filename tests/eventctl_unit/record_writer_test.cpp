@@ -14,12 +14,13 @@ namespace {
 
 // What a writer printed, through a real Output on an in-memory file. `live_after`: live() is
 // called after that many records (a stream's `watch`).
-std::string run(Format format, const std::vector<Bytes>& records, std::optional<size_t> live_after = std::nullopt) {
+std::string run(Format format, const std::vector<Bytes>& records, std::optional<size_t> live_after = std::nullopt,
+                bool all_fields = true) {
     const int fd = memfd_create("eventctl-out", 0);
     REQUIRE(fd >= 0);
     {
         Output out(fd);
-        auto writer = make_record_writer(format, false, out);
+        auto writer = make_record_writer(format, false, out, TimeZone::utc, all_fields);
         writer->begin();
         for (size_t i = 0; i < records.size(); ++i) {
             if (live_after == i) writer->live();
@@ -51,8 +52,8 @@ TEST_CASE("json writes one array, empty or not", "[writer]") {
 TEST_CASE("pretty writes one line per record when the keys differ", "[writer]") {
     CHECK(run(Format::pretty, kTwo) == "a=1\nb=\"x y\"\n");
     // The same keys in another order differ too.
-    CHECK(run(Format::pretty, {map_of({{"a", Bytes{0x01}}, {"b", Bytes{0x02}}}), map_of({{"b", Bytes{0x03}}, {"a", Bytes{0x04}}})}) ==
-          "a=1 b=2\nb=3 a=4\n");
+    CHECK(run(Format::pretty, {map_of({{"a", Bytes{0x01}}, {"b", Bytes{0x02}}}),
+                               map_of({{"b", Bytes{0x03}}, {"a", Bytes{0x04}}})}) == "a=1 b=2\nb=3 a=4\n");
     CHECK(run(Format::pretty, {}).empty());
 }
 
@@ -77,7 +78,8 @@ TEST_CASE("pretty writes a finished result whose records share their keys as a t
 }
 
 TEST_CASE("pretty writes lines once a stream goes live, the held records first", "[writer]") {
-    const std::vector<Bytes> same = {map_of({{"a", Bytes{0x01}}}), map_of({{"a", Bytes{0x02}}}), map_of({{"a", Bytes{0x03}}})};
+    const std::vector<Bytes> same = {map_of({{"a", Bytes{0x01}}}), map_of({{"a", Bytes{0x02}}}),
+                                     map_of({{"a", Bytes{0x03}}})};
     CHECK(run(Format::pretty, same, 2) == "a=1\na=2\na=3\n");
     CHECK(run(Format::pretty, same, 0) == "a=1\na=2\na=3\n");
     CHECK(run(Format::pretty, same) == "a\n1\n2\n3\n");
@@ -103,6 +105,41 @@ TEST_CASE("a record that cannot be decoded is an error naming it", "[writer]") {
         }
     }
     close(fd);
+}
+
+}  // namespace eventctl::test
+
+namespace eventctl::test {
+
+TEST_CASE("pretty leaves the wide header fields of whole records out unless --all-fields", "[writer]") {
+    const Bytes nil{0xc0};
+    const Bytes guid = str("e0000000-0000-4000-8000-000000000001");
+    // A whole record as eventd sends it: every header field, then the payload's.
+    const Bytes whole = map_of({{"boot_id", guid},
+                                {"timestamp", Bytes{0x01}},
+                                {"cpu_id", Bytes{0x02}},
+                                {"sequence", Bytes{0x03}},
+                                {"origin_class", Bytes{0x04}},
+                                {"event_type", str("audit.syscall")},
+                                {"effective_token_guid", guid},
+                                {"true_token_guid", guid},
+                                {"process_guid", nil},
+                                {"exe", str("/usr/bin/true")}});
+    const std::string compact = run(Format::pretty, {whole, whole}, std::nullopt, false);
+    CHECK(compact.find("boot_id") == std::string::npos);
+    CHECK(compact.find("guid") == std::string::npos);
+    CHECK(compact.find("sequence") == std::string::npos);
+    CHECK(compact.find("event_type") != std::string::npos);
+    CHECK(compact.find("/usr/bin/true") != std::string::npos);
+    CHECK(compact.find("1970-01-01T00:00:00.000000001Z") != std::string::npos);  // the time
+    const std::string all = run(Format::pretty, {whole}, std::nullopt, true);
+    CHECK(all.find("boot_id") != std::string::npos);
+    CHECK(all.find("process_guid") != std::string::npos);
+    // A SELECT of header fields is what the user asked for: never shortened.
+    const Bytes selected = map_of({{"boot_id", guid}, {"sequence", Bytes{0x03}}});
+    CHECK(run(Format::pretty, {selected}, std::nullopt, false).find("boot_id") != std::string::npos);
+    // The machine formats always carry everything.
+    CHECK(run(Format::jsonl, {whole}, std::nullopt, false).find("boot_id") != std::string::npos);
 }
 
 }  // namespace eventctl::test
