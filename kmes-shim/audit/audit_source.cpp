@@ -274,6 +274,12 @@ void AuditSource::run() {
         e.payload = {{"records", records}, {"source", source}, {"noticed_time", now_ns()}};
         emit_(e);
     };
+    // The socket's drops since the last look, reported as lost records.
+    auto socket_loss = [&] {
+        const uint64_t drops = socket_drops(k.inode);
+        lost(drops - k.last_drops, "socket");
+        k.last_drops = drops;
+    };
     AuditAssembler assembler(
         [&](AuditEvent e) {
             events_.fetch_add(1, std::memory_order_relaxed);
@@ -292,10 +298,8 @@ void AuditSource::run() {
             if (n < 0) {
                 if (errno == EINTR) continue;
                 if (errno == ENOBUFS) {
-                    // The socket overflowed: the kernel dropped what did not fit (counted below).
-                    const uint64_t drops = socket_drops(k.inode);
-                    lost(drops - k.last_drops, "socket");
-                    k.last_drops = drops;
+                    // The socket overflowed: the kernel dropped what did not fit.
+                    socket_loss();
                     continue;
                 }
                 break;  // EAGAIN: nothing more now
@@ -324,9 +328,7 @@ void AuditSource::run() {
             if (k.daemon) {
                 audit_request_status(k.fd);  // the answer comes through the loop above
             } else {
-                const uint64_t drops = socket_drops(k.inode);
-                lost(drops - k.last_drops, "socket");
-                k.last_drops = drops;
+                socket_loss();
             }
         }
     }
