@@ -30,7 +30,7 @@ constexpr int64_t kNowNs = 1'764'000'000'000'000'000;  // 2025-11-24, for "1h ag
 // An empty shard with every function a read calls: the planner's SQL must prepare on it.
 struct Shard {
     sqlite3* db = nullptr;
-    eventd::store::TypeFilter visible = [](std::string_view) { return true; };
+    eventd::store::RowFilter visible = [](const eventd::store::RowSubject&) { return true; };
 
     Shard() {
         FUZZ_CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);

@@ -227,7 +227,7 @@ void emit_all_of(const std::vector<Predicate>& predicates, Builder& b) {
 
 // The WHERE clause: `prefix` (the live feed's id bounds) and the bounds first, then the
 // caller's predicates. For a restricted reader those sit inside
-//     CASE WHEN eventd_visible(event_type) THEN (<predicates>) ELSE 0 END
+//     CASE WHEN eventd_visible(event_type, effective_token_guid, true_token_guid) THEN (<predicates>) ELSE 0 END
 // SQLite evaluates CASE lazily (lang_expr.html, "CASE expression"), so no predicate of the
 // caller ever runs on a hidden row; and a CASE is one opaque term to the planner, so no index
 // on a field the caller names can be searched either (its entries would include hidden rows,
@@ -248,7 +248,7 @@ void emit_where(const ReadPlan& plan, Builder& b, const char* prefix) {
     }
     if (plan.visible_only) {
         next();
-        b << "CASE WHEN eventd_visible(event_type) THEN (";
+        b << "CASE WHEN eventd_visible(event_type, effective_token_guid, true_token_guid) THEN (";
         emit_all_of(plan.where, b);
         b << ") ELSE 0 END";
         return;

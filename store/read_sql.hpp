@@ -3,7 +3,7 @@
 //
 //   rows    SELECT <every column>, msgpack_extract(payload, ?) AS k0, … FROM events
 //           WHERE <bounds> AND <predicates>                        -- unrestricted reader
-//           WHERE <bounds> AND CASE WHEN eventd_visible(event_type)
+//           WHERE <bounds> AND CASE WHEN eventd_visible(event_type, effective_token_guid, true_token_guid)
 //                              THEN (<predicates>) ELSE 0 END      -- restricted (read_plan.hpp)
 //           ORDER BY <keys [COLLATE NOCASE] [DESC]>, boot_id, cpu_id, sequence, id [LIMIT ?]
 //   live    SELECT <every column> FROM events WHERE id > ? AND id <= ? AND <predicates> …

@@ -41,7 +41,7 @@ struct ReadOptions {
     const std::atomic<bool>* cancel = nullptr;  // read relaxed: a hint, checked every ~1000 VM steps
     // eventd_visible's answer for plans with visible_only; called on the reading thread, for
     // every candidate row. Empty: such plans see no rows.
-    TypeFilter visible;
+    RowFilter visible;
 };
 
 struct SnapshotState;  // the connection and what its progress handler reads

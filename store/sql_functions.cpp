@@ -76,8 +76,14 @@ void extreme_final(sqlite3_context* ctx) {
     }
 }
 
+std::span<const uint8_t> blob_of(sqlite3_value* value) {
+    if (sqlite3_value_type(value) != SQLITE_BLOB) return {};
+    const auto* data = static_cast<const uint8_t*>(sqlite3_value_blob(value));
+    return {data, static_cast<size_t>(sqlite3_value_bytes(value))};
+}
+
 void visible_function(sqlite3_context* ctx, int, sqlite3_value** argv) {
-    const auto* filter = static_cast<const TypeFilter*>(sqlite3_user_data(ctx));
+    const auto* filter = static_cast<const RowFilter*>(sqlite3_user_data(ctx));
     const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
     if (!text || !filter || !*filter) {
         sqlite3_result_int(ctx, 0);
@@ -85,7 +91,7 @@ void visible_function(sqlite3_context* ctx, int, sqlite3_value** argv) {
     }
     try {
         const std::string_view type(text, static_cast<size_t>(sqlite3_value_bytes(argv[0])));
-        sqlite3_result_int(ctx, (*filter)(type) ? 1 : 0);
+        sqlite3_result_int(ctx, (*filter)(RowSubject{type, blob_of(argv[1]), blob_of(argv[2])}) ? 1 : 0);
     } catch (...) {
         // No exception crosses SQLite's C frames: the statement fails instead.
         sqlite3_result_error_nomem(ctx);
@@ -111,10 +117,10 @@ kmes::Status register_aggregate_functions(sqlite3* db) {
     return {};
 }
 
-kmes::Status register_visibility(sqlite3* db, const TypeFilter* filter) {
+kmes::Status register_visibility(sqlite3* db, const RowFilter* filter) {
     const int rc =
-        sqlite3_create_function_v2(db, "eventd_visible", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                   const_cast<TypeFilter*>(filter), visible_function, nullptr, nullptr, nullptr);
+        sqlite3_create_function_v2(db, "eventd_visible", 3, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                   const_cast<RowFilter*>(filter), visible_function, nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) return kmes::Error{EIO, std::string("cannot prepare the access check: ") + sqlite3_errstr(rc)};
     return {};
 }

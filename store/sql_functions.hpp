@@ -1,9 +1,11 @@
 // The SQL functions eventd's reads call on a shard connection, registered by ShardSnapshot
 // (shard_snapshot.hpp) — besides msgpack_extract (msgpack_extract.hpp):
 //
-//   eventd_visible(event_type)  1 when the reader's type filter (ReadOptions::visible) admits
-//                               the type: the caller's access control (PSD-008 §8.6.2 step 5),
-//                               evaluated per row. Not deterministic (a policy reload changes it).
+//   eventd_visible(event_type, effective_token_guid, true_token_guid)
+//                               1 when the reader's row filter (ReadOptions::visible) admits the
+//                               row: the caller's access control (PSD-008 §8.6.2 step 5) by type
+//                               and, for the `self` principal, by the record's subject tokens.
+//                               Evaluated per row. Not deterministic (a policy reload changes it).
 //   eventd_num_sum(v)           BLOB partial: NumSumPartial below (numeric values only; the
 //                               integer sum is exact in 128 bits)
 //   eventd_num_min(v), eventd_num_max(v)
@@ -22,8 +24,16 @@ struct sqlite3;
 
 namespace eventd::store {
 
-// The caller's type filter; empty admits nothing.
-using TypeFilter = std::function<bool(std::string_view event_type)>;
+// What the access check of one row looks at: its type and its subject's two token GUIDs
+// (16 bytes each, or empty when the row has none — kernel events without a subject).
+struct RowSubject {
+    std::string_view event_type;
+    std::span<const uint8_t> effective_token;
+    std::span<const uint8_t> true_token;
+};
+
+// The caller's row filter; empty admits nothing.
+using RowFilter = std::function<bool(const RowSubject& row)>;
 
 // eventd_num_sum's partial, as the BLOB it returns. The 128-bit sum is kept as bytes (SQLite's
 // allocator aligns to 8) and copied in and out, never accessed in place.
@@ -51,6 +61,6 @@ struct NumSumPartial {
 kmes::Status register_aggregate_functions(sqlite3* db);
 
 // Register eventd_visible on `db`, calling `*filter` (which must outlive the connection).
-kmes::Status register_visibility(sqlite3* db, const TypeFilter* filter);
+kmes::Status register_visibility(sqlite3* db, const RowFilter* filter);
 
 }  // namespace eventd::store

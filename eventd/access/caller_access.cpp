@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <set>
 
+#include <cstring>
+
+#include "base/identity_guid.hpp"
 #include "eventd/access/fields.hpp"
 #include "eventd/access/policy.hpp"
 
@@ -108,7 +111,9 @@ std::string upper(std::string text) {
 }  // namespace
 
 CallerAccess::CallerAccess(Caller caller, std::shared_ptr<const Policy> policy)
-    : caller_(std::move(caller)), policy_(policy ? std::move(policy) : Policy::deny_all()) {
+    : caller_(std::move(caller)),
+      policy_(policy ? std::move(policy) : Policy::deny_all()),
+      token_(kmes::token_guid(caller_.uid)) {
     sees_every_record_ = sees_every_record(*policy_, caller_);
 }
 
@@ -119,46 +124,53 @@ void CallerAccess::reset(std::shared_ptr<const Policy> policy) {
 }
 
 // Every event type resolves to some pattern when "*" exists (§9.1.5); if each pattern makes
-// records visible to the caller, so does every type.
+// records visible to the caller, so does every type. Records visible only through `self` do
+// not count: every other subject's records of that type are hidden.
 bool CallerAccess::sees_every_record(const Policy& policy, const Caller& caller) {
     const std::vector<std::string> patterns = policy.patterns();
     if (std::find(patterns.begin(), patterns.end(), "*") == patterns.end()) return false;
     return std::all_of(patterns.begin(), patterns.end(),
-                       [&](const std::string& p) { return policy.grant_pattern(caller, p).visible; });
+                       [&](const std::string& p) { return policy.grant_pattern(caller, p, false).visible; });
+}
+
+CallerAccess::GrantView CallerAccess::view_of(TypeGrant grant) {
+    GrantView view;
+    view.grant = std::move(grant);
+    if (!view.grant.visible || view.grant.all_fields) return view;
+    for (const std::string& field : view.grant.fields) {
+        if (is_header_name(field)) {
+            view.headers.push_back(field);
+            continue;
+        }
+        if (view.grant.all_payload) continue;
+        PathNode* node = &view.payload;
+        size_t begin = 0;
+        while (!node->whole) {
+            const size_t dot = field.find('.', begin);
+            const std::string part = field.substr(begin, dot == std::string::npos ? dot : dot - begin);
+            auto child = std::find_if(node->children.begin(), node->children.end(),
+                                      [&](const PathNode& c) { return c.name == part; });
+            if (child == node->children.end()) {
+                node->children.push_back(PathNode{part, false, {}});
+                child = std::prev(node->children.end());
+            }
+            node = &*child;
+            if (dot == std::string::npos) {
+                node->whole = true;  // the whole value at this path
+                node->children.clear();
+                break;
+            }
+            begin = dot + 1;
+        }
+    }
+    return view;
 }
 
 const CallerAccess::CachedGrant& CallerAccess::cached(std::string_view event_type) {
     if (auto found = cache_.find(event_type); found != cache_.end()) return found->second;
     CachedGrant entry;
-    entry.grant = policy_->grant(caller_, event_type);
-    if (entry.grant.visible && !entry.grant.all_fields) {
-        for (const std::string& field : entry.grant.fields) {
-            if (is_header_name(field)) {
-                entry.headers.push_back(field);
-                continue;
-            }
-            if (entry.grant.all_payload) continue;
-            PathNode* node = &entry.payload;
-            size_t begin = 0;
-            while (!node->whole) {
-                const size_t dot = field.find('.', begin);
-                const std::string part = field.substr(begin, dot == std::string::npos ? dot : dot - begin);
-                auto child = std::find_if(node->children.begin(), node->children.end(),
-                                          [&](const PathNode& c) { return c.name == part; });
-                if (child == node->children.end()) {
-                    node->children.push_back(PathNode{part, false, {}});
-                    child = std::prev(node->children.end());
-                }
-                node = &*child;
-                if (dot == std::string::npos) {
-                    node->whole = true;  // the whole value at this path
-                    node->children.clear();
-                    break;
-                }
-                begin = dot + 1;
-            }
-        }
-    }
+    entry.others = view_of(policy_->grant(caller_, event_type, false));
+    entry.own = policy_->uses_self() ? view_of(policy_->grant(caller_, event_type, true)) : entry.others;
     // A stream over very many distinct types must not grow without bound: past the cap the
     // cache starts over (verdicts are re-evaluated from the same policy, so nothing changes but
     // the cost). No reference into the cache is held across calls.
@@ -166,9 +178,28 @@ const CallerAccess::CachedGrant& CallerAccess::cached(std::string_view event_typ
     return cache_.emplace(std::string(event_type), std::move(entry)).first->second;
 }
 
-bool CallerAccess::visible(std::string_view event_type) {
+CallerAccess::Visibility CallerAccess::visibility(std::string_view event_type) {
+    if (unrestricted()) return Visibility::all;
+    const CachedGrant& entry = cached(event_type);
+    if (entry.others.grant.visible) return Visibility::all;
+    return entry.own.grant.visible ? Visibility::own_records : Visibility::none;
+}
+
+bool CallerAccess::owns(std::span<const uint8_t> effective_token, std::span<const uint8_t> true_token) const {
+    if (!policy_->uses_self()) return false;
+    auto is_callers = [&](std::span<const uint8_t> token) {
+        return token.size() == token_.size() && std::memcmp(token.data(), token_.data(), token_.size()) == 0;
+    };
+    return is_callers(effective_token) || is_callers(true_token);
+}
+
+bool CallerAccess::visible(std::string_view event_type, std::span<const uint8_t> effective_token,
+                           std::span<const uint8_t> true_token) {
     if (unrestricted()) return true;
-    return cached(event_type).grant.visible;
+    const CachedGrant& entry = cached(event_type);
+    // The common case first: a verdict for the whole type, no token compared.
+    if (entry.others.grant.visible == entry.own.grant.visible) return entry.others.grant.visible;
+    return entry.of(owns(effective_token, true_token)).grant.visible;
 }
 
 void CallerAccess::filter_payload(const PathNode& node, nlohmann::json& object) {
@@ -189,15 +220,15 @@ void CallerAccess::filter_payload(const PathNode& node, nlohmann::json& object) 
     }
 }
 
-bool CallerAccess::reads_all_fields(std::string_view event_type) {
+bool CallerAccess::reads_all_fields(std::string_view event_type, bool own_record) {
     if (unrestricted()) return true;
-    const CachedGrant& entry = cached(event_type);
+    const GrantView& entry = cached(event_type).of(own_record);
     return entry.grant.visible && entry.grant.all_fields;
 }
 
-void CallerAccess::filter_fields(std::string_view event_type, nlohmann::json& record) {
+void CallerAccess::filter_fields(std::string_view event_type, bool own_record, nlohmann::json& record) {
     if (unrestricted()) return;
-    const CachedGrant& entry = cached(event_type);
+    const GrantView& entry = cached(event_type).of(own_record);
     if (!entry.grant.visible || !record.is_object()) {
         record = nlohmann::json::object();  // fail closed: nothing of an invisible record
         return;
@@ -276,8 +307,10 @@ std::vector<std::string> candidate_patterns(const Policy& policy, const std::opt
 bool CallerAccess::may_read_any(const Query& q) const {
     if (unrestricted()) return true;
     const std::vector<std::string> patterns = candidate_patterns(*policy_, q.type_pattern);
-    return std::any_of(patterns.begin(), patterns.end(),
-                       [&](const std::string& p) { return policy_->grant_pattern(caller_, p).visible; });
+    return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
+        return policy_->grant_pattern(caller_, p, false).visible ||
+               (policy_->uses_self() && policy_->grant_pattern(caller_, p, true).visible);
+    });
 }
 
 kmes::Status CallerAccess::check_query(const Query& q) const {
@@ -322,11 +355,16 @@ kmes::Status CallerAccess::check_query(const Query& q) const {
     if (uses.empty()) return {};
 
     // Patterns that can contribute records: overlapping the type pattern and visible to this
-    // caller (a pattern that hides its records contributes nothing to infer from).
+    // caller (a pattern that hides its records contributes nothing to infer from). Under
+    // `self`, the caller's own records and the others' are two grants; a field must be
+    // readable under each that makes records visible.
     std::vector<std::pair<std::string, TypeGrant>> relevant;
     for (const std::string& pattern : candidate_patterns(*policy_, q.type_pattern)) {
-        TypeGrant grant = policy_->grant_pattern(caller_, pattern);
-        if (grant.visible) relevant.emplace_back(pattern, std::move(grant));
+        for (const bool own_record : {false, true}) {
+            if (own_record && !policy_->uses_self()) break;
+            TypeGrant grant = policy_->grant_pattern(caller_, pattern, own_record);
+            if (grant.visible) relevant.emplace_back(pattern, std::move(grant));
+        }
     }
     for (const FieldUse& use : uses) {
         for (const auto& [pattern, grant] : relevant) {

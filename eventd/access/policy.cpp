@@ -9,10 +9,12 @@
 
 namespace eventd::access {
 
-bool Policy::Principal::matches(const Caller& caller) const {
+bool Policy::Principal::matches(const Caller& caller, bool own_record) const {
     switch (kind) {
         case Kind::everyone:
             return true;
+        case Kind::self:
+            return own_record;
         case Kind::uid:
             return caller.uid == id;
         case Kind::gid:
@@ -44,7 +46,7 @@ std::vector<std::string> Policy::patterns() const {
     return out;
 }
 
-TypeGrant Policy::grant_pattern(const Caller& caller, std::string_view pattern) const {
+TypeGrant Policy::grant_pattern(const Caller& caller, std::string_view pattern, bool own_record) const {
     TypeGrant grant;
     if (caller.is_root()) {
         grant.visible = grant.all_fields = grant.all_payload = true;
@@ -60,7 +62,7 @@ TypeGrant Policy::grant_pattern(const Caller& caller, std::string_view pattern) 
     std::vector<std::string> fields;
     for (const Entry& entry : found->second) {
         const bool applies = std::any_of(entry.principals.begin(), entry.principals.end(),
-                                         [&](const Principal& p) { return p.matches(caller); });
+                                         [&](const Principal& p) { return p.matches(caller, own_record); });
         if (!applies) continue;
         if (entry.deny) return TypeGrant{};  // deny wins, whatever the order of entries
         allowed = true;
@@ -90,16 +92,16 @@ TypeGrant Policy::grant_pattern(const Caller& caller, std::string_view pattern) 
     return grant;
 }
 
-TypeGrant Policy::grant(const Caller& caller, std::string_view event_type) const {
-    if (caller.is_root()) return grant_pattern(caller, "*");  // root: everything, even without "*"
+TypeGrant Policy::grant(const Caller& caller, std::string_view event_type, bool own_record) const {
+    if (caller.is_root()) return grant_pattern(caller, "*", own_record);  // root: everything, even without "*"
     const auto pattern = resolve(event_type);
     if (!pattern) return TypeGrant{};
-    return grant_pattern(caller, *pattern);
+    return grant_pattern(caller, *pattern, own_record);
 }
 
 bool Policy::is_admin(const Caller& caller) const {
     if (caller.is_root()) return true;
-    return std::any_of(admins_.begin(), admins_.end(), [&](const Principal& p) { return p.matches(caller); });
+    return std::any_of(admins_.begin(), admins_.end(), [&](const Principal& p) { return p.matches(caller, false); });
 }
 
 }  // namespace eventd::access

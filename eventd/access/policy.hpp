@@ -10,16 +10,20 @@
 // in the query's type pattern). Within the winning
 // pattern's entries: any matching deny → no access; else the union of the matching allows'
 // fields (an allow without "fields" grants every field). Principals: "uid:N", "user:NAME",
-// "gid:N", "group:NAME", "everyone". Fields: header names, "payload" (every payload field), or
+// "gid:N", "group:NAME", "everyone", and "self": the caller is the record's subject (its
+// effective or true token GUID is the caller's token, base/identity_guid.hpp), so one type's
+// records can be visible row by row. Fields: header names, "payload" (every payload field), or
 // payload paths ("user", "source.name"). Root reads everything, always. No "*" pattern → types no
 // pattern covers are invisible to everyone else (fail closed, §9.1.7). docs/ACCESS-CONTROL.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -45,9 +49,10 @@ class Policy {
 public:
     // One principal of an entry, names already resolved to ids (at parse time).
     struct Principal {
-        enum class Kind { uid, gid, everyone } kind = Kind::everyone;
+        enum class Kind { uid, gid, everyone, self } kind = Kind::everyone;
         uint32_t id = 0;  // uid or gid
-        bool matches(const Caller& caller) const;
+        // `own_record`: the record being judged is the caller's own (only `self` asks).
+        bool matches(const Caller& caller, bool own_record) const;
     };
     // One entry of a pattern's list. `fields` only on allow entries; nullopt = every field.
     struct Entry {
@@ -68,8 +73,10 @@ public:
     static kmes::Result<std::shared_ptr<const Policy>> parse(const nlohmann::json& security);
     static std::shared_ptr<const Policy> deny_all();
 
-    // Resolve the pattern for `event_type` and evaluate it for `caller`.
-    TypeGrant grant(const Caller& caller, std::string_view event_type) const;
+    // Resolve the pattern for `event_type` and evaluate it for `caller`, for records of other
+    // subjects (`own_record` false) or for the caller's own records (true; differs only when
+    // the pattern's entries name `self`).
+    TypeGrant grant(const Caller& caller, std::string_view event_type, bool own_record) const;
     // Is this caller an administrator (eventctl status)? Root, or a principal listed in
     // Security.Admins (default ["group:adm"]).
     bool is_admin(const Caller& caller) const;
@@ -83,13 +90,17 @@ public:
     std::vector<std::string> patterns() const;
     // Evaluate one pattern's entries for `caller`, without resolution. Root: everything;
     // a pattern the policy does not have: nothing.
-    TypeGrant grant_pattern(const Caller& caller, std::string_view pattern) const;
+    TypeGrant grant_pattern(const Caller& caller, std::string_view pattern, bool own_record) const;
+    // Does some entry name `self`? When not, a record's subject never changes a verdict and
+    // readers need not look at it.
+    bool uses_self() const { return uses_self_; }
 
 private:
     friend class PolicyParser;
     std::map<std::string, std::vector<Entry>, std::less<>> events_;  // pattern → entries
     std::vector<Principal> admins_;
     std::vector<std::string> warnings_;
+    bool uses_self_ = false;
 };
 
 // A list of principals in the Security.Admins syntax ("uid:N", "user:NAME", "gid:N",
@@ -106,6 +117,9 @@ public:
     CallerAccess(Caller caller, std::shared_ptr<const Policy> policy);
 
     const Caller& caller() const { return caller_; }
+    // Which records of a type exist for this caller: none, only those whose subject is the
+    // caller (`self` in the policy), or all.
+    enum class Visibility { none, own_records, all };
     size_t cached_types() const { return cache_.size(); }  // for tests: the cache stays bounded
     // Root: no filtering at all, of records or of fields.
     bool unrestricted() const { return caller_.is_root(); }
@@ -114,15 +128,21 @@ public:
     // administrator under the default policy): every record exists for them, and their
     // predicates may then use any index. Fields are still filtered per type.
     bool filters_rows() const { return !unrestricted() && !sees_every_record_; }
-    // Root verdict for records of `event_type` (the SQL function eventd_visible calls this).
-    bool visible(std::string_view event_type);
+    Visibility visibility(std::string_view event_type);
+    // Is the record with these subject tokens (16 bytes each, or empty) the caller's own: its
+    // effective or true token is the caller's token? Always false when the policy names no
+    // `self` (nothing depends on it then, and nothing is compared).
+    bool owns(std::span<const uint8_t> effective_token, std::span<const uint8_t> true_token) const;
+    // Root verdict for one record (the SQL function eventd_visible calls this).
+    bool visible(std::string_view event_type, std::span<const uint8_t> effective_token,
+                 std::span<const uint8_t> true_token);
     // Remove from `record` (a flat map: header fields and payload fields as top-level keys)
-    // every field the caller may not read for its event type. A granted path "source.name"
-    // keeps only that member of the map `source`.
-    void filter_fields(std::string_view event_type, nlohmann::json& record);
+    // every field the caller may not read for its event type, `own_record` telling whose record
+    // it is (owns()). A granted path "source.name" keeps only that member of the map `source`.
+    void filter_fields(std::string_view event_type, bool own_record, nlohmann::json& record);
     // True when filter_fields would leave a visible record of `event_type` whole (root, or a
     // grant without a field list): the record can then be encoded without a tree.
-    bool reads_all_fields(std::string_view event_type);
+    bool reads_all_fields(std::string_view event_type, bool own_record);
     // §9.2 step 5, extended to filters (issue 4: no inference through filters): every field
     // referenced by WHERE, SINCE/UNTIL (timestamp), SORT (not an aggregate's output key such
     // as count), GROUP (incl. its aggregated field), COUNT BY, TOP N BY or DISTINCT must be
@@ -148,10 +168,17 @@ private:
         bool whole = false;
         std::vector<PathNode> children;
     };
-    struct CachedGrant {
+    struct GrantView {
         TypeGrant grant;
         std::vector<std::string> headers;  // granted header names (when !all_fields)
         PathNode payload;                  // granted payload paths (when !all_fields, !all_payload)
+    };
+    // Both verdicts of one type: for other subjects' records and for the caller's own (the
+    // same unless the policy names `self`).
+    struct CachedGrant {
+        GrantView others;
+        GrantView own;
+        const GrantView& of(bool own_record) const { return own_record ? own : others; }
     };
     struct StringHash {
         using is_transparent = void;
@@ -159,6 +186,7 @@ private:
     };
 
     const CachedGrant& cached(std::string_view event_type);
+    static GrantView view_of(TypeGrant grant);
     static void filter_payload(const PathNode& node, nlohmann::json& object);
 
     static bool sees_every_record(const Policy& policy, const Caller& caller);
@@ -166,6 +194,7 @@ private:
     Caller caller_;
     std::shared_ptr<const Policy> policy_;
     bool sees_every_record_ = false;  // of policy_, for caller_
+    std::array<uint8_t, 16> token_;   // the caller's token GUID (base/identity_guid.hpp)
     static constexpr size_t kMaxCachedTypes = 4096;
     std::unordered_map<std::string, CachedGrant, StringHash, std::equal_to<>> cache_;
 };

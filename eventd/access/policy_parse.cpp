@@ -76,14 +76,28 @@ std::optional<uint32_t> parse_id(std::string_view digits) {
     return value;
 }
 
+// Where a principal is written: an entry of Security.Events may name `self` (the record's
+// subject); a list of administrators may not — there is no record to be the subject of.
+enum class PrincipalPlace { event_entry, admin_list };
+
 // nullopt (no error) when a user or group name does not resolve: the principal is dropped.
 kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
+                                                               PrincipalPlace place,
                                                                std::vector<std::string>& warnings) {
     using Kind = Policy::Principal::Kind;
-    const std::string expected = "principals are uid:N, user:NAME, gid:N, group:NAME or everyone";
+    const std::string expected = place == PrincipalPlace::event_entry
+                                     ? "principals are uid:N, user:NAME, gid:N, group:NAME, everyone or self"
+                                     : "principals are uid:N, user:NAME, gid:N, group:NAME or everyone";
     if (!value.is_string()) return invalid(where + ": " + expected + ", got " + value.dump());
     const std::string text = value.get<std::string>();
     if (text == "everyone") return std::optional(Policy::Principal{Kind::everyone, 0});
+    if (text == "self") {
+        if (place == PrincipalPlace::admin_list) {
+            return invalid(where + ": principal 'self' matches the subject of a record and is only valid in " +
+                           "Security.Events entries; " + expected);
+        }
+        return std::optional(Policy::Principal{Kind::self, 0});
+    }
     const size_t colon = text.find(':');
     if (colon == std::string::npos) return invalid(where + ": principal '" + text + "': " + expected);
     const std::string kind = text.substr(0, colon);
@@ -112,7 +126,7 @@ kmes::Result<std::vector<Policy::Principal>> parse_principals(const json& list, 
     if (!list.is_array()) return invalid(where + ": expected an array of principals, got " + type_name(list));
     std::vector<Policy::Principal> out;
     for (const json& principal : list) {
-        auto p = parse_principal(principal, where, warnings);
+        auto p = parse_principal(principal, where, PrincipalPlace::admin_list, warnings);
         if (!p.ok()) return p.error();
         if (p.value()) out.push_back(*p.value());
     }
@@ -245,7 +259,11 @@ private:
     }
 
     kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where) {
-        return access::parse_principal(value, where, policy_->warnings_);
+        auto parsed = access::parse_principal(value, where, PrincipalPlace::event_entry, policy_->warnings_);
+        if (parsed.ok() && parsed.value() && parsed.value()->kind == Policy::Principal::Kind::self) {
+            policy_->uses_self_ = true;
+        }
+        return parsed;
     }
 
     kmes::Status parse_admins(const json& admins) {

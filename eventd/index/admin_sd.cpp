@@ -26,7 +26,7 @@ AdminSd AdminSd::defaults() {
 bool AdminSd::allows(const access::Caller& caller) const {
     if (caller.is_root()) return true;  // SYSTEM is always allowed (§3.3.9 default)
     return std::any_of(principals_.begin(), principals_.end(),
-                       [&](const access::Policy::Principal& p) { return p.matches(caller); });
+                       [&](const access::Policy::Principal& p) { return p.matches(caller, false); });
 }
 
 }  // namespace eventd::index

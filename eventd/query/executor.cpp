@@ -43,7 +43,7 @@ struct Shard {
 
 // Open one shard for the query: snapshot (open_snapshot), a stream's watermark, the planned
 // query. nullopt: a file the query may leave out.
-kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan& plan, const store::TypeFilter& visible,
+kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan& plan, const store::RowFilter& visible,
                                               ExecutionContext& ctx, StreamStart* start) {
     auto snapshot = open_snapshot(file, visible, ctx);
     if (!snapshot) return snapshot.error();
@@ -158,9 +158,11 @@ private:
 
 }  // namespace
 
-store::TypeFilter caller_visibility(const ExecutionContext& ctx) {
+store::RowFilter caller_visibility(const ExecutionContext& ctx) {
     if (!ctx.access->filters_rows()) return {};
-    return [access = ctx.access](std::string_view type) { return access->visible(type); };
+    return [access = ctx.access](const store::RowSubject& row) {
+        return access->visible(row.event_type, row.effective_token, row.true_token);
+    };
 }
 
 Error query_error(const Error& e, const ExecutionContext& ctx) {
@@ -170,7 +172,7 @@ Error query_error(const Error& e, const ExecutionContext& ctx) {
     return e;
 }
 
-kmes::Result<std::optional<ShardSnapshot>> open_snapshot(const ShardFile& file, const store::TypeFilter& visible,
+kmes::Result<std::optional<ShardSnapshot>> open_snapshot(const ShardFile& file, const store::RowFilter& visible,
                                                          ExecutionContext& ctx) {
     auto snapshot = ShardSnapshot::open(file, store::ReadOptions{ctx.deadline, ctx.cancelled, visible});
     if (!snapshot) {
@@ -205,11 +207,11 @@ kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     const bool restricted = ctx.access->filters_rows();
     auto plan = plan_query(q, restricted);
     if (!plan) return plan.error();
-    if (restricted && q.type_pattern) bound_by_type_verdict(q, ctx.access->visible(*q.type_pattern), plan->read);
+    if (restricted && q.type_pattern) bound_by_type_verdict(q, ctx.access->visibility(*q.type_pattern), plan->read);
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return query_error(files.error(), ctx);
 
-    const store::TypeFilter visible = caller_visibility(ctx);
+    const store::RowFilter visible = caller_visibility(ctx);
     StreamStart start;
     StreamStart* const stream_start = q.stream ? &start : nullptr;
 

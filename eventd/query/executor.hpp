@@ -55,13 +55,13 @@ kmes::Error query_error(const kmes::Error& e, const ExecutionContext& ctx);
 
 // eventd_visible's answer for the caller of `ctx`: its type access, or empty (no filter asked)
 // for an unrestricted caller.
-store::TypeFilter caller_visibility(const ExecutionContext& ctx);
+store::RowFilter caller_visibility(const ExecutionContext& ctx);
 
 // One shard file opened for a query and its read transaction begun (watermark read): deadline,
 // cancel flag, `visible` as eventd_visible. nullopt: a file the query may leave out
 // (store::may_skip_unreadable). Errors in the query's words (query_error).
 kmes::Result<std::optional<store::ShardSnapshot>> open_snapshot(const store::ShardFile& file,
-                                                               const store::TypeFilter& visible,
+                                                               const store::RowFilter& visible,
                                                                ExecutionContext& ctx);
 
 // Run `q` (mode events) for the caller in `ctx`, feeding each record to `sink`. Errors:

@@ -104,7 +104,9 @@ struct LiveFeed::Impl {
         if (it != connections.end() && it->second.inode == *inode) return &it->second;
         if (it != connections.end()) connections.erase(it);
         store::ReadOptions options;
-        options.visible = [slot = slot.get()](std::string_view type) { return *slot && (*slot)->visible(type); };
+        options.visible = [slot = slot.get()](const store::RowSubject& row) {
+            return *slot && (*slot)->visible(row.event_type, row.effective_token, row.true_token);
+        };
         auto snapshot = ShardSnapshot::open(store::ShardFile{path, name, index}, std::move(options));
         if (!snapshot) return snapshot.error();
         auto file = snapshot->file_id();

@@ -486,7 +486,13 @@ kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
     return plan_aggregate(q, restricted);
 }
 
-void bound_by_type_verdict(const Query& q, bool visible, ReadPlan& read) {
+void bound_by_type_verdict(const Query& q, access::CallerAccess::Visibility visibility, ReadPlan& read) {
+    using Visibility = access::CallerAccess::Visibility;
+    // Only the caller's own records (`self`): the verdict is per row and stays in the guard.
+    // Bounding the scan by the type would also make the number of the others' records of the
+    // type show in the query's time.
+    if (visibility == Visibility::own_records) return;
+    const bool visible = visibility == Visibility::all;
     if (!read.visible_only || !q.type_pattern || q.type_pattern->find('*') != std::string::npos) return;
     const auto type = std::find_if(read.where.begin(), read.where.end(), [](const Predicate& p) {
         return p.kind == Predicate::Kind::compare && p.op == ReadOp::glob &&

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "eventd/access/policy.hpp"
 #include "eventd/query/ast.hpp"
 #include "base/result.hpp"
 #include "store/read_plan.hpp"
@@ -61,11 +62,12 @@ kmes::Result<Plan> plan_query(const Query& q, bool restricted);
 kmes::Result<Plan> plan_live(const Query& q, bool restricted);
 
 // The exact type of a restricted caller's query (no `*` in its pattern), whose verdict is known
-// before any row is read (docs/ACCESS-CONTROL.md §6.1): `visible` — every row of that type is
+// before any row is read (docs/ACCESS-CONTROL.md §6.1): `all` — every row of that type is
 // visible, so the type becomes a bound (read_plan.hpp) that may drive an index on event_type,
-// and the scan passes over no hidden row; not visible — nothing can match, and the plan reads
-// no row at all. No change for an unrestricted plan or a glob. Not for live plans: a reload
-// can change the verdict while a stream runs.
-void bound_by_type_verdict(const Query& q, bool visible, store::ReadPlan& read);
+// and the scan passes over no hidden row; `none` — nothing can match, and the plan reads
+// no row at all; `own_records` (`self`) — decided per row, no change. No change for an
+// unrestricted plan or a glob. Not for live plans: a reload can change the verdict while a
+// stream runs.
+void bound_by_type_verdict(const Query& q, access::CallerAccess::Visibility visibility, store::ReadPlan& read);
 
 }  // namespace eventd::query

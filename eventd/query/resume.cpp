@@ -29,7 +29,7 @@ struct CatchUpFile {
 
 // `file` opened for the caller of `ctx` (open_snapshot) with its id and the position `wanted`
 // names for it. nullopt: a file the query may leave out.
-kmes::Result<std::optional<CatchUpFile>> open_file(const store::ShardFile& file, const store::TypeFilter& visible,
+kmes::Result<std::optional<CatchUpFile>> open_file(const store::ShardFile& file, const store::RowFilter& visible,
                                                    ExecutionContext& ctx, const std::map<FileId, int64_t>& wanted) {
     auto snapshot = open_snapshot(file, visible, ctx);
     if (!snapshot) return snapshot.error();
@@ -105,7 +105,7 @@ kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const 
     if (!plan) return plan.error();
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return query_error(files.error(), ctx);
-    const store::TypeFilter visible = caller_visibility(ctx);
+    const store::RowFilter visible = caller_visibility(ctx);
     const std::map<FileId, int64_t> wanted = from ? from->last_id : std::map<FileId, int64_t>{};
     uint64_t total = 0;
     for (const store::ShardFile& file : *files) {
@@ -148,7 +148,7 @@ kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const 
 
     auto files = store::list_shard_files(ctx.store_dir);
     if (!files) return query_error(files.error(), ctx);
-    const store::TypeFilter visible = caller_visibility(ctx);
+    const store::RowFilter visible = caller_visibility(ctx);
 
     // Every file's snapshot and gap first: a refusal must come before any record.
     std::vector<CatchUpFile> open;

@@ -82,6 +82,12 @@ std::string_view event_type_of(const store::RowView& row) {
     return row.text(store::index_of(store::EventColumn::event_type));
 }
 
+// Is `row` the caller's own record (the `self` principal)? Its two token columns.
+bool owned_by_caller(const access::CallerAccess& access, const store::RowView& row) {
+    return access.owns(row.blob(store::index_of(store::EventColumn::effective_token_guid)),
+                       row.blob(store::index_of(store::EventColumn::true_token_guid)));
+}
+
 // One header column as a record value (value_from_column in record.cpp, without a tree).
 void put_column(std::vector<uint8_t>& out, const store::RowView& row, int col, bool guid) {
     switch (row.type(col)) {
@@ -127,7 +133,7 @@ std::span<const uint8_t> RowEncoder::encode(const store::RowView& row) {
 void RowEncoder::encode_tree(const store::RowView& row) {
     Record record = record_from_row(row);
     if (!access_.unrestricted()) {
-        access_.filter_fields(event_type_of(row), record);
+        access_.filter_fields(event_type_of(row), owned_by_caller(access_, row), record);
     }
     if (!select_.empty()) apply_select(record, select_);
     to_msgpack_float64(record, out_);
@@ -136,7 +142,7 @@ void RowEncoder::encode_tree(const store::RowView& row) {
 bool RowEncoder::encode_direct(const store::RowView& row) {
     if (!select_.empty()) return false;
     if (!access_.unrestricted()) {
-        if (!access_.reads_all_fields(event_type_of(row))) return false;
+        if (!access_.reads_all_fields(event_type_of(row), owned_by_caller(access_, row))) return false;
     }
 
     // The payload's top-level pairs, checked before anything is written. A NULL payload adds

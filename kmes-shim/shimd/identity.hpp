@@ -3,19 +3,19 @@
 //   effective token GUID = derive("kmes.token", euid)
 //   true token GUID      = derive("kmes.token", real uid)
 //   process GUID         = derive("kmes.process", KMES boot id, pid, process start time)
-// derive() is two FNV-1a-64 passes with different seeds, formatted as an RFC 9562 version-8
-// (custom) UUID. Kernel emitters carry null GUIDs.
+// derive_guid and token_guid live in base/identity_guid.hpp, shared with eventd (the `self`
+// principal). Kernel emitters carry null GUIDs.
 #pragma once
 
 #include <array>
 #include <cstdint>
 
+#include "base/identity_guid.hpp"
 #include "peer.hpp"
 #include "producer_ring.hpp"
 
 namespace kmes::shim {
 
 Identity identity_of(const PeerCredentials& peer, const std::array<uint8_t, 16>& boot_id);
-Guid token_guid(uint32_t uid);
 
 }  // namespace kmes::shim

@@ -33,6 +33,7 @@ using namespace eventd::query;
 using eventd::access::Caller;
 using eventd::access::CallerAccess;
 using eventd::access::Policy;
+using Visibility = eventd::access::CallerAccess::Visibility;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
 using eventd::store::SqlParam;
@@ -487,7 +488,7 @@ TEST_CASE("values never reach the SQL text; field names only as identifier paths
     CHECK(std::find(sql.params.begin(), sql.params.end(), SqlParam{evil}) != sql.params.end());
     // Paths are literals (so that expression indexes apply), written by the one function.
     CHECK(sql.sql.find(eventd::store::payload_field_sql("$.user.name")) != std::string::npos);
-    CHECK(sql.sql.find("eventd_visible(event_type)") != std::string::npos);
+    CHECK(sql.sql.find("eventd_visible(event_type, effective_token_guid, true_token_guid)") != std::string::npos);
 
     // A name the lexer would never produce is refused, in every clause that reaches SQL.
     const std::string bad_field = "a'); DROP TABLE events; --";
@@ -860,19 +861,23 @@ TEST_CASE("a restricted plan keeps the caller's filters behind visibility; an ex
     REQUIRE(plan.ok());
     // SINCE is a bound; the type pattern and WHERE wait for eventd_visible (issue 23).
     CHECK(eventd::store::read_sql(plan->read)
-              .sql.find("WHERE timestamp >= ? AND CASE WHEN eventd_visible(event_type) THEN (event_type = ? COLLATE "
+              .sql.find("WHERE timestamp >= ? AND CASE WHEN eventd_visible(event_type, effective_token_guid, true_token_guid) THEN (event_type = ? COLLATE "
                         "NOCASE AND (") != std::string::npos);
 
     // A visible exact type: every row of it is visible, so it bounds the scan (an index on
     // event_type can serve it) and no hidden row is passed over.
     auto visible = *plan;
-    bound_by_type_verdict(q, true, visible.read);
+    bound_by_type_verdict(q, Visibility::all, visible.read);
     const auto visible_sql = eventd::store::read_sql(visible.read).sql;
     CHECK(visible_sql.find("WHERE timestamp >= ? AND event_type = ? COLLATE NOCASE AND CASE WHEN "
-                           "eventd_visible(event_type) THEN ((") != std::string::npos);
+                           "eventd_visible(event_type, effective_token_guid, true_token_guid) THEN ((") != std::string::npos);
+    // Only the caller's own records (`self`): decided per row, the plan stays as it was.
+    auto own = *plan;
+    bound_by_type_verdict(q, Visibility::own_records, own.read);
+    CHECK(eventd::store::read_sql(own.read).sql == eventd::store::read_sql(plan->read).sql);
     // An invisible one: no row is read at all.
     auto hidden = *plan;
-    bound_by_type_verdict(q, false, hidden.read);
+    bound_by_type_verdict(q, Visibility::none, hidden.read);
     CHECK(eventd::store::read_sql(hidden.read).sql.find("WHERE timestamp >= ? AND 0 AND CASE") != std::string::npos);
     // Globs and unrestricted plans are left alone.
     Query glob = q;
@@ -880,11 +885,11 @@ TEST_CASE("a restricted plan keeps the caller's filters behind visibility; an ex
     auto glob_plan = plan_query(glob, true);
     REQUIRE(glob_plan.ok());
     const auto before = eventd::store::read_sql(glob_plan->read).sql;
-    bound_by_type_verdict(glob, false, glob_plan->read);
+    bound_by_type_verdict(glob, Visibility::none, glob_plan->read);
     CHECK(eventd::store::read_sql(glob_plan->read).sql == before);
     auto open = plan_query(q, false);
     REQUIRE(open.ok());
     const auto open_before = eventd::store::read_sql(open->read).sql;
-    bound_by_type_verdict(q, false, open->read);
+    bound_by_type_verdict(q, Visibility::none, open->read);
     CHECK(eventd::store::read_sql(open->read).sql == open_before);
 }

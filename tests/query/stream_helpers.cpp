@@ -50,6 +50,15 @@ int64_t await_count(QueryEnv& env, const std::string& query, int64_t expected, s
     return n;
 }
 
+json status_record(QueryEnv& env, const std::string& kind) {
+    const RunResult r = env.query("STATUS");
+    REQUIRE(r.exit_code == 0);
+    for (const json& rec : parse_jsonl(r.out))
+        if (rec.value("kind", "") == kind) return rec;
+    FAIL("no {kind: " << kind << "} record in STATUS: " << r.out);
+    return {};
+}
+
 EnvOptions fast_commits(json extra) {
     json o = {{"MaxBatchLatencyMs", 20}};
     for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = it.value();

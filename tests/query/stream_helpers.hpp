@@ -1,4 +1,4 @@
-// What the stream tests share (test_stream.cpp, test_resume.cpp): emitting through the real
+// What the stream tests share (test_stream.cpp, test_resume.cpp, test_leaks.cpp, test_access.cpp): emitting through the real
 // shim from CPU 0 (one ring, one shard, one commit order), counting as root, fast commits.
 #pragma once
 
@@ -21,6 +21,9 @@ int64_t count(QueryEnv& env, const std::string& query);
 
 // count() until it is `expected` or `timeout` passed; the last count.
 int64_t await_count(QueryEnv& env, const std::string& query, int64_t expected, std::chrono::seconds timeout);
+
+// The record of kind `kind` ("queries", "store", …) in STATUS, asked as root; FAILs without one.
+nlohmann::json status_record(QueryEnv& env, const std::string& kind);
 
 // MaxBatchLatencyMs 20 (commits, and so stream frames, follow emits quickly) plus `extra`.
 EnvOptions fast_commits(nlohmann::json extra = nlohmann::json::object());

@@ -1,6 +1,9 @@
 // [access]: the access matrix with real users (tests/query/access/*.test, run as root,
 // eventd-adm, eventd-auditor and nobody through setpriv), a policy without "*" (fail closed: no
-// one but root reads anything), and a SIGHUP reload of the policy taking effect.
+// one but root reads anything), a SIGHUP reload of the policy taking effect, and the `self`
+// principal: events emitted by real users, each of whom reads only their own.
+#include <grp.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -8,8 +11,10 @@
 #include <catch2/catch.hpp>
 
 #include "case_runner.hpp"
+#include "eventually.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
+#include "stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -125,6 +130,108 @@ TEST_CASE("STATUS is for administrators only", "[access]") {
     CHECK(nobody.exit_code == 1);
     CHECK(nobody.out.empty());
     CHECK(!nobody.err.empty());
+}
+
+// ---- the `self` principal (issue 24 item 4) ------------------------------------------------
+
+// docs/ACCESS-CONTROL.md §5.1's example on a type of its own: administrators read everything;
+// every user reads four fields of the events their own processes emitted.
+const json kSelfPolicy = {{"Events",
+                           {{"*", json::array({{{"allow", {"group:adm"}}}})},
+                            {"selfie", json::array({{{"allow", {"group:adm"}}},
+                                                    {{"allow", {"self"}},
+                                                     {"fields", {"timestamp", "event_type", "who", "n"}}}})}}}};
+
+std::string kmes_emit_path() {
+    const char* path = std::getenv("KMES_EMIT");
+    if (!path || !*path) throw std::runtime_error("KMES_EMIT is not set: run the tests through `meson test`");
+    return path;
+}
+
+// kmes-emit one event as `user` (root when empty). Emitting needs the shim's EmitGroup
+// (eventd-auditors here): the process gets it as its real group, whoever the user is.
+void emit_as(const std::string& user, const json& payload) {
+    std::vector<std::string> argv{kmes_emit_path(), "--type", "selfie.note", "--json", payload.dump()};
+    if (!user.empty()) {
+        const auto as = lookup_user(user);
+        REQUIRE(as);
+        const group* emitters = getgrnam("eventd-auditors");
+        REQUIRE(emitters);
+        argv.insert(argv.begin(), {"/usr/bin/setpriv", "--reuid=" + std::to_string(as->uid),
+                                   "--regid=" + std::to_string(emitters->gr_gid), "--clear-groups", "--"});
+    }
+    const RunResult r = run_command(argv, std::chrono::seconds(10));
+    INFO("kmes-emit as " << (user.empty() ? "root" : user) << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+}
+
+std::vector<json> records_as(QueryEnv& env, const std::string& query, const char* user) {
+    const RunResult r = env.query(query, user ? lookup_user(user) : std::nullopt);
+    INFO(query << " as " << (user ? user : "root") << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return parse_jsonl(r.out);
+}
+
+TEST_CASE("self: each user reads the events of their own processes and nothing of anyone else's", "[access]") {
+    ensure_test_users();
+    const group* emitters = getgrnam("eventd-auditors");
+    REQUIRE(emitters);
+    EnvOptions options = fast_commits({{"Security", kSelfPolicy}});
+    options.kmes_config = {{"EmitGroup", emitters->gr_gid}};
+    QueryEnv env(options);
+    for (int n = 1; n <= 3; ++n) emit_as("eventd-auditor", {{"who", "auditor"}, {"n", n}, {"secret", "a"}});
+    for (int n = 1; n <= 2; ++n) emit_as("nobody", {{"who", "nobody"}, {"n", n}, {"secret", "b"}});
+    emit_as("", {{"who", "root"}, {"n", 1}, {"secret", "r"}});
+    REQUIRE(kmes::it::eventually([&] { return count_as(env, "EVENTS selfie.note COUNT", nullptr) == 6; }));
+
+    // Each sees their own records, with the fields granted to self, and counts only those.
+    CHECK(count_as(env, "EVENTS selfie.note COUNT", "eventd-auditor") == 3);
+    CHECK(count_as(env, "EVENTS selfie.* COUNT", "nobody") == 2);
+    CHECK(count_as(env, "EVENTS COUNT", "nobody") == 2);
+    const auto mine = records_as(env, "EVENTS selfie.note SORT n", "nobody");
+    REQUIRE(mine.size() == 2);
+    for (int i = 0; i < 2; ++i) {
+        CHECK(mine[i]["who"] == "nobody");
+        CHECK(mine[i]["n"] == i + 1);
+        CHECK_FALSE(mine[i].contains("secret"));              // not granted to self
+        CHECK_FALSE(mine[i].contains("true_token_guid"));     // nor the header tokens
+    }
+    // Filters see only the caller's own rows: another user's values match nothing.
+    CHECK(count_as(env, "EVENTS selfie.note WHERE who == \"auditor\" COUNT", "nobody") == 0);
+    CHECK(count_as(env, "EVENTS selfie.note WHERE who == \"nobody\" COUNT", "nobody") == 2);
+    CHECK(records_as(env, "EVENTS selfie.note COUNT BY who", "eventd-auditor") ==
+          std::vector<json>{{{"who", "auditor"}, {"count", 3}}});
+    // A field not granted to self cannot be filtered on.
+    const RunResult refused = env.query("EVENTS selfie.note WHERE secret == \"a\" COUNT", lookup_user("nobody"));
+    CHECK(refused.exit_code != 0);
+    CHECK_THAT(refused.err, Catch::Contains("'secret' cannot be used in WHERE"));
+    // Administrators read every record in full; root too.
+    CHECK(count_as(env, "EVENTS selfie.note WHERE secret IS NOT NULL COUNT", "eventd-adm") == 6);
+    CHECK(count_as(env, "EVENTS selfie.note COUNT", nullptr) == 6);
+
+    // A live stream shows the caller's new records and skips the others'.
+    Child stream(env.query_argv("EVENTS selfie.note STREAM TAKE 0", lookup_user("nobody")));
+    REQUIRE(kmes::it::eventually([&] { return status_record(env, "queries")["streaming"] == 1; }));
+    emit_as("eventd-auditor", {{"who", "auditor"}, {"n", 4}, {"secret", "a"}});
+    emit_as("nobody", {{"who", "nobody"}, {"n", 3}, {"secret", "b"}});
+    emit_as("eventd-auditor", {{"who", "auditor"}, {"n", 5}, {"secret", "a"}});
+    emit_as("nobody", {{"who", "nobody"}, {"n", 4}, {"secret", "b"}});  // the end marker
+    std::vector<json> seen;
+    while (seen.empty() || seen.back()["n"] != 4) {
+        const auto line = stream.read_line(std::chrono::seconds(10));
+        INFO("stream stderr: " << stream.err_so_far());
+        REQUIRE(line);
+        seen.push_back(json::parse(*line));
+        REQUIRE(seen.size() <= 2);
+    }
+    REQUIRE(seen.size() == 2);
+    for (const json& record : seen) {
+        CHECK(record["who"] == "nobody");
+        CHECK_FALSE(record.contains("secret"));
+    }
+    CHECK(seen[0]["n"] == 3);
+    REQUIRE(count_as(env, "EVENTS selfie.note COUNT", nullptr) == 10);
+    CHECK_FALSE(stream.read_line(std::chrono::milliseconds(300)));
 }
 
 }  // namespace

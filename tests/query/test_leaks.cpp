@@ -40,15 +40,6 @@ json mixed_policy(const json& auditor_fields) {
               {"mixed", json::array({{{"allow", {"group:adm"}}}, auditors})}}}};
 }
 
-json status_record(QueryEnv& env, const std::string& kind) {
-    const RunResult r = env.query("STATUS");
-    REQUIRE(r.exit_code == 0);
-    for (const json& rec : parse_jsonl(r.out))
-        if (rec.value("kind", "") == kind) return rec;
-    FAIL("no {kind: " << kind << "} record in STATUS: " << r.out);
-    return {};
-}
-
 TEST_CASE("a reload that hides a stream's WHERE field ends the stream; one still allowed goes on with the new fields",
           "[leaks]") {
     ensure_test_users();

@@ -88,7 +88,7 @@ Counts run(const std::filesystem::path& file, ReadPlan plan) {
     // Deterministic, as the store registers it: an index on a payload field is usable then.
     REQUIRE(sqlite3_create_function_v2(db.get(), "msgpack_extract", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, &counts,
                                        counting_extract, nullptr, nullptr, nullptr) == SQLITE_OK);
-    REQUIRE(sqlite3_create_function_v2(db.get(), "eventd_visible", 1, SQLITE_UTF8, nullptr, visible, nullptr, nullptr,
+    REQUIRE(sqlite3_create_function_v2(db.get(), "eventd_visible", 3, SQLITE_UTF8, nullptr, visible, nullptr, nullptr,
                                        nullptr) == SQLITE_OK);
     for (const char* f : {"eventd_num_sum", "eventd_num_min", "eventd_num_max"}) {
         // Aggregates are not under test: count(*) and GROUP shapes only need them to exist.
