@@ -8,7 +8,8 @@
 
 namespace kmes::audit {
 
-AuditAssembler::AuditAssembler(Sink sink, unsigned timeout_s) : sink_(std::move(sink)) {
+AuditAssembler::AuditAssembler(Sink sink, unsigned timeout_s, Malformed malformed)
+    : sink_(std::move(sink)), malformed_(std::move(malformed)) {
     au_ = auparse_init(AUSOURCE_FEED, nullptr);
     if (!au_) std::abort();  // only out of memory
     auparse_set_eoe_timeout(static_cast<time_t>(timeout_s == 0 ? 1 : timeout_s));
@@ -24,7 +25,47 @@ AuditAssembler::~AuditAssembler() {
 
 void AuditAssembler::on_event(auparse_state_t* au, int cb_event_type, void* self) {
     if (cb_event_type != AUPARSE_CB_EVENT_READY) return;
-    static_cast<AuditAssembler*>(self)->sink_(map_event(au));
+    static_cast<AuditAssembler*>(self)->hand_on(au);
+}
+
+void AuditAssembler::remember(uint64_t serial) {
+    if (!handed_on_.insert(serial).second) return;
+    handed_on_order_.push_back(serial);
+    if (handed_on_order_.size() > kRememberedSerials) {
+        handed_on_.erase(handed_on_order_.front());
+        handed_on_order_.pop_front();
+    }
+}
+
+void AuditAssembler::hand_on(auparse_state_t* au) {
+    const au_event_t* ts = auparse_get_timestamp(au);
+    const uint64_t serial = ts ? ts->serial : 0;
+    // The record types, and whether the event ended as the kernel ends a syscall event.
+    nlohmann::json record_types = nlohmann::json::array();
+    bool syscall = false, ended = false;
+    if (auparse_first_record(au) > 0) {
+        do {
+            const int type = auparse_get_type(au);
+            syscall |= type == AUDIT_SYSCALL;
+            ended |= type == AUDIT_EOE || type == AUDIT_PROCTITLE;
+            if (type == AUDIT_EOE) continue;
+            const char* name = auparse_get_type_name(au);
+            record_types.push_back(name ? name : "UNKNOWN[" + std::to_string(type) + "]");
+        } while (auparse_next_record(au) > 0);
+    }
+    if (serial != 0 && remembered(serial)) {
+        // Late records of an event already handed on: not an event of their own.
+        if (record_types.empty()) return;  // a lone late EOE carries nothing
+        AuditEvent lost = lost_event(record_types.size(), "reassembly");
+        lost.payload["serial"] = serial;
+        lost.payload["record_types"] = std::move(record_types);
+        sink_(std::move(lost));
+        return;
+    }
+    if (serial != 0) remember(serial);
+    AuditEvent event = map_event(au);
+    if (syscall && !ended) event.payload["incomplete"] = true;  // handed on by the timeout
+    sink_(std::move(event));
 }
 
 namespace {
@@ -36,7 +77,25 @@ std::string_view up_to_nul(std::string_view text) {
     const size_t nul = text.find('\0');
     return nul == std::string_view::npos ? text : text.substr(0, nul);
 }
+
+// Does `text` start as the kernel starts every record, "audit(SEC.MILLI:SERIAL):"?
+bool has_record_header(std::string_view text) {
+    auto digits = [&](char end) {
+        size_t n = 0;
+        while (n < text.size() && text[n] >= '0' && text[n] <= '9') ++n;
+        if (n == 0 || n > 20 || n >= text.size() || text[n] != end) return false;
+        text.remove_prefix(n + 1);
+        return true;
+    };
+    if (text.substr(0, 6) != "audit(") return false;
+    text.remove_prefix(6);
+    return digits('.') && digits(':') && digits(')') && !text.empty() && text[0] == ':';
+}
 }  // namespace
+
+void AuditAssembler::malformed(int type, std::string_view text) {
+    if (malformed_) malformed_(type, text);
+}
 
 void AuditAssembler::feed_record(int type, std::string_view text) {
     // The line auditd writes for it (log_format RAW): auparse parses exactly that.
@@ -47,13 +106,19 @@ void AuditAssembler::feed_record(int type, std::string_view text) {
     // The kernel's text may end in NULs or a newline: one record, one line.
     text = up_to_nul(text);
     while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    if (!has_record_header(text)) return malformed(type, text);
     line.append(text.data(), text.size());
     line += '\n';
     auparse_feed(au_, line.data(), line.size());
 }
 
 void AuditAssembler::feed_line(std::string_view line) {
-    std::string copy(up_to_nul(line));
+    line = up_to_nul(line);
+    const size_t msg = line.find(" msg=");
+    if (line.substr(0, 5) != "type=" || msg == std::string_view::npos || !has_record_header(line.substr(msg + 5))) {
+        return malformed(0, line);
+    }
+    std::string copy(line);
     if (copy.empty() || copy.back() != '\n') copy += '\n';
     auparse_feed(au_, copy.data(), copy.size());
 }

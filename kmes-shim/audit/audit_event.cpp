@@ -3,9 +3,11 @@
 #include <auparse.h>
 
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 namespace kmes::audit {
@@ -143,6 +145,21 @@ json record_fields(auparse_state_t* au) {
     return fields;
 }
 
+// The free text of a user-space message: `msg='TEXT key=value …'` whose TEXT is not a field
+// (auditctl -m "TEXT", USER_AVC's "avc:  denied { … }"). auparse splits msg='…' into fields and
+// drops words without '=': the whole of msg='…' is kept then, so nothing the sender wrote is lost.
+std::optional<std::string> free_msg_text(std::string_view record) {
+    const size_t start = record.find(" msg='");
+    if (start == std::string_view::npos) return std::nullopt;
+    std::string_view inner = record.substr(start + 6);
+    const size_t end = inner.rfind('\'');
+    if (end == std::string_view::npos) return std::nullopt;
+    inner = inner.substr(0, end);
+    const std::string_view first_word = inner.substr(0, inner.find(' '));
+    if (first_word.empty() || first_word.find('=') != std::string_view::npos) return std::nullopt;
+    return std::string(inner);
+}
+
 // EXECVE: a0, a1, … (and a1[0], a1[1] … for an argument the kernel split) → argv.
 json execve_argv(auparse_state_t* au) {
     json argv = json::array();
@@ -220,6 +237,9 @@ AuditEvent map_event(auparse_state_t* au) {
                 json fields = record_fields(au);
                 for (auto& [k, v] : fields.items())
                     if (!payload.contains(k)) payload[k] = v;
+                if (const char* text = auparse_get_record_text(au)) {
+                    if (auto free_text = free_msg_text(text)) payload["msg"] = std::move(*free_text);
+                }
                 continue;
             }
             if (type == "EXECVE") {
@@ -250,6 +270,16 @@ AuditEvent map_event(auparse_state_t* au) {
     event.euid = id_field(payload, "euid");
     if (const auto pid = payload.find("pid"); pid != payload.end() && pid->is_number_integer())
         event.pid = static_cast<pid_t>(pid->get<int64_t>());
+    return event;
+}
+
+AuditEvent lost_event(uint64_t records, const char* source) {
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    AuditEvent event;
+    event.type = "audit.lost";
+    event.payload = {{"records", records}, {"source", source}, {"noticed_time", now}};
     return event;
 }
 

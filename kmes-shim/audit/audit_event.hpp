@@ -47,4 +47,8 @@ struct AuditEvent {
 // record and field cursors.
 AuditEvent map_event(auparse_state_t* au);
 
+// An `audit.lost` event (docs/AUDIT.md "Loss"): `records` records lost before they became
+// events, where (`source`: kernel, socket or reassembly), noticed now (`noticed_time`, ns).
+AuditEvent lost_event(uint64_t records, const char* source);
+
 }  // namespace kmes::audit

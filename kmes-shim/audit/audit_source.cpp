@@ -35,11 +35,6 @@ constexpr const char* kUndoFile = "audit-rules.undo";
 constexpr const char* kSettingsFile = "audit-kernel.orig";
 constexpr auto kCheckInterval = std::chrono::seconds(1);
 
-int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 // The kernel's status (AUDIT_GET), asked on `fd` and awaited (records arriving meanwhile on a
 // daemon socket would be lost to this read: it is used before the socket is a daemon's).
 Result<audit_status> request_status(int fd) {
@@ -147,12 +142,13 @@ struct AuditSource::Kernel {
     }
 };
 
-AuditSource::AuditSource(Emit emit, const AuditSettings& settings) : emit_(std::move(emit)), settings_(settings) {}
+AuditSource::AuditSource(Emit emit, Report report, const AuditSettings& settings)
+    : emit_(std::move(emit)), report_(std::move(report)), settings_(settings) {}
 
 AuditSource::~AuditSource() { stop(); }
 
-Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& settings, Emit emit) {
-    std::unique_ptr<AuditSource> source(new AuditSource(std::move(emit), settings));
+Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& settings, Emit emit, Report report) {
+    std::unique_ptr<AuditSource> source(new AuditSource(std::move(emit), std::move(report), settings));
     auto kernel = std::make_unique<Kernel>();
     std::error_code ec;
     std::filesystem::create_directories(settings.runtime_dir, ec);
@@ -269,10 +265,7 @@ void AuditSource::run() {
     auto lost = [&](uint64_t records, const char* source) {
         if (records == 0) return;
         lost_.fetch_add(records, std::memory_order_relaxed);
-        AuditEvent e;
-        e.type = "audit.lost";
-        e.payload = {{"records", records}, {"source", source}, {"noticed_time", now_ns()}};
-        emit_(e);
+        emit_(lost_event(records, source));
     };
     // The socket's drops since the last look, reported as lost records.
     auto socket_loss = [&] {
@@ -280,12 +273,36 @@ void AuditSource::run() {
         lost(drops - k.last_drops, "socket");
         k.last_drops = drops;
     };
+    // Records refused before reassembly since the last report: their number and the first.
+    uint64_t malformed = 0;
+    json first_malformed;
     AuditAssembler assembler(
         [&](AuditEvent e) {
-            events_.fetch_add(1, std::memory_order_relaxed);
+            if (e.type == "audit.lost") {
+                lost_.fetch_add(e.payload["records"].get<uint64_t>(), std::memory_order_relaxed);
+            } else {
+                events_.fetch_add(1, std::memory_order_relaxed);
+            }
             emit_(e);
         },
-        (settings_.event_timeout_ms + 999) / 1000);
+        (settings_.event_timeout_ms + 999) / 1000,
+        [&](int type, std::string_view text) {
+            if (malformed++ != 0) return;
+            const char* name = audit_msg_type_to_name(type);
+            // Short and printable: the record may be anything, and a log line must stay one line.
+            std::string sample(text.substr(0, 256));
+            for (char& c : sample)
+                if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+            first_malformed = {{"record_type", name ? name : std::to_string(type)}, {"text", sample}};
+        });
+    auto report_malformed = [&] {
+        if (malformed == 0) return;
+        spdlog::warn("audit: {} record(s) without the kernel's \"audit(TIME:SERIAL):\" header were not reassembled; "
+                     "first: {}",
+                     malformed, first_malformed.dump());
+        if (report_) report_("kmes.audit_malformed", {{"records", malformed}, {"first", first_malformed}});
+        malformed = 0;
+    };
     // One record per netlink message; MAX_AUDIT_MESSAGE_LENGTH bounds its text.
     std::vector<char> buffer(MAX_AUDIT_MESSAGE_LENGTH + NLMSG_HDRLEN + 64);
     auto next_check = Clock::now() + kCheckInterval;
@@ -319,12 +336,15 @@ void AuditSource::run() {
                 }
                 continue;
             }
-            if (nlh->nlmsg_type < AUDIT_FIRST_USER_MSG) continue;  // other control replies
+            // Other control replies — except AUDIT_USER (1005), the old user message type that
+            // `auditctl -m` still sends and the kernel logs under it.
+            if (nlh->nlmsg_type < AUDIT_FIRST_USER_MSG && nlh->nlmsg_type != AUDIT_USER) continue;
             assembler.feed_record(nlh->nlmsg_type, std::string_view(data, strnlen(data, size)));
         }
         if (Clock::now() >= next_check) {
             next_check = Clock::now() + kCheckInterval;
             assembler.age();
+            report_malformed();
             if (k.daemon) {
                 audit_request_status(k.fd);  // the answer comes through the loop above
             } else {
@@ -333,6 +353,7 @@ void AuditSource::run() {
         }
     }
     assembler.flush();
+    report_malformed();
 }
 
 }  // namespace kmes::audit

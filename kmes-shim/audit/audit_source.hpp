@@ -50,12 +50,15 @@ const char* mode_name(Mode mode);
 class AuditSource {
 public:
     using Emit = std::function<void(const AuditEvent&)>;
+    // A self-event of the shim about the source (kmes.audit_malformed: records refused before
+    // reassembly, at most one per second with their number and the first one's text).
+    using Report = std::function<void(std::string_view type, const nlohmann::json& payload)>;
 
     // Opens the netlink socket in the mode asked (auto resolved), takes the daemon role and
     // loads the rules where that applies, then starts the reader thread. Errors: audit is not
     // available (kernel booted with audit=0, no CAP_AUDIT_*), the daemon role is taken (mode
     // daemon), a rule is refused — with nothing left changed in the kernel.
-    static Result<std::unique_ptr<AuditSource>> start(const AuditSettings& settings, Emit emit);
+    static Result<std::unique_ptr<AuditSource>> start(const AuditSettings& settings, Emit emit, Report report);
     ~AuditSource();
     AuditSource(const AuditSource&) = delete;
     AuditSource& operator=(const AuditSource&) = delete;
@@ -70,10 +73,11 @@ public:
 
 private:
     struct Kernel;
-    AuditSource(Emit emit, const AuditSettings& settings);
+    AuditSource(Emit emit, Report report, const AuditSettings& settings);
     void run();
 
     Emit emit_;
+    Report report_;
     AuditSettings settings_;
     Mode mode_ = Mode::off;
     std::unique_ptr<Kernel> kernel_;

@@ -95,6 +95,20 @@ TEST_CASE("events end at PROCTITLE without EOE, interleave by serial, and stand 
     CHECK(events[2].payload["pid"] == 7);
 }
 
+TEST_CASE("a user message keeps its free text; a message of fields does not repeat them", "[audit]") {
+    const auto events = assemble({
+        R"(type=USER msg=audit(1700000000.100:10): pid=1 uid=0 auid=4294967295 ses=4294967295 msg='kmes marker 42 exe="/usr/sbin/auditctl" hostname=? addr=? terminal=? res=success')",
+        R"(type=USER_START msg=audit(1700000000.200:11): pid=2 uid=0 auid=0 ses=1 msg='op=PAM:session_open grantors=pam_unix acct="nobody" exe="/usr/bin/su" hostname=? addr=? terminal=pts/0 res=success')",
+    });
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].type == "audit.user");
+    CHECK(events[0].payload["msg"] == R"(kmes marker 42 exe="/usr/sbin/auditctl" hostname=? addr=? terminal=? res=success)");
+    CHECK(events[0].payload["exe"] == "/usr/sbin/auditctl");
+    CHECK(events[1].type == "audit.user_start");
+    CHECK_FALSE(events[1].payload.contains("msg"));
+    CHECK(events[1].payload["acct"] == "nobody");
+}
+
 TEST_CASE("a time beyond what nanoseconds hold is nil, not an overflow", "[audit]") {
     const auto events =
         assemble({"type=USER_CMD msg=audit(1700000000400.000:9): pid=1 uid=0 auid=0 ses=1 msg='cmd=6C73 res=success'"});
@@ -103,13 +117,93 @@ TEST_CASE("a time beyond what nanoseconds hold is nil, not an overflow", "[audit
     CHECK(events[0].payload["serial"] == 9);
 }
 
-TEST_CASE("a malformed record does not take other events with it", "[audit]") {
-    std::vector<std::string> lines = {"type=SYSCALL msg=garbage without a timestamp", "not an audit line at all"};
-    for (const auto& l : kExecve) lines.push_back(l);
-    const auto events = assemble(lines);
-    REQUIRE_FALSE(events.empty());
-    CHECK(events.back().type == "audit.syscall");
-    CHECK(events.back().payload["serial"] == 42);
+TEST_CASE("a malformed record is refused before reassembly and takes no other event with it", "[audit]") {
+    std::vector<std::pair<int, std::string>> refused;
+    std::vector<AuditEvent> events;
+    AuditAssembler assembler([&](AuditEvent e) { events.push_back(std::move(e)); }, 2,
+                             [&](int type, std::string_view text) { refused.emplace_back(type, std::string(text)); });
+    assembler.feed_line("type=SYSCALL msg=garbage without a timestamp");
+    assembler.feed_line("not an audit line at all");
+    // From the kernel: a record whose text lacks the header, and one with a broken serial,
+    // between the records of a good event.
+    assembler.feed_record(1300, kExecve[0].substr(kExecve[0].find("msg=") + 4));
+    assembler.feed_record(1309, "argc=2 a0=\"x\"");
+    assembler.feed_record(1307, "audit(1700000000.123:4x2): cwd=\"/\"");
+    for (size_t i = 1; i < kExecve.size(); ++i) {
+        const std::string& line = kExecve[i];
+        const int type = line.rfind("type=EXECVE", 0) == 0 ? 1309 : line.rfind("type=CWD", 0) == 0 ? 1307
+                         : line.rfind("type=PATH", 0) == 0 ? 1302 : 1327;
+        assembler.feed_record(type, line.substr(line.find("msg=") + 4));
+    }
+    assembler.flush();
+    REQUIRE(refused.size() == 4);
+    CHECK(refused[0].first == 0);
+    CHECK(refused[2] == std::pair<int, std::string>{1309, "argc=2 a0=\"x\""});
+    CHECK(refused[3].first == 1307);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].type == "audit.syscall");
+    CHECK(events[0].payload["serial"] == 42);
+    CHECK(events[0].payload["argv"] == json::array({"/bin/true", "hello world"}));
+    CHECK(events[0].payload["cwd"] == "/home/alice");  // the broken CWD never joined it
+    CHECK_FALSE(events[0].payload.contains("incomplete"));
+}
+
+TEST_CASE("an event cut by the timeout is marked incomplete; its late records are counted, not a new event",
+          "[audit]") {
+    std::vector<AuditEvent> events;
+    AuditAssembler assembler([&](AuditEvent e) { events.push_back(std::move(e)); }, 1);
+    // The SYSCALL of serial 42, then the time runs out (the records' time is long past, so
+    // age() hands the event on at once, as it would 1 s after a live record).
+    assembler.feed_line(kExecve[0]);
+    assembler.age();
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].type == "audit.syscall");
+    CHECK(events[0].payload["incomplete"] == true);
+    CHECK(events[0].payload["record_types"] == json::array({"SYSCALL"}));
+    // The rest arrives: EXECVE, CWD, two PATHs, PROCTITLE and EOE — five records lost to their event.
+    for (size_t i = 1; i < kExecve.size(); ++i) assembler.feed_line(kExecve[i]);
+    assembler.feed_line("type=EOE msg=audit(1700000000.123:42): ");
+    // A whole event after it, untouched.
+    std::vector<std::string> next = kExecve;
+    for (auto& line : next) line.replace(line.find(":42)"), 4, ":43)");
+    for (const auto& line : next) assembler.feed_line(line);
+    assembler.flush();
+    REQUIRE(events.size() == 3);
+    const json& lost = events[1].payload;
+    CHECK(events[1].type == "audit.lost");
+    CHECK(lost["source"] == "reassembly");
+    CHECK(lost["records"] == 5);
+    CHECK(lost["serial"] == 42);
+    CHECK(lost["record_types"] == json::array({"EXECVE", "CWD", "PATH", "PATH", "PROCTITLE"}));
+    CHECK(lost["noticed_time"].is_number_integer());
+    CHECK(events[2].type == "audit.syscall");
+    CHECK(events[2].payload["serial"] == 43);
+    CHECK_FALSE(events[2].payload.contains("incomplete"));
+}
+
+TEST_CASE("a record after its event's end is counted as late; a late EOE alone counts nothing", "[audit]") {
+    std::vector<AuditEvent> events;
+    AuditAssembler assembler([&](AuditEvent e) { events.push_back(std::move(e)); }, 1);
+    for (const auto& line : kExecve) assembler.feed_line(line);  // ends at PROCTITLE
+    assembler.feed_line("type=EOE msg=audit(1700000000.123:42): ");  // auparse folds it in
+    assembler.feed_line(kExecve[3]);                                 // a PATH out of order
+    assembler.flush();
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].type == "audit.syscall");
+    CHECK(events[1].type == "audit.lost");
+    CHECK(events[1].payload["records"] == 1);
+    CHECK(events[1].payload["record_types"] == json::array({"PATH"}));
+}
+
+TEST_CASE("a record that stands alone is complete without EOE", "[audit]") {
+    const auto events = assemble({
+        R"(type=AVC msg=audit(1700000000.500:50): avc:  denied  { read } for  pid=1 comm="x" name="y" dev="sda1" ino=3 scontext=a tcontext=b tclass=file permissive=0)",
+        R"(type=ANOM_PROMISCUOUS msg=audit(1700000000.600:51): dev=eth0 prom=256 old_prom=0 auid=1000 uid=0 gid=0 ses=2)",
+    });
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].type == "audit.avc");
+    CHECK(events[1].type == "audit.anom_promiscuous");
+    for (const auto& e : events) CHECK_FALSE(e.payload.contains("incomplete"));
 }
 
 TEST_CASE("rules files: auditctl's rule lines with their undo; -D and -e refused with the line", "[audit]") {
