@@ -63,8 +63,12 @@ Result<RulesFile> parse_rules(const std::string& text, const std::string& name) 
             (op == "-b" ? out.backlog_limit : out.backlog_wait_time) = *v;
             continue;
         }
-        if (op == "-D")
-            return fail("'-D' (delete every rule) is not accepted: the shim removes only the rules it added");
+        if (op == "-D") {
+            if (words.size() != 1) return fail("'-D' takes no argument (the shim deletes rules of every list)");
+            if (!out.rules.empty()) return fail("'-D' must come before the first rule (it would delete the file's own)");
+            out.delete_existing = true;
+            continue;
+        }
         if (op == "-e") return fail("'-e' is not accepted: the shim enables audit itself and never locks the rules");
         if (op != "-a" && op != "-A" && op != "-w")
             return fail("'" + op +
@@ -83,13 +87,39 @@ std::vector<std::string> inverse_rule(const std::vector<std::string>& args) {
     return undo;
 }
 
-Status run_auditctl(const std::vector<std::string>& args) {
+namespace {
+
+// Everything `fd` yields until end of file.
+std::string read_all(int fd) {
+    std::string text;
+    char buffer[4096];
+    for (ssize_t got; (got = read(fd, buffer, sizeof buffer)) != 0;) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) break;
+        text.append(buffer, static_cast<size_t>(got));
+    }
+    return text;
+}
+
+}  // namespace
+
+Status run_auditctl(const std::vector<std::string>& args, std::string* out) {
+    // stdout goes to a temporary file when wanted (read after exit: no two pipes to juggle).
+    FILE* stdout_file = out ? tmpfile() : nullptr;
+    if (out && !stdout_file) return errno_error("temporary file for auditctl's output");
     int err[2];
-    if (pipe2(err, O_CLOEXEC) != 0) return errno_error("pipe for auditctl");
+    if (pipe2(err, O_CLOEXEC) != 0) {
+        if (stdout_file) fclose(stdout_file);
+        return errno_error("pipe for auditctl");
+    }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    if (stdout_file) {
+        posix_spawn_file_actions_adddup2(&actions, fileno(stdout_file), STDOUT_FILENO);
+    } else {
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    }
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(kAuditctl));
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -100,18 +130,18 @@ Status run_auditctl(const std::vector<std::string>& args) {
     close(err[1]);
     if (rc != 0) {
         close(err[0]);
+        if (stdout_file) fclose(stdout_file);
         return Error{rc, std::string("cannot run ") + kAuditctl + " (package auditd): " + strerror(rc)};
     }
-    std::string message;
-    char buffer[512];
-    for (ssize_t got; (got = read(err[0], buffer, sizeof buffer)) != 0;) {
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) break;
-        message.append(buffer, static_cast<size_t>(got));
-    }
+    std::string message = read_all(err[0]);
     close(err[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (stdout_file) {
+        rewind(stdout_file);
+        *out = read_all(fileno(stdout_file));
+        fclose(stdout_file);
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
     std::string line;
     for (const std::string& a : args) line += (line.empty() ? "" : " ") + a;
@@ -144,11 +174,33 @@ Status LoadedRules::add(const std::vector<std::string>& args) {
     return {};
 }
 
+Result<size_t> LoadedRules::delete_existing() {
+    std::string listing;
+    if (Status s = run_auditctl({"-l"}, &listing); !s) return s.error();
+    std::vector<std::vector<std::string>> existing;
+    std::istringstream in(listing);
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line == "No rules") continue;
+        existing.push_back(split_words(line));
+    }
+    // The undo list runs backwards: pushed last to first, the rules come back first to last
+    // (their order matters: the first matching rule decides), after the shim's own are gone.
+    for (auto it = existing.rbegin(); it != existing.rend(); ++it) undo_.push_back(*it);
+    if (Status s = save(); !s) {
+        undo_.resize(undo_.size() - existing.size());
+        return s.error();
+    }
+    kept_for_restore_ += existing.size();
+    if (Status s = run_auditctl({"-D"}); !s) return s.error();
+    return existing.size();
+}
+
 void LoadedRules::remove_all() {
     while (!undo_.empty()) {
         (void)run_auditctl(undo_.back());  // a rule someone else removed meanwhile: nothing to do
         undo_.pop_back();
     }
+    kept_for_restore_ = 0;
     std::error_code ec;
     std::filesystem::remove(undo_file_, ec);
 }

@@ -82,7 +82,7 @@ uint64_t socket_drops(ino_t inode) {
 // the settings it changed. Undone before anything else.
 void clean_up_leftovers(const std::filesystem::path& dir, int fd) {
     const size_t rules = LoadedRules::undo_leftovers(dir / kUndoFile);
-    if (rules) spdlog::warn("audit: removed {} rule(s) a previous kmes-shimd left loaded", rules);
+    if (rules) spdlog::warn("audit: undid {} rule change(s) a previous kmes-shimd left behind", rules);
     std::ifstream in(dir / kSettingsFile);
     if (!in) return;
     const json orig = json::parse(in, nullptr, false);
@@ -191,6 +191,24 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
         if (setsockopt(kernel->fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) != 0)
             return errno_error("audit: join the read-only multicast group (needs CAP_AUDIT_READ)");
     } else {
+        // The rules file first: a file that does not parse changes nothing in the kernel.
+        RulesFile parsed_rules;
+        if (!settings.rules_file.empty()) {
+            std::ifstream in(settings.rules_file);
+            if (!in) {
+                Error unreadable = errno_error("audit: cannot read RulesFile " + settings.rules_file);
+                audit_close(control);
+                return unreadable;
+            }
+            std::stringstream text;
+            text << in.rdbuf();
+            auto parsed = parse_rules(text.str(), settings.rules_file);
+            if (!parsed) {
+                audit_close(control);
+                return parsed.error();
+            }
+            parsed_rules = std::move(*parsed);
+        }
         kernel->fd = control;
         kernel->original = *status;
         kernel->settings_file = settings.runtime_dir / kSettingsFile;
@@ -209,21 +227,20 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
         audit_set_backlog_limit(kernel->fd, settings.backlog_limit);
         audit_set_backlog_wait_time(kernel->fd, jiffies_of_ms(settings.backlog_wait_time_ms));
         kernel->rules = std::make_unique<LoadedRules>(settings.runtime_dir / kUndoFile);
+        if (parsed_rules.delete_existing) {
+            auto deleted = kernel->rules->delete_existing();
+            if (!deleted) return Error{deleted.error().code, settings.rules_file + ": -D: " + deleted.error().message};
+            if (*deleted)
+                spdlog::info("audit: -D deleted the {} rule(s) loaded before; they are put back when the shim stops",
+                             *deleted);
+        }
         // The shim's own syscalls are never audited (its writes would feed back).
         if (Status s = kernel->rules->add({"-A", "exit,never", "-F", "pid=" + std::to_string(getpid())}); !s)
             return s.error();
-        if (!settings.rules_file.empty()) {
-            std::ifstream in(settings.rules_file);
-            if (!in) return errno_error("audit: cannot read RulesFile " + settings.rules_file);
-            std::stringstream text;
-            text << in.rdbuf();
-            auto parsed = parse_rules(text.str(), settings.rules_file);
-            if (!parsed) return parsed.error();
-            for (const RuleLine& r : parsed->rules) {
-                if (Status s = kernel->rules->add(r.args); !s)
-                    return Error{s.error().code,
-                                 settings.rules_file + " line " + std::to_string(r.line) + ": " + s.error().message};
-            }
+        for (const RuleLine& r : parsed_rules.rules) {
+            if (Status s = kernel->rules->add(r.args); !s)
+                return Error{s.error().code,
+                             settings.rules_file + " line " + std::to_string(r.line) + ": " + s.error().message};
         }
         const int flags = fcntl(kernel->fd, F_GETFL);
         fcntl(kernel->fd, F_SETFL, flags | O_NONBLOCK);

@@ -275,7 +275,7 @@ TEST_CASE("daemon mode: N execs give exactly N audit.syscall events; stop and SI
         REQUIRE(next->wait_log("audit: daemon mode", std::chrono::seconds(10)));
         INFO(next->log());
         // The test's rule and the shim's exclusion of its own pid.
-        CHECK(next->log().find("removed 2 rule(s) a previous kmes-shimd left loaded") != std::string::npos);
+        CHECK(next->log().find("undid 2 rule change(s) a previous kmes-shimd left behind") != std::string::npos);
         CHECK(next->terminate() == 0);
     }
     CHECK(audit_rules() == before.rules());
@@ -468,6 +468,50 @@ TEST_CASE("reassembly on the real kernel: two CPUs at once, user messages, PAM t
     // Nothing was cut on the way.
     CHECK(lost_records(kCpus).empty());
     CHECK(shim->terminate() == 0);
+}
+
+TEST_CASE("-D in a rules file deletes the rules loaded before and the shim puts them back, in order", "[audit]") {
+    KernelAuditState before;
+    TempDir files;
+    const std::string key = "kmes-foreign-" + std::to_string(getpid());
+    // Two rules someone else loaded (their order matters: a never rule first).
+    run("auditctl -a never,exit -F arch=b64 -S openat -F auid=12345 -k " + key + "-1 >/dev/null");
+    run("auditctl -a always,exit -F arch=b64 -S openat -F auid=12345 -k " + key + "-2 >/dev/null");
+    const auto foreign = audit_rules();
+    REQUIRE(foreign.size() == before.rules().size() + 2);
+    const std::string path = files / "with-D.rules";
+    std::ofstream(path) << "-D\n-b 8192\n-a always,exit -F arch=b64 -S execve -F exe=/usr/bin/true -k " << key << "\n";
+    const json config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", path}}}};
+    auto has_foreign = [&] {
+        const auto now = audit_rules();
+        return std::any_of(now.begin(), now.end(), [&](const std::string& r) { return r.find(key + "-") != std::string::npos; });
+    };
+    {
+        auto shim = ShimProcess::start(ShimOptions{.config = config, .cpus = 2});
+        REQUIRE(shim->wait_log("audit: daemon mode, 2 rule(s) loaded", std::chrono::seconds(10)));
+        CHECK(shim->log().find("-D deleted the " + std::to_string(foreign.size()) + " rule(s) loaded before") !=
+              std::string::npos);
+        CHECK_FALSE(has_foreign());
+        CHECK(audit_rules().size() == 2);  // the exclusion of the shim's pid and the file's rule
+        CHECK(shim->terminate() == 0);
+    }
+    CHECK(audit_rules() == foreign);  // back, in their order
+    // Killed: the next start puts them back before its own -D deletes them again.
+    {
+        ShimProcess killed(ShimOptions{.config = config, .cpus = 2});
+        std::string why;
+        REQUIRE(killed.wait_ready(&why));
+        REQUIRE(killed.wait_log("audit: daemon mode", std::chrono::seconds(10)));
+        killed.kill();
+        CHECK_FALSE(has_foreign());
+        auto next = ShimProcess::start(ShimOptions{.config = config, .cpus = 2, .socket_path = killed.socket_path()});
+        REQUIRE(next->wait_log("audit: daemon mode", std::chrono::seconds(10)));
+        // Its two rules removed, the two foreign ones put back (then deleted again by -D).
+        CHECK(next->log().find("undid 4 rule change(s)") != std::string::npos);
+        CHECK_FALSE(has_foreign());
+        CHECK(next->terminate() == 0);
+    }
+    CHECK(audit_rules() == foreign);
 }
 
 TEST_CASE("the shipped rules load and are removed at stop", "[audit]") {

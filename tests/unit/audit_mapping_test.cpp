@@ -206,7 +206,7 @@ TEST_CASE("a record that stands alone is complete without EOE", "[audit]") {
     for (const auto& e : events) CHECK_FALSE(e.payload.contains("incomplete"));
 }
 
-TEST_CASE("rules files: auditctl's rule lines with their undo; -D and -e refused with the line", "[audit]") {
+TEST_CASE("rules files: auditctl's rule lines with their undo; -D only first, -e refused, with the line", "[audit]") {
     auto parsed = kmes::audit::parse_rules(
         "# comment\n\n-b 320\n--backlog_wait_time 0\n"
         "-a always,exit -F arch=b64 -S execve -k \"exec\"  # trailing\n"
@@ -222,9 +222,14 @@ TEST_CASE("rules files: auditctl's rule lines with their undo; -D and -e refused
     CHECK(kmes::audit::inverse_rule(parsed->rules[0].args)[0] == "-d");
     CHECK(kmes::audit::inverse_rule(parsed->rules[1].args) ==
           std::vector<std::string>{"-W", "/etc/passwd", "-p", "wa", "-k", "identity"});
+    CHECK_FALSE(parsed->delete_existing);
+    auto first = kmes::audit::parse_rules("# as auditd's files begin\n-D\n-b 8192\n-w /x -p r\n", "r.rules");
+    REQUIRE(first.ok());
+    CHECK(first->delete_existing);
+    CHECK(first->rules.size() == 1);
     auto d = kmes::audit::parse_rules("-w /x -p r\n-D\n", "r.rules");
     REQUIRE_FALSE(d.ok());
-    CHECK(d.error().message.rfind("r.rules line 2: '-D'", 0) == 0);
+    CHECK(d.error().message == "r.rules line 2: '-D' must come before the first rule (it would delete the file's own)");
     CHECK_FALSE(kmes::audit::parse_rules("-e 2\n", "r.rules").ok());
     CHECK_FALSE(kmes::audit::parse_rules("-l\n", "r.rules").ok());
     CHECK_FALSE(kmes::audit::parse_rules("-b lots\n", "r.rules").ok());
