@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "base/result.hpp"
@@ -24,5 +26,12 @@ struct PeerCredentials {
 };
 
 Result<PeerCredentials> peer_credentials(int socket_fd);
+
+// /proc/<pid>/stat field 22: when the process started, in clock ticks since boot; nullopt when
+// the process is gone (or /proc unreadable).
+std::optional<uint64_t> process_start_time(pid_t pid);
+
+// /proc/<pid>/status "Uid:": the real and effective uid; nullopt when the process is gone.
+std::optional<std::pair<uid_t, uid_t>> process_uids(pid_t pid);
 
 }  // namespace kmes::shim

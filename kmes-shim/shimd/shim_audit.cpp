@@ -2,13 +2,47 @@
 // stopped with the shim; each audit event written into the ring of the CPU the source's thread
 // runs on, as "the kernel" writes any kernel event (origin class KMES_ORIGIN_AUDIT).
 #include <sched.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include "identity.hpp"
+#include "peer.hpp"
 #include "shim.hpp"
 
 namespace kmes::shim {
+namespace {
+
+int64_t clock_ns(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The start time (clock ticks since boot) of the process the event is about, when that process
+// still runs and is provably the event's subject: it holds the event's uid and euid, and it
+// started no later than the event — a pid is not given to another process while its process
+// lives, so a process that already had this pid at the event's time is the one. An exited
+// process (most execs of short programs, by the time their records arrive) has none.
+std::optional<uint64_t> subject_start_time(const audit::AuditEvent& event) {
+    if (!event.pid || *event.pid <= 0 || !event.uid || !event.euid) return std::nullopt;
+    const auto time = event.payload.find("audit_time");
+    if (time == event.payload.end() || !time->is_number_integer()) return std::nullopt;
+    const auto start = process_start_time(*event.pid);
+    const auto uids = process_uids(*event.pid);
+    if (!start || !uids || uids->first != *event.uid || uids->second != *event.euid) return std::nullopt;
+    // The event's time on the boot clock the start time counts on (the kernel writes audit
+    // times in milliseconds: the event happened before its time + 1 ms).
+    const int64_t event_boot_ns = time->get<int64_t>() - (clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_BOOTTIME));
+    static const int64_t tick_ns = 1'000'000'000 / sysconf(_SC_CLK_TCK);
+    if (int64_t(*start) * tick_ns > event_boot_ns + 1'000'000) return std::nullopt;  // a later process
+    // The start time must not have changed between the two reads either (the pid reused then).
+    if (process_start_time(*event.pid) != start) return std::nullopt;
+    return start;
+}
+
+}  // namespace
 
 void Shim::apply_audit(const audit::AuditSettings& wanted) {
     std::lock_guard lock(audit_mutex_);
@@ -37,11 +71,12 @@ void Shim::apply_audit(const audit::AuditSettings& wanted) {
 void Shim::write_audit_event(const audit::AuditEvent& event) {
     const std::vector<uint8_t> bytes = nlohmann::json::to_msgpack(event.payload);
     const EventInput input{event.type, bytes};
-    // The subject's tokens, so its audit events join its own events (identity.hpp); the
-    // process GUID needs the process's start time, which an exited process no longer has.
+    // The subject's tokens and, while its process lives, its process GUID: its audit events
+    // join the events it emits itself (identity.hpp).
     Identity identity{};
     if (event.euid) identity.effective_token = token_guid(*event.euid);
     if (event.uid) identity.true_token = token_guid(*event.uid);
+    if (auto start = subject_start_time(event)) identity.process = process_guid(boot_id_, *event.pid, *start);
     const int cpu = sched_getcpu();
     rings_->write(cpu < 0 ? 0 : static_cast<uint32_t>(cpu) % rings_->cpu_count(), KMES_ORIGIN_AUDIT, {&input, 1},
                   identity);

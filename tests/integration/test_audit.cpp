@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -512,6 +513,42 @@ TEST_CASE("-D in a rules file deletes the rules loaded before and the shim puts 
         CHECK(next->terminate() == 0);
     }
     CHECK(audit_rules() == foreign);
+}
+
+TEST_CASE("an audit event of a process that still runs carries its process GUID: it joins the process's own events",
+          "[audit]") {
+    KernelAuditState before;
+    TempDir files;
+    const std::string key = "kmes-join-" + std::to_string(getpid());
+    const std::string path = files / "join.rules";
+    // uname(2) by this very process, which also emits through libkmes.
+    std::ofstream(path) << "-a always,exit -F arch=b64 -S uname -F pid=" << getpid() << " -k " << key << "\n";
+    constexpr uint32_t kCpus = 2;
+    auto shim = ShimProcess::start(
+        ShimOptions{.config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", path}}}}, .cpus = kCpus});
+    REQUIRE(shim->wait_log("audit: daemon mode", std::chrono::seconds(10)));
+    REQUIRE(emit("test.join") == 0);
+    utsname name{};
+    REQUIRE(uname(&name) == 0);
+    std::vector<CapturedEvent> audited, own;
+    CHECK(eventually([&] {
+        const auto events = all_events(kCpus);
+        audited.clear();
+        for (const CapturedEvent& e : of_type(events, "audit.syscall"))
+            if (e.payload().value("key", json()) == key) audited.push_back(e);
+        own = of_type(events, "test.join");
+        return !audited.empty() && !own.empty();
+    }, seconds(10)));
+    REQUIRE(audited.size() == 1);
+    REQUIRE(own.size() == 1);
+    CHECK(audited[0].payload()["syscall"] == "uname");
+    CHECK(audited[0].payload()["pid"] == getpid());
+    const kmes::Guid none{};
+    CHECK(audited[0].view().process() != none);
+    CHECK(audited[0].view().process() == own[0].view().process());
+    CHECK(audited[0].view().true_token() == own[0].view().true_token());
+    CHECK(audited[0].view().effective_token() == own[0].view().effective_token());
+    CHECK(shim->terminate() == 0);
 }
 
 TEST_CASE("the shipped rules load and are removed at stop", "[audit]") {

@@ -30,7 +30,7 @@
  *   0  event_size u32   4  header_size u32   8  timestamp u64 (CLOCK_REALTIME ns)
  *   16 sequence u64     24 cpu_id u16        26 origin_class u8   27 type_len u16
  *   29 type [type_len]
- *   29+type_len        effective token GUID [16]   (null for kernel emitters)
+ *   29+type_len        effective token GUID [16]   (null for kernel emitters but audit events)
  *   45+type_len        true token GUID [16]
  *   61+type_len        process GUID [16]
  *   header_size        payload [event_size - header_size]  (msgpack)
