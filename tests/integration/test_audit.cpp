@@ -27,6 +27,7 @@
 #include <catch2/catch.hpp>
 
 #include "eventually.hpp"
+#include "kernel_audit_state.hpp"
 #include "ring_capture.hpp"
 #include "shim_fixture.hpp"
 
@@ -36,81 +37,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-// Run a command; its stdout (stderr goes to the test's log).
-std::string run(const std::string& command) {
-    std::string out;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-    pclose(pipe);
-    return out;
-}
-
-std::vector<std::string> lines(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);)
-        if (!line.empty()) out.push_back(line);
-    return out;
-}
-
-std::map<std::string, std::string> audit_status() {
-    std::map<std::string, std::string> s;
-    for (const std::string& line : lines(run("auditctl -s"))) {
-        const auto space = line.find(' ');
-        if (space != std::string::npos) s[line.substr(0, space)] = line.substr(space + 1);
-    }
-    return s;
-}
-
-std::vector<std::string> audit_rules() {
-    std::vector<std::string> rules = lines(run("auditctl -l"));
-    if (rules.size() == 1 && rules[0] == "No rules") rules.clear();
-    return rules;
-}
-
-// `line`'s words, each in single quotes: a rule holds shell syntax (`-F auid>=1000` would be a
-// redirection), and auditctl -l never prints a quote itself.
-std::string quoted_words(const std::string& line) {
-    std::string out;
-    std::istringstream in(line);
-    for (std::string word; in >> word;) out += " '" + word + "'";
-    return out;
-}
-
-// The kernel's audit state at construction, put back at destruction: rules added since are
-// removed (auditctl -l prints each in a form auditctl -d / -W accepts), enabled, backlog limit
-// and wait time set back. A daemon registered since is a dead shim by then (the kernel forgets
-// a daemon whose socket is gone).
-class KernelAuditState {
-public:
-    // Every audit test needs the daemon role free: another audit daemon (auditd) must be stopped.
-    KernelAuditState() : status_(audit_status()), rules_(audit_rules()) {
-        INFO("another audit daemon is registered: these tests need the role (stop auditd first)");
-        REQUIRE(status_.count("pid"));
-        REQUIRE(status_.at("pid") == "0");
-    }
-    ~KernelAuditState() {
-        const std::set<std::string> before(rules_.begin(), rules_.end());
-        std::vector<std::string> now = audit_rules();
-        for (auto it = now.rbegin(); it != now.rend(); ++it) {
-            if (before.count(*it)) continue;
-            std::string undo = *it;
-            if (undo.rfind("-a ", 0) == 0) undo.replace(0, 2, "-d");
-            if (undo.rfind("-w ", 0) == 0) undo.replace(0, 2, "-W");
-            run("auditctl" + quoted_words(undo) + " >/dev/null 2>&1");
-        }
-        run("auditctl -b " + status_["backlog_limit"] + " --backlog_wait_time " + status_["backlog_wait_time"] +
-            " -e " + status_["enabled"] + " >/dev/null 2>&1");
-    }
-    const std::map<std::string, std::string>& status() const { return status_; }
-    const std::vector<std::string>& rules() const { return rules_; }
-
-private:
-    std::map<std::string, std::string> status_;
-    std::vector<std::string> rules_;
-};
 
 // `count` runs of /bin/true with a marker argument each; waits for them. `cpu` ≥ 0: the
 // children run on that CPU only.
