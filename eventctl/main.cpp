@@ -5,6 +5,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "base/cli.hpp"
 #include "help_text.hpp"
 #include "interrupt.hpp"
+#include "pretty_wrap.hpp"
 #include "query_input.hpp"
 #include "record_writer.hpp"
 #include "session.hpp"
@@ -77,9 +79,25 @@ int main(int argc, char** argv) {
     auto* utc_opt = app.add_flag("--utc", utc, "pretty: event times in UTC, 2026-11-24T04:11:00.061943023Z (default)");
     app.add_flag("--local", local, "pretty: event times in the local time zone (TZ), with its offset")
         ->excludes(utc_opt);
-    app.add_flag("--all-fields", all_fields,
-                 "pretty: every header field of a record (boot_id, cpu_id, sequence, origin_class, the identity "
-                 "GUIDs); by default only the time, the type and the payload's fields");
+    auto* all_fields_opt = app.add_flag("--all-fields", all_fields,
+                                        "pretty: every header field of a record (boot_id, cpu_id, sequence,\n"
+                                        "origin_class, the identity GUIDs), one line per record; by default\n"
+                                        "the time, the type, the subject and the payload's fields, wrapped\n"
+                                        "to the terminal");
+    uint32_t width = 0;
+    auto* width_opt = app.add_option("--width", width,
+                                     "pretty: wrap records at N columns (0: never, one line per record);\n"
+                                     "default: the terminal's width, else $COLUMNS, else 120")
+                          ->type_name("N")
+                          ->check([](const std::string& text) -> std::string {
+                              uint32_t n = 0;
+                              const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+                              const bool number = error == std::errc() && end == text.data() + text.size();
+                              if (number && (n == 0 || n >= eventctl::kMinWidth)) return "";
+                              return text + (number ? " columns is too narrow" : " is not a number of columns") +
+                                     ": give 0 (never wrap) or at least " + std::to_string(eventctl::kMinWidth);
+                          })
+                          ->excludes(all_fields_opt);
     app.add_flag("-V,--version", show_version, "print the version and exit");
     app.footer(eventctl::kHelpFooter);
     if (const auto parsed = app.parse(argc, argv); !parsed.go_on)
@@ -101,8 +119,11 @@ int main(int argc, char** argv) {
 
     eventctl::SessionOptions options;
     options.format = *eventctl::parse_format(format_arg);  // checked by IsMember above
-    options.time_zone = local ? eventctl::TimeZone::local : eventctl::TimeZone::utc;
-    options.all_fields = all_fields;
+    options.pretty.zone = local ? eventctl::TimeZone::local : eventctl::TimeZone::utc;
+    options.pretty.all_fields = all_fields;
+    options.pretty.width = width_opt->count() > 0
+                               ? eventctl::LineWidth::fixed(width)
+                               : eventctl::LineWidth::of_output(STDOUT_FILENO, std::getenv("COLUMNS"));
     options.socket_path = socket_path(socket_opt->count() ? std::optional<std::string>(socket_arg) : std::nullopt);
     if (allow_gap && cursor_opt->count() == 0) return usage_error("--allow-gap needs --cursor-file FILE");
     if (cursor_opt->count() > 0) {

@@ -1,5 +1,6 @@
 // --format pretty (the default): one line per record, `key=value` pairs separated by spaces,
-// in eventd's key order, written while walking the record's msgpack bytes once (no tree):
+// in eventd's key order, written while walking the record's msgpack bytes once (no tree) — the
+// default view of whole records then lays that line out for the terminal (pretty_wrap.hpp):
 //   timestamp=2025-11-22T16:55:22.678123456Z cpu_id=1 event_type="kacs.access_check" user="alice\nbob" ok=true
 // Strings are quoted with C/JSON escapes (\n, \t, \", \\, \u00XX for other control characters,
 // \xNN for bytes that are not UTF-8), so a record never spans lines. Other values:

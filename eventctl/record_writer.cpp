@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "compact_record.hpp"
+#include "display_width.hpp"
 #include "json_record.hpp"
 #include "openmetrics.hpp"
 #include "pretty_format.hpp"
+#include "pretty_wrap.hpp"
 #include "status_view.hpp"
 #include "text_table.hpp"
 
@@ -45,13 +47,21 @@ private:
 // pretty: a finished result whose records all have the same keys becomes a table (header row
 // of the keys, columns two spaces apart, numbers right-aligned); anything else, and everything
 // once live() was called, is key=value lines. The records are held until the result is known
-// (at most kMaxTableRecords / kMaxTableBytes; past that the held ones go out as lines).
+// (at most kMaxTableRecords / kMaxTableBytes; past that the held ones go out as lines). In the
+// default view whole records are compacted (compact_record.hpp) and their lines wrapped to the
+// width (pretty_wrap.hpp); a table of them is printed only if it fits that width too, a table
+// of anything else (a SELECT, an aggregate) as it is.
 class PrettyWriter : public RecordWriter {
 public:
-    PrettyWriter(Output& out, TimeZone zone, bool all_fields) : out_(out), zone_(zone), all_fields_(all_fields) {}
+    PrettyWriter(Output& out, const PrettyOptions& options)
+        : out_(out),
+          zone_(options.zone),
+          all_fields_(options.all_fields),
+          width_(options.width),
+          names_(options.accounts) {}
     kmes::Status write(std::span<const uint8_t> whole) override {
         std::optional<std::vector<uint8_t>> compact;
-        if (!all_fields_) compact = without_wide_header(whole);
+        if (!all_fields_) compact = compact_record(whole, names_);
         const std::span<const uint8_t> record = compact ? std::span<const uint8_t>(*compact) : whole;
         if (holding_) {
             auto cells = pretty_cells(record, zone_);
@@ -60,14 +70,14 @@ public:
                 rows_.empty() || std::equal(cells->begin(), cells->end(), rows_.front().begin(), rows_.front().end(),
                                             [](const PrettyCell& a, const PrettyCell& b) { return a.key == b.key; });
             if (same_keys && rows_.size() < kMaxTableRecords && held_bytes_ + record.size() <= kMaxTableBytes) {
-                held_.emplace_back(record.begin(), record.end());
+                held_.push_back({std::vector<uint8_t>(record.begin(), record.end()), compact.has_value()});
                 held_bytes_ += record.size();
                 rows_.push_back(std::move(*cells));
                 return {};
             }
             if (auto st = release(); !st) return st;
         }
-        return write_line(record);
+        return write_line(record, compact.has_value());
     }
     void live() override { (void)release(); }
     void finish() override {
@@ -86,7 +96,10 @@ public:
             for (PrettyCell& cell : row) texts.push_back(std::move(cell.text));
             table.add_row(std::move(texts));
         }
-        out_.write(table.render(""));
+        const std::string text = table.render("");
+        const bool whole_records = std::any_of(held_.begin(), held_.end(), [](const Held& h) { return h.compact; });
+        if (whole_records && !fits(text, width_.columns())) return (void)release();
+        out_.write(text);
         holding_ = false;
     }
 
@@ -94,18 +107,40 @@ private:
     static constexpr size_t kMaxTableRecords = 10000;
     static constexpr size_t kMaxTableBytes = 8u << 20;
 
+    struct Held {
+        std::vector<uint8_t> record;
+        bool compact;  // a whole record of the default view: its line is wrapped
+    };
+
+    // Every line of `text` is at most `width` columns wide (0: any width fits).
+    static bool fits(std::string_view text, size_t width) {
+        if (width == 0) return true;
+        for (size_t start = 0; start < text.size();) {
+            const size_t end = std::min(text.find('\n', start), text.size());
+            if (display_columns(text.substr(start, end - start)) > width) return false;
+            start = end + 1;
+        }
+        return true;
+    }
+
     // Lines from here on, starting with the records held.
     kmes::Status release() {
         holding_ = false;
-        for (const auto& record : held_)
-            if (auto st = write_line(record); !st) return st;
+        for (const Held& held : held_)
+            if (auto st = write_line(held.record, held.compact); !st) return st;
         held_.clear();
         rows_.clear();
         return {};
     }
-    kmes::Status write_line(std::span<const uint8_t> record) {
+    kmes::Status write_line(std::span<const uint8_t> record, bool compact) {
         line_.clear();
         if (auto st = append_pretty_record(line_, record, zone_); !st) return undecodable(st.error());
+        const size_t width = compact ? width_.columns() : 0;
+        if (width > 0) {
+            wrapped_.clear();
+            append_wrapped(wrapped_, line_, width);
+            std::swap(line_, wrapped_);
+        }
         line_ += '\n';
         out_.write(line_);
         return {};
@@ -114,11 +149,14 @@ private:
     Output& out_;
     TimeZone zone_;
     bool all_fields_;
+    LineWidth width_;
+    SubjectNames names_;
     bool holding_ = true;
-    std::vector<std::vector<uint8_t>> held_;
+    std::vector<Held> held_;
     std::vector<std::vector<PrettyCell>> rows_;
     size_t held_bytes_ = 0;
     std::string line_;
+    std::string wrapped_;
 };
 
 // "[\n{…},\n{…}\n]\n", or "[]\n" for no records. A stream's array is closed when it ends.
@@ -191,12 +229,12 @@ std::optional<Format> parse_format(std::string_view name) {
     return std::nullopt;
 }
 
-std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out, TimeZone zone,
-                                                 bool all_fields) {
+std::unique_ptr<RecordWriter> make_record_writer(Format format, bool status_view, Output& out,
+                                                 const PrettyOptions& pretty) {
     switch (format) {
         case Format::pretty:
             if (status_view) return std::make_unique<StatusWriter>(out, render_status);
-            return std::make_unique<PrettyWriter>(out, zone, all_fields);
+            return std::make_unique<PrettyWriter>(out, pretty);
         case Format::jsonl:
             return std::make_unique<LineWriter>(out, append_json_record);
         case Format::json:

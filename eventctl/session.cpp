@@ -29,7 +29,7 @@ public:
     explicit Session(const SessionOptions& o)
         : path_(o.socket_path),
           out_(STDOUT_FILENO),
-          writer_(make_record_writer(o.format, o.status_view, out_, o.time_zone, o.all_fields)),
+          writer_(make_record_writer(o.format, o.status_view, out_, o.pretty)),
           cursor_file_(o.cursor_file),
           allow_gap_(o.allow_gap) {}
 

@@ -25,8 +25,7 @@ struct SessionOptions {
     std::string query;
     Format format = Format::pretty;
     bool status_view = false;  // pretty means tables (eventctl status)
-    TimeZone time_zone = TimeZone::utc;  // pretty: event times in UTC (--utc) or local (--local)
-    bool all_fields = false;             // pretty: every header field (--all-fields)
+    PrettyOptions pretty;      // --utc/--local, --all-fields, --width
     // Resume after the cursor in this file and keep it there (see above).
     std::optional<std::string> cursor_file;
     bool allow_gap = false;  // go on past records deleted after the saved position (warned on stderr)

@@ -1,9 +1,9 @@
 # bash completion for eventctl (installed as share/bash-completion/completions/eventctl).
-# Completes options, --format's values, files for --file/--cursor-file/--socket, the commands
-# (status, help, version) and, inside the query argument, the query language's keywords and
-# the event types eventd stores (`EVENTS DISTINCT event_type`, asked on the socket eventctl
-# would use, within 2 s; nothing when it does not answer). The query is one argument: quote it,
-# `eventctl 'EVENTS kacs.<TAB>`.
+# Completes options, the values of --format and --width, files for
+# --file/--cursor-file/--socket, the commands (status, help, version) and, inside the query
+# argument, the query language's keywords and the event types eventd stores (`EVENTS DISTINCT
+# event_type`, asked on the socket eventctl would use, within 2 s; nothing when it does not
+# answer). The query is one argument: quote it, `eventctl 'EVENTS kacs.<TAB>`.
 
 _eventctl_event_types() {
     local socket=$1
@@ -16,13 +16,16 @@ _eventctl_event_types() {
 _eventctl() {
     local cur=${COMP_WORDS[COMP_CWORD]}
     local prev=${COMP_WORDS[COMP_CWORD-1]}
-    local options="--file --socket --format --cursor-file --allow-gap --utc --local --all-fields --version --help"
+    local options="--file --socket --format --cursor-file --allow-gap --utc --local --all-fields --width --version --help"
     case $prev in
         -o|--format)
             COMPREPLY=($(compgen -W "pretty jsonl json msgpack" -- "$cur"))
             return ;;
         -f|--file|--cursor-file|-s|--socket)
             COMPREPLY=($(compgen -f -- "$cur"))
+            return ;;
+        --width)
+            COMPREPLY=($(compgen -W "0 80 120 160" -- "$cur"))  # 0: one line per record
             return ;;
     esac
     if [[ $cur == -* ]]; then

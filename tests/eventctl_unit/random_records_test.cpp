@@ -5,9 +5,12 @@
 #include <cstring>
 #include <random>
 
+#include "eventctl/display_width.hpp"
 #include "eventctl/json_record.hpp"
 #include "eventctl/pretty_format.hpp"
+#include "eventctl/pretty_wrap.hpp"
 #include "tree_reference.hpp"
+#include "wrapped_lines.hpp"
 
 namespace eventctl::test {
 namespace {
@@ -168,6 +171,22 @@ TEST_CASE("random records: both writers match the tree reference", "[random]") {
         REQUIRE(pretty_status.ok());
         REQUIRE(json == reference_json(record));
         REQUIRE(pretty == reference_pretty(record));
+    }
+}
+
+TEST_CASE("random records wrapped: no line wider than the width, and the layout removed gives the line", "[random]") {
+    Generator gen(20261126);
+    std::string pretty, out;
+    for (int i = 0; i < 5000; ++i) {
+        const Bytes record = gen.record();
+        pretty.clear();
+        REQUIRE(append_pretty_record(pretty, record).ok());
+        const std::size_t width = kMinWidth + static_cast<std::size_t>(i % 100);
+        out.clear();
+        append_wrapped(out, pretty, width);
+        INFO("record " << i << " at width " << width << ":\n" << out);
+        for (const std::string& line : lines_of(out)) REQUIRE(display_columns(line) <= width);
+        REQUIRE(unwrapped(out) == pretty);
     }
 }
 

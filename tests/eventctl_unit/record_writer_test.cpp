@@ -4,37 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <optional>
-
 #include "eventctl/record_writer.hpp"
 #include "msgpack_bytes.hpp"
+#include "writer_output.hpp"
 
 namespace eventctl::test {
 namespace {
-
-// What a writer printed, through a real Output on an in-memory file. `live_after`: live() is
-// called after that many records (a stream's `watch`).
-std::string run(Format format, const std::vector<Bytes>& records, std::optional<size_t> live_after = std::nullopt,
-                bool all_fields = true) {
-    const int fd = memfd_create("eventctl-out", 0);
-    REQUIRE(fd >= 0);
-    {
-        Output out(fd);
-        auto writer = make_record_writer(format, false, out, TimeZone::utc, all_fields);
-        writer->begin();
-        for (size_t i = 0; i < records.size(); ++i) {
-            if (live_after == i) writer->live();
-            REQUIRE(writer->write(records[i]).ok());
-        }
-        if (live_after == records.size()) writer->live();
-        writer->finish();
-        REQUIRE(out.flush().ok());
-    }
-    std::string text(static_cast<std::size_t>(lseek(fd, 0, SEEK_END)), '\0');
-    REQUIRE(pread(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()));
-    close(fd);
-    return text;
-}
 
 const std::vector<Bytes> kTwo = {map_of({{"a", Bytes{0x01}}}), map_of({{"b", str("x y")}})};
 
@@ -125,21 +100,23 @@ TEST_CASE("pretty leaves the wide header fields of whole records out unless --al
                                 {"true_token_guid", guid},
                                 {"process_guid", nil},
                                 {"exe", str("/usr/bin/true")}});
-    const std::string compact = run(Format::pretty, {whole, whole}, std::nullopt, false);
+    const PrettyOptions default_view{
+        .all_fields = false, .width = LineWidth::fixed(120), .accounts = [] { return std::vector<LocalAccount>{}; }};
+    const std::string compact = run(Format::pretty, {whole, whole}, std::nullopt, default_view);
     CHECK(compact.find("boot_id") == std::string::npos);
     CHECK(compact.find("guid") == std::string::npos);
     CHECK(compact.find("sequence") == std::string::npos);
     CHECK(compact.find("event_type") != std::string::npos);
     CHECK(compact.find("/usr/bin/true") != std::string::npos);
     CHECK(compact.find("1970-01-01T00:00:00.000000001Z") != std::string::npos);  // the time
-    const std::string all = run(Format::pretty, {whole}, std::nullopt, true);
+    const std::string all = run(Format::pretty, {whole}, std::nullopt, {.all_fields = true});
     CHECK(all.find("boot_id") != std::string::npos);
     CHECK(all.find("process_guid") != std::string::npos);
     // A SELECT of header fields is what the user asked for: never shortened.
     const Bytes selected = map_of({{"boot_id", guid}, {"sequence", Bytes{0x03}}});
-    CHECK(run(Format::pretty, {selected}, std::nullopt, false).find("boot_id") != std::string::npos);
+    CHECK(run(Format::pretty, {selected}, std::nullopt, default_view).find("boot_id") != std::string::npos);
     // The machine formats always carry everything.
-    CHECK(run(Format::jsonl, {whole}, std::nullopt, false).find("boot_id") != std::string::npos);
+    CHECK(run(Format::jsonl, {whole}, std::nullopt, default_view).find("boot_id") != std::string::npos);
 }
 
 }  // namespace eventctl::test
