@@ -133,10 +133,10 @@ TEST_CASE("the width: --width, else the terminal's, else $COLUMNS, else 120", "[
 
 TEST_CASE("on a terminal the width is the terminal's, followed when it is resized", "[wrap]") {
     const int master = posix_openpt(O_RDWR | O_NOCTTY);
+    // Linux always has /dev/ptmx; a machine without one cannot check this and must say so.
     if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) {
-        WARN("no pseudo-terminal here; not checked");
         if (master >= 0) close(master);
-        return;
+        FAIL("no pseudo-terminal (posix_openpt): the terminal width cannot be checked here");
     }
     const int terminal = open(ptsname(master), O_RDWR | O_NOCTTY);
     REQUIRE(terminal >= 0);

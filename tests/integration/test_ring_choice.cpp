@@ -8,16 +8,14 @@
 
 #include "kmes/kmes.h"
 #include "probe_runner.hpp"
+#include "skip_test.hpp"
 #include "ring_capture.hpp"
 #include "shim_fixture.hpp"
 
 using namespace kmes::it;
 
 TEST_CASE("ring choice: an emitter pinned to cpu 1 writes ring 1 with cpu_id 1 in the header", "[ring-choice]") {
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        WARN("needs two online CPUs: not checked");
-        return;
-    }
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) skip_test("ring choice needs two online CPUs");
     auto shim = ShimProcess::start({.cpus = 2});
     const ProbeRun one = run_probe(on_cpu(1), {"emit:3:pinned.one"});
     const ProbeRun zero = run_probe(on_cpu(0), {"emit:2:pinned.zero"});
@@ -49,10 +47,7 @@ TEST_CASE("ring choice: with more rings than cores the extra rings exist and are
 }
 
 TEST_CASE("ring choice: with fewer rings than cpus an emitter writes ring cpu % count", "[ring-choice]") {
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        WARN("needs two online CPUs: not checked");
-        return;
-    }
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) skip_test("ring choice needs two online CPUs");
     auto shim = ShimProcess::start({.cpus = 1});
     const ProbeRun run = run_probe(on_cpu(1), {"emit:1:wrapped"});
     INFO(run.output());
