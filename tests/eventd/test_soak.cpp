@@ -42,6 +42,7 @@
 #include "store/secondary_index.hpp"
 #include "store/shard_db.hpp"
 #include "store_fill.hpp"
+#include "test_seed.hpp"
 
 using namespace eventd::it;
 using Clock = std::chrono::steady_clock;
@@ -170,10 +171,10 @@ Highest accounted_top(const StoreContents& store, const kmes::Guid& boot) {
 
 TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the store audit holds", "[soak]") {
     const uint64_t kills = env_number("EVENTD_SOAK_KILLS", 20);
-    const uint64_t seed = env_number("EVENTD_SOAK_SEED", uint64_t(std::chrono::system_clock::now().time_since_epoch().count()) % 1000000000);
+    const uint64_t seed = test_seed("EVENTD_SOAK_SEED", "soak");  // scripts/soak --seed sets it
     const uint64_t rate = env_number("EVENTD_SOAK_RATE", 1000);
     const uint64_t fault_rate = env_number("EVENTD_SOAK_FAULTS", 0);
-    std::cout << "soak: seed " << seed << " (reproduce with --seed " << seed << "), " << kills << " kills, " << kCpus
+    std::cout << "soak: (./scripts/soak --seed " << seed << "), " << kills << " kills, " << kCpus
               << " rings at " << rate << " events/s each, " << kShards << " shards";
     if (fault_rate) std::cout << ", SQLite faults at " << fault_rate << " per million in half the runs";
     std::cout << std::endl;

@@ -24,6 +24,7 @@
 #include "query_env.hpp"
 #include "shim_fixture.hpp"
 #include "stream_helpers.hpp"
+#include "test_seed.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -190,7 +191,7 @@ TEST_CASE("two hosts through JetStream into one collector: every record exactly 
     host_a.eventd().thaw();
 
     // Kills at random moments while the load runs and the backlog drains.
-    std::mt19937 rng(std::random_device{}());
+    std::mt19937 rng(test_seed("EVENTD_COLLECTOR_SEED", "collector kills"));
     std::map<std::string, int> kills;
     for (int round = 0; round < 10; ++round) {
         std::this_thread::sleep_for(milliseconds(200 + rng() % 500));
