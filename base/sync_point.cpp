@@ -1,10 +1,14 @@
 #include "base/sync_point.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
 #ifdef KMES_SYNC_POINTS
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <string>
 
 namespace kmes::sync {
 namespace {
@@ -49,6 +53,20 @@ void clear_all() {
     std::lock_guard lock(r.mutex);
     r.callbacks.clear();
     r.any.store(false, std::memory_order_relaxed);
+}
+
+void install_throw_from_environment() {
+    const char* at = std::getenv("KMES_TEST_THROW_AT");
+    if (!at || !*at) return;
+    std::fprintf(stderr, "test-only KMES_TEST_THROW_AT=%s: that sync point throws\n", at);
+    set_callback(at, [name = std::string(at)] { throw std::runtime_error("test: thrown at sync point " + name); });
+}
+}  // namespace kmes::sync
+#else
+namespace kmes::sync {
+void install_throw_from_environment() {
+    const char* at = std::getenv("KMES_TEST_THROW_AT");
+    if (at && *at) std::fprintf(stderr, "KMES_TEST_THROW_AT ignored: built without sync points (test-only)\n");
 }
 }  // namespace kmes::sync
 #endif

@@ -19,4 +19,10 @@ void clear_all();
 #define KMES_SYNC_POINT(name) ((void)0)
 #endif
 
+// KMES_TEST_THROW_AT=<sync point name> in the environment makes that point throw a
+// std::runtime_error ("test: thrown at sync point <name>"), every time it is passed: the
+// unexpected error that the daemons' thread boundaries must contain (base/thread_boundary.hpp).
+// Each daemon's main calls this first. A build without sync points only says it ignores it.
+void install_throw_from_environment();
+
 }  // namespace kmes::sync

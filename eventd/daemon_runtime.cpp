@@ -8,7 +8,7 @@
 #include "daemon.hpp"
 #include "store/retention.hpp"
 #include "synthetic.hpp"
-#include "thread_boundary.hpp"
+#include "base/thread_boundary.hpp"
 
 namespace eventd {
 
@@ -122,7 +122,7 @@ void Daemon::retention_loop() {
         retention_requested_ = false;
         lock.unlock();
         // An unexpected exception gives up this pass only; the next interval tries again.
-        run_guarded(
+        kmes::run_guarded(
             "retention", [this] { run_retention(); }, [](const std::string&) {});
     }
 }

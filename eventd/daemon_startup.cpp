@@ -25,7 +25,7 @@
 #include "eventd/index/where_fields.hpp"
 #include "synthetic.hpp"
 #include "test_hooks.hpp"
-#include "thread_boundary.hpp"
+#include "base/thread_boundary.hpp"
 
 namespace eventd {
 
@@ -121,7 +121,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     for (auto& drain : d->drains_) drain->start();
     d->index_policy_->start();
     d->retention_thread_ = std::thread([raw = d.get()] {
-        run_guarded(
+        kmes::run_guarded(
             "the retention thread", [raw] { raw->retention_loop(); },
             [raw](const std::string& why) { raw->fail(why); });
     });
@@ -169,7 +169,7 @@ Status Daemon::start_collector_mode() {
     collector_->start();
     index_policy_->start();
     retention_thread_ = std::thread([this] {
-        run_guarded(
+        kmes::run_guarded(
             "the retention thread", [this] { retention_loop(); }, [this](const std::string& why) { fail(why); });
     });
     writers_.front()->post(

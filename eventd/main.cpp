@@ -16,6 +16,7 @@
 #include "store/store_privacy.hpp"
 #include "base/cli.hpp"
 #include "base/file_watch.hpp"
+#include "base/sync_point.hpp"
 #include "test_hooks.hpp"
 
 int main(int argc, char** argv) {
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
     // Every file eventd creates is private, whatever umask it was started with (issue 23).
     eventd::store::restrict_file_creation();
     eventd::install_test_hooks_from_environment();  // test-only builds; see test_hooks.hpp
+    kmes::sync::install_throw_from_environment();   // and base/sync_point.hpp
     auto daemon = eventd::Daemon::start(*loaded);
     if (!daemon) {
         spdlog::critical("cannot start: {}", daemon.error().message);

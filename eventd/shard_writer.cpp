@@ -7,7 +7,7 @@
 
 #include "base/sync_point.hpp"
 #include "synthetic.hpp"
-#include "thread_boundary.hpp"
+#include "base/thread_boundary.hpp"
 
 namespace eventd {
 using kmes::Status;
@@ -75,7 +75,7 @@ void ShardWriter::post(HandoffItem item) {
 
 void ShardWriter::start() {
     thread_ = std::thread([this] {
-        run_guarded(
+        kmes::run_guarded(
             "writer of shard " + std::to_string(db_->index()), [this] { run(); },
             [this](const std::string& why) {
                 if (hooks_.on_fatal) hooks_.on_fatal(why);

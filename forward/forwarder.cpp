@@ -20,6 +20,8 @@
 
 #include "base/durable_file.hpp"
 #include "base/jittered_backoff.hpp"
+#include "base/sync_point.hpp"
+#include "base/thread_boundary.hpp"
 #include "eventctl/connection.hpp"
 #include "eventctl/interrupt.hpp"
 #include "eventctl/reply.hpp"
@@ -124,7 +126,15 @@ private:
 class Persister {
 public:
     Persister(State& state, AckWindow& window, WindowCounters base, std::function<void()> on_stall)
-        : state_(state), window_(window), base_(base), on_stall_(std::move(on_stall)), thread_([this] { run(); }) {}
+        : state_(state), window_(window), base_(base), on_stall_(std::move(on_stall)), thread_([this] {
+              // An unexpected exception fails the session (the reader is woken and sees the
+              // failure); the cursor stays where it was last saved, and the next session
+              // resumes from there.
+              kmes::run_guarded("cursor persister", [this] { run(); }, [this](const std::string& why) {
+                  window_.failed(why);
+                  if (on_stall_) on_stall_();
+              });
+          }) {}
     ~Persister() { stop(); }
 
     // The last persistable cursor saved; the thread ends.
@@ -141,6 +151,7 @@ private:
         auto next_status = Clock::now();
         for (;;) {
             const bool last = stopping_.load();
+            KMES_SYNC_POINT("Persister::run:cycle");
             auto point = window_.wait_persistable(saved, Clock::now() + std::chrono::milliseconds(200));
             if (point && point != saved) {
                 if (auto st = state_.save(*point); !st) {
@@ -181,7 +192,9 @@ private:
 // leaves the last count (the sessions report why eventd cannot be reached).
 class LagProbe {
 public:
-    explicit LagProbe(State& state) : state_(state), thread_([this] { run(); }) {}
+    // An unexpected exception ends the probing (logged): the lag keeps its last count.
+    explicit LagProbe(State& state)
+        : state_(state), thread_([this] { kmes::run_guarded("lag probe", [this] { run(); }, [](const std::string&) {}); }) {}
     ~LagProbe() {
         {
             std::lock_guard lock(mutex_);

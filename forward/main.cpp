@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/cli.hpp"
+#include "base/sync_point.hpp"
 #include "eventctl/interrupt.hpp"
 #include "forward/config.hpp"
 #include "forward/forwarder.hpp"
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
         return kExitOk;
     }
     for (const auto& w : loaded->warnings) spdlog::warn("{}: {}", config_path, w);
+    kmes::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
     if (!eventctl::install_interrupt_handlers()) {
         std::fprintf(stderr, "eventd-forward: cannot set up signal handling\n");
         return kExitFailure;

@@ -12,7 +12,7 @@
 #include "base/jittered_backoff.hpp"
 #include "eventd/collector/record_row.hpp"
 #include "eventd/synthetic.hpp"
-#include "eventd/thread_boundary.hpp"
+#include "base/thread_boundary.hpp"
 #include "nats/client.hpp"
 #include "nats/subject.hpp"
 
@@ -79,7 +79,7 @@ void Collector::start() {
     thread_ = std::thread([this] {
         // An exception here is a bug: eventd fails (and systemd restarts it), as when a writer
         // thread dies — a collector that ingests nothing must not look healthy.
-        run_guarded(
+        kmes::run_guarded(
             "the collector", [this] { run(); },
             [this](const std::string& why) {
                 set_state("stopped", why);

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "eventd/thread_boundary.hpp"
+#include "base/thread_boundary.hpp"
 
 namespace eventd::index {
 namespace {
@@ -65,7 +65,7 @@ void PolicyThread::start() {
     if (running_ || stopping_) return;
     running_ = true;
     thread_ = std::thread([this] {
-        run_guarded(
+        kmes::run_guarded(
             "the index policy thread", [this] { run(); },
             [](const std::string&) {});  // adaptive indexing stops; ingestion and queries go on
         final_save();                    // on this thread: the only writer of eventd-meta.db
@@ -74,7 +74,7 @@ void PolicyThread::start() {
 
 void PolicyThread::final_save() {
     // Counters are kept across restarts (§3.3.9): what queries counted since the last pass.
-    run_guarded(
+    kmes::run_guarded(
         "the index policy (final save)",
         [this] {
             state_.add_counts(options_.counter->take(), options_.now_ns());
@@ -167,16 +167,16 @@ void PolicyThread::run() {
             settings = settings_;
         }
         if (reread)
-            run_guarded(
+            kmes::run_guarded(
                 "the index policy (admin_sd)", [this] { read_admin_sd(); }, [](const std::string&) {});
         const bool due = SteadyClock::now() >= last_scheduled + settings.interval;
         if (due) last_scheduled = SteadyClock::now();
         if (due || !requests.empty()) {
             // An unexpected exception gives up this pass; its INDEX requests then get an error.
-            run_guarded(
+            kmes::run_guarded(
                 "the index policy", [&] { pass(requests, settings); }, [](const std::string&) {});
         } else {
-            run_guarded(
+            kmes::run_guarded(
                 "the index policy (status)", [&] { publish_status(settings); }, [](const std::string&) {});
         }
     }

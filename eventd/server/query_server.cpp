@@ -20,7 +20,7 @@
 
 #include "eventd/query/errors.hpp"
 #include "eventd/server/frame.hpp"
-#include "eventd/thread_boundary.hpp"
+#include "base/thread_boundary.hpp"
 #include "base/sync_point.hpp"
 
 namespace eventd::server {
@@ -247,7 +247,7 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, Request requ
                                  std::thread([this, fd, done, caller = std::move(p->caller),
                                               request = std::move(request), ticket = std::move(p->ticket)]() mutable {
                                      // Only this query fails; the client is told if it can be.
-                                     run_guarded(
+                                     kmes::run_guarded(
                                          "query worker", [&] { run_session(shared, fd, caller, request, ticket); },
                                          [&](const std::string&) {
                                              shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -329,7 +329,7 @@ kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions opti
         // the accept or commit handler, that loop) has ended; the log says which thread.
         for (bool done = false; !done;) {
             done = true;
-            run_guarded(
+            kmes::run_guarded(
                 "query server io thread", [raw] { raw->io.run(); }, [&](const std::string&) { done = false; });
         }
     });

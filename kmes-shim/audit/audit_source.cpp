@@ -24,6 +24,8 @@
 #include "audit_assembler.hpp"
 #include "audit_rules.hpp"
 #include "base/durable_file.hpp"
+#include "base/sync_point.hpp"
+#include "base/thread_boundary.hpp"
 
 namespace kmes::audit {
 namespace {
@@ -259,7 +261,11 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
     source->kernel_ = std::move(kernel);
     source->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (source->wake_fd_ < 0) return errno_error("audit: eventfd");
-    source->thread_ = std::thread([raw = source.get()] { raw->run(); });
+    source->thread_ = std::thread([raw = source.get()] {
+        kmes::run_guarded("audit source", [raw] { raw->run(); }, [raw](const std::string& why) {
+            if (raw->report_) raw->report_(kAuditFailedEvent, {{"error", why}});
+        });
+    });
     spdlog::info("audit: {} mode{}", mode_name(mode),
                  mode == Mode::daemon ? ", " + std::to_string(source->kernel_->rules->size()) + " rule(s) loaded" : "");
     return source;
@@ -356,6 +362,7 @@ void AuditSource::run() {
             // Other control replies — except AUDIT_USER (1005), the old user message type that
             // `auditctl -m` still sends and the kernel logs under it.
             if (nlh->nlmsg_type < AUDIT_FIRST_USER_MSG && nlh->nlmsg_type != AUDIT_USER) continue;
+            KMES_SYNC_POINT("AuditSource::run:record");
             assembler.feed_record(nlh->nlmsg_type, std::string_view(data, strnlen(data, size)));
         }
         if (Clock::now() >= next_check) {

@@ -34,6 +34,9 @@ namespace kmes::audit {
 
 enum class Mode { off, multicast, daemon, automatic };
 
+// The Report type of a source whose thread failed ({"error": why}).
+inline constexpr const char* kAuditFailedEvent = "kmes.audit_failed";
+
 struct AuditSettings {
     Mode mode = Mode::off;
     std::string rules_file;             // daemon mode; empty: no rules
@@ -50,8 +53,10 @@ const char* mode_name(Mode mode);
 class AuditSource {
 public:
     using Emit = std::function<void(const AuditEvent&)>;
-    // A self-event of the shim about the source (kmes.audit_malformed: records refused before
-    // reassembly, at most one per second with their number and the first one's text).
+    // A self-event of the shim about the source: kmes.audit_malformed (records refused before
+    // reassembly, at most one per second with their number and the first one's text), or
+    // kAuditFailedEvent (the reader thread stopped on an unexpected error: nothing reads the
+    // kernel's records any more, so the owner should not run on without its source).
     using Report = std::function<void(std::string_view type, const nlohmann::json& payload)>;
 
     // Opens the netlink socket in the mode asked (auto resolved), takes the daemon role and

@@ -15,6 +15,7 @@
 
 #include "base/cli.hpp"
 #include "base/file_watch.hpp"
+#include "base/sync_point.hpp"
 #include "shim.hpp"
 
 using namespace kmes::shim;
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
 
     spdlog::set_default_logger(spdlog::stderr_color_mt("kmes-shimd"));
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    kmes::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
 
     // Signals are taken synchronously through a signalfd by the main loop.
     sigset_t signals;
@@ -136,6 +138,10 @@ int main(int argc, char** argv) {
     }
     sd_notify(0, "STOPPING=1");
     (*shim)->stop();
+    if (auto failure = (*shim)->failure()) {
+        spdlog::critical("stopped after a failure: {}", *failure);
+        return 1;
+    }
     spdlog::info("stopped");
     return exit_code;
 }

@@ -1,10 +1,13 @@
 #include "shim.hpp"
 
 #include <sched.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
+
+#include "base/thread_boundary.hpp"
 
 namespace kmes::shim {
 namespace {
@@ -38,12 +41,29 @@ Result<std::unique_ptr<Shim>> Shim::start(const ShimConfig& config) {
     shim->rings_ = std::move(*rings);
 
     if (Status s = shim->listen_on(config.socket_path); !s) return s.error();
-    shim->acceptor_ = std::thread([raw = shim.get()] { raw->accept_loop(); });
+    shim->acceptor_ = std::thread([raw = shim.get()] {
+        kmes::run_guarded("kmes-shimd acceptor", [raw] { raw->accept_loop(); },
+                          [raw](const std::string& why) { raw->fail(why); });
+    });
     spdlog::info("kmes-shimd: {} rings of {} bytes, socket {}", cpus, KMES_DEFAULT_BUFFER_CAPACITY, config.socket_path);
     return shim;
 }
 
 Shim::~Shim() { stop(); }
+
+void Shim::fail(const std::string& why) {
+    {
+        std::lock_guard lock(failure_mutex_);
+        if (failure_) return;
+        failure_ = why;
+    }
+    kill(getpid(), SIGTERM);  // main's signalfd takes it: the same orderly stop as a signal
+}
+
+std::optional<std::string> Shim::failure() const {
+    std::lock_guard lock(failure_mutex_);
+    return failure_;
+}
 
 void Shim::start_generators(const std::vector<GeneratorSpec>& specs) {
     for (const GeneratorSpec& spec : specs) {

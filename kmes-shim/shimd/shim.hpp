@@ -46,6 +46,11 @@ public:
     const ShimConfig& config() const { return config_; }
     // Drop rate-limit buckets of exited processes (called periodically by main).
     void collect_garbage() { limiter_.forget_exited(); }
+    // A thread the shim cannot do without (the acceptor, the audit source) stopped on an
+    // unexpected error (base/thread_boundary.hpp): the reason is kept and SIGTERM sent to the
+    // process, so that main stops the shim as for a signal and exits 1 (systemd restarts it).
+    void fail(const std::string& why);
+    std::optional<std::string> failure() const;
 
 private:
     explicit Shim(const ShimConfig& config);
@@ -81,6 +86,8 @@ private:
     int listen_fd_ = -1;
     std::thread acceptor_;
     std::atomic<bool> stopping_{false};
+    mutable std::mutex failure_mutex_;
+    std::optional<std::string> failure_;  // the first, guarded by failure_mutex_
     struct Connection {
         int fd;
         std::thread thread;

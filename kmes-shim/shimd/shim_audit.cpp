@@ -56,7 +56,10 @@ void Shim::apply_audit(const audit::AuditSettings& wanted) {
     if (settings.mode == audit::Mode::off) return;
     auto started = audit::AuditSource::start(
         settings, [this](const audit::AuditEvent& e) { write_audit_event(e); },
-        [this](std::string_view type, const nlohmann::json& payload) { write_self_event(type, payload); });
+        [this](std::string_view type, const nlohmann::json& payload) {
+            write_self_event(type, payload);
+            if (type == audit::kAuditFailedEvent) fail("audit source: " + payload.value("error", std::string()));
+        });
     if (!started) {
         // Said once per configuration; the shim runs on without the source (a kernel booted
         // with audit=0, no CAP_AUDIT_*, another daemon in mode "daemon", a refused rule).

@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "../lib/socket_io.hpp"
+#include "base/sync_point.hpp"
+#include "base/thread_boundary.hpp"
 #include "base/unix_listener.hpp"
 #include "identity.hpp"
 #include "shim.hpp"
@@ -66,6 +68,7 @@ void Shim::accept_loop() {
             if (fd >= 0) close(fd);
             return;
         }
+        KMES_SYNC_POINT("Shim::accept_loop:accepted");
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
                 std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -81,7 +84,8 @@ void Shim::accept_loop() {
         Connection& c = connections_.emplace_back();
         c.fd = fd;
         c.thread = std::thread([this, &c] {
-            serve(c.fd);
+            // An unexpected error ends this connection only (the client sees it closed).
+            kmes::run_guarded("kmes-shimd connection", [this, &c] { serve(c.fd); }, [](const std::string&) {});
             c.done.store(true);
         });
     }
@@ -113,6 +117,7 @@ void Shim::stop() {
 }
 
 void Shim::serve(int fd) {
+    KMES_SYNC_POINT("Shim::serve:connected");
     auto peer = peer_credentials(fd);
     if (!peer) {
         spdlog::warn("dropping a connection: {}", peer.error().message);

@@ -161,3 +161,53 @@ TEST_CASE("lifecycle: a reader refuses to resume on the rings of a restarted shi
     REQUIRE_FALSE(next.ok());
     CHECK(next.error().code == kmes::ErrorCode::stale);
 }
+
+namespace {
+
+// KMES_TEST_THROW_AT for the shims started while it lives (they inherit the environment).
+class ThrowAt {
+public:
+    explicit ThrowAt(const char* sync_point) { setenv("KMES_TEST_THROW_AT", sync_point, 1); }
+    ~ThrowAt() { unsetenv("KMES_TEST_THROW_AT"); }
+};
+
+}  // namespace
+
+TEST_CASE("lifecycle: an exception in the acceptor stops the shim cleanly with exit status 1", "[lifecycle]") {
+    // base/thread_boundary.hpp: no exception leaves a thread (std::terminate would leave the
+    // socket file behind and skip the audit source's undo); the acceptor cannot be done without.
+    std::optional<ShimProcess> shim;
+    {
+        ThrowAt at("Shim::accept_loop:accepted");
+        shim.emplace(ShimOptions{.cpus = 1});
+        std::string why;
+        REQUIRE(shim->wait_ready(&why));
+    }
+    uint64_t capacity = 0;
+    kmes_attach(0, &capacity);  // a connection: the acceptor throws when it comes
+    const auto status = shim->wait_exit(std::chrono::seconds(10));
+    INFO(shim->log());
+    REQUIRE(status);
+    CHECK((WIFEXITED(*status) && WEXITSTATUS(*status) == 1));
+    CHECK_THAT(shim->log(), Catch::Contains("kmes-shimd acceptor stopped on an unexpected error: test: thrown at sync point "
+                                            "Shim::accept_loop:accepted"));
+    CHECK_THAT(shim->log(), Catch::Contains("stopped after a failure"));
+    CHECK_FALSE(exists(shim->socket_path()));  // the orderly stop ran
+}
+
+TEST_CASE("lifecycle: an exception serving one connection ends that connection only", "[lifecycle]") {
+    std::optional<ShimProcess> shim;
+    {
+        ThrowAt at("Shim::serve:connected");
+        shim.emplace(ShimOptions{.cpus = 1});
+        std::string why;
+        REQUIRE(shim->wait_ready(&why));
+    }
+    uint64_t capacity = 0;
+    CHECK(kmes_attach(0, &capacity) == -1);  // the connection closed under the request
+    CHECK(kmes_attach(0, &capacity) == -1);  // and the next one: every connection throws here
+    INFO(shim->log());
+    CHECK(shim->running());
+    CHECK_THAT(shim->log(), Catch::Contains("kmes-shimd connection stopped on an unexpected error"));
+    CHECK(shim->terminate() == 0);
+}

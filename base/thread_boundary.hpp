@@ -1,12 +1,14 @@
 // No exception leaves a thread (STYLE.md "Errors are values"): an exception that escapes a
-// std::thread's function calls std::terminate and takes eventd — and every event in flight —
+// std::thread's function calls std::terminate and takes the daemon — and every event in flight —
 // down with it. Expected failures are Results; what can still throw is the unexpected
-// (std::bad_alloc, a library's std::system_error). Every thread eventd starts (drain threads,
-// shard writers, the retention thread, query workers, the query server's io thread) runs its
-// body through run_guarded at its boundary: the exception is logged with the thread's name and
-// handed to the owner's on_failure, which fails cleanly — the daemon exits non-zero so systemd
-// restarts it (drain, writer), one query ends with an error (query worker), one pass is given
-// up (retention).
+// (std::bad_alloc, a library's std::system_error). Every thread of every daemon runs its body
+// through run_guarded at its boundary — eventd's (drain threads, shard writers, the retention
+// thread, query workers, the query server's io thread), kmes-shimd's (the acceptor, one per
+// connection, the audit source, the built-in generators) and eventd-forward's (the stall
+// watch, the lag probe): the exception is logged with the thread's name and handed to the
+// owner's on_failure, which fails cleanly — the daemon exits non-zero so systemd restarts it
+// (drain, writer, acceptor, audit source, forwarder), or one piece of work ends with an error
+// (a query, a shim connection, a retention pass).
 #pragma once
 
 #include <exception>
@@ -16,7 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace eventd {
+namespace kmes {
 
 // Run `body()`; if it throws, log and call `on_failure(description)`. Never throws.
 template <class Body, class OnFailure>
@@ -39,4 +41,4 @@ void run_guarded(std::string_view thread_name, Body&& body, OnFailure&& on_failu
     }
 }
 
-}  // namespace eventd
+}  // namespace kmes
