@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "eventctl_runner.hpp"
+
 namespace eventd::query_it {
 namespace {
 
@@ -70,6 +72,22 @@ struct Reader {
 };
 
 }  // namespace
+
+NatsTls make_test_certificates(const std::string& d) {
+    const RunResult made = run_command(
+        {"/bin/sh", "-c",
+         "cd " + d +
+             " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=eventd-test-ca"
+             " && openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1"
+             " && printf 'subjectAltName=IP:127.0.0.1\\n' > ext.cnf"
+             " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2"
+             " -extfile ext.cnf"
+             " && openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out other.pem -days 2 -subj /CN=other"},
+        std::chrono::seconds(60));
+    INFO(made.err);
+    REQUIRE(made.exit_code == 0);
+    return NatsTls{d + "/server.pem", d + "/server.key", d + "/ca.pem"};
+}
 
 NatsServer::NatsServer(std::string dir, std::optional<NatsTls> tls)
     : dir_(std::move(dir)), tls_(std::move(tls)), port_(free_port()) {

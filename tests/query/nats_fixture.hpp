@@ -27,6 +27,10 @@ struct NatsTls {
     std::string cert_file, key_file, ca_file;
 };
 
+// With openssl, in `dir`: a CA (ca.pem), a server certificate for 127.0.0.1 signed by it
+// (server.pem, server.key) and an unrelated CA (other.pem). REQUIREs success; the server's part.
+NatsTls make_test_certificates(const std::string& dir);
+
 class NatsServer {
 public:
     // REQUIREs that it accepts connections.

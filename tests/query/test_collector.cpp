@@ -18,6 +18,7 @@
 
 #include "eventctl_runner.hpp"
 #include "eventd_fixture.hpp"
+#include "eventually.hpp"
 #include "forward_process.hpp"
 #include "local_users.hpp"
 #include "nats_fixture.hpp"
@@ -390,6 +391,42 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     CHECK_THAT(log, Catch::Contains("no Eventd-Host header"));
     CHECK_THAT(log, Catch::Contains("not an eventd record"));
 
+    forward.stop();
+    collector.stop();
+}
+
+TEST_CASE("the collector over TLS trusts only the configured CA and collects everything exactly once", "[collector]") {
+    kmes::it::TempDir nats_dir;
+    const NatsTls tls = make_test_certificates(nats_dir.path());
+    NatsServer nats(nats_dir.path(), tls);
+    QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
+                   .generate = "rate=500,payload=32,count=300,types=app.login:1"});
+    Forwarder forward(host, nats, {{"HostName", "host-a"}, {"TlsCaFile", tls.ca_file}});
+    forward.start();
+    const int64_t total = settled_count(host);
+    auto source = [&](const std::string& ca) {
+        return json{{"CollectorSource",
+                     {{"NatsUrl", nats.url()}, {"AckWaitSeconds", 2}, {"MaxBackoffMs", 500}, {"TlsCaFile", ca}}}};
+    };
+    {
+        // An unrelated CA: the handshake fails, nothing is stored, the status says why.
+        CollectorEventd untrusting(nats, source(nats_dir / "other.pem"));
+        untrusting.start();
+        std::string status;
+        const bool says_ssl = kmes::it::eventually([&] {
+            status = untrusting.run({"status"}).out;
+            return status.find("SSL") != std::string::npos || status.find("certificate") != std::string::npos;
+        }, seconds(20));
+        INFO(status << "\nlog:\n" << untrusting.log());
+        CHECK(says_ssl);
+        CHECK(untrusting.count("EVENTS WHERE host IS NOT NULL") == 0);
+        untrusting.stop();
+    }
+    CollectorEventd collector(nats, source(tls.ca_file));
+    collector.start();
+    INFO("collector log:\n" << collector.log());
+    CHECK(await_collected(collector, "EVENTS WHERE host IS NOT NULL", total) == total);
+    check_exactly_once({{&host, "host-a"}}, collector.records("EVENTS WHERE host IS NOT NULL"));
     forward.stop();
     collector.stop();
 }

@@ -191,19 +191,7 @@ TEST_CASE("eventd-forward over TLS trusts only the configured CA", "[forward]") 
     QueryEnv env(fast_commits());
     const std::string d = env.dir();
     // A CA, a server certificate for 127.0.0.1 signed by it, and an unrelated CA (openssl).
-    const RunResult made = run_command(
-        {"/bin/sh", "-c",
-         "cd " + d +
-             " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=eventd-test-ca"
-             " && openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1"
-             " && printf 'subjectAltName=IP:127.0.0.1\\n' > ext.cnf"
-             " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2"
-             " -extfile ext.cnf"
-             " && openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out other.pem -days 2 -subj /CN=other"},
-        seconds(60));
-    INFO(made.err);
-    REQUIRE(made.exit_code == 0);
-    NatsServer nats(d, NatsTls{d + "/server.pem", d + "/server.key", d + "/ca.pem"});
+    NatsServer nats(d, make_test_certificates(d));
     for (int i = 1; i <= 50; ++i) emit("tls.tick", {{"i", i}});
     REQUIRE(await_count(env, "EVENTS tls.tick COUNT", 50, seconds(10)) == 50);
     {
