@@ -142,7 +142,10 @@ private:
     // never held together with a shard's db_mutex_.
     RankedMutex retention_mutex_{LockRank::retention};
     std::condition_variable_any retention_wake_;
-    bool retention_requested_ = false;
+    // True at start: the first pass runs at once, so that a store that went past its limits
+    // while eventd was down (or was configured tighter meanwhile) is brought within them
+    // without waiting a whole RetentionCheckIntervalMinutes (60 by default).
+    bool retention_requested_ = true;
     // For STATUS {kind:"retention"}: passes finished, rows they deleted, when the last ended.
     // Written by the retention thread only; relaxed (statistics, nothing is published with them).
     std::atomic<uint64_t> retention_runs_{0};
