@@ -22,6 +22,7 @@
 #include <catch2/catch.hpp>
 
 #include "kmes/kmes.h"
+#include "eventually.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
 #include "stream_helpers.hpp"
@@ -160,8 +161,10 @@ TEST_CASE("MaxConcurrentQueries counts idle connections and streams", "[stream]"
     REQUIRE(!stream.read_reply(seconds(10)).empty());
     WireClient idle1(env.socket());
     WireClient idle2(env.socket());
-    std::this_thread::sleep_for(milliseconds(200));  // let eventd accept them
-    const RunResult refused = env.query("EVENTS app.login COUNT");
+    // Once eventd has accepted both idle connections, a query is refused (before that, one may
+    // still get the third slot: asked again until the refusal, which must come).
+    RunResult refused;
+    CHECK(kmes::it::eventually([&] { return (refused = env.query("EVENTS app.login COUNT")).exit_code != 0; }));
     CHECK(refused.exit_code == 1);
     CHECK(refused.out.empty());
     CHECK(refused.err.find("too many concurrent queries") != std::string::npos);
