@@ -65,11 +65,18 @@ void exact_accounting_run(uint32_t shards) {
     INFO(report.summary());
     CHECK(emitted >= kEvents);
     CHECK(highest.size() == 4);
-    // Enough of it is stored for the exactness above to mean something. Not a speed check (how
-    // fast eventd ingests is measured by ./scripts/bench, docs/PERFORMANCE.md): beside other
-    // tests on two cores, or under a sanitizer (5-15x slower; TSan stored 23 %), eventd stores
-    // less and the rest are gaps — accounted exactly either way. Alone it stores most of it.
-    CHECK(report.stored() >= emitted / 20);
+    // What the product does at 200k events/s on two cores: it stores what it can drain and
+    // accounts every other event in gap records — exactly, whatever the share (alone it stores
+    // most; beside other tests or under a sanitizer, 5-15x slower, less; TSan stored 23 %). How
+    // fast it drains is a benchmark's to measure (./scripts/bench, docs/PERFORMANCE.md), not a
+    // test's. What this test needs is that the exactness above covered real work on every
+    // ring: stored rows on each (all 1.07 million of them here, run alone). Gaps may or may not come —
+    // eventd keeps up at this rate when it has the cores — and their exactness under a sure
+    // overrun is eventd-overrun's.
+    for (const auto& [cpu, account] : report.cpus) {
+        INFO("cpu " << cpu);
+        CHECK(account.stored >= 1000);
+    }
     check_sequence_state(p.store(), p.boot(), highest);
 
     std::vector<std::string> expected_files;
