@@ -164,25 +164,21 @@ TEST_CASE("lifecycle: a reader refuses to resume on the rings of a restarted shi
 
 namespace {
 
-// KMES_TEST_THROW_AT for the shims started while it lives (they inherit the environment).
-class ThrowAt {
-public:
-    explicit ThrowAt(const char* sync_point) { setenv("KMES_TEST_THROW_AT", sync_point, 1); }
-    ~ThrowAt() { unsetenv("KMES_TEST_THROW_AT"); }
-};
+// A shim (one ring) started with KMES_TEST_THROW_AT=<sync_point> in its environment.
+std::unique_ptr<ShimProcess> shim_throwing_at(const char* sync_point) {
+    setenv("KMES_TEST_THROW_AT", sync_point, 1);
+    struct Unset {
+        ~Unset() { unsetenv("KMES_TEST_THROW_AT"); }
+    } unset;
+    return ShimProcess::start(ShimOptions{.cpus = 1});
+}
 
 }  // namespace
 
 TEST_CASE("lifecycle: an exception in the acceptor stops the shim cleanly with exit status 1", "[lifecycle]") {
     // base/thread_boundary.hpp: no exception leaves a thread (std::terminate would leave the
     // socket file behind and skip the audit source's undo); the acceptor cannot be done without.
-    std::optional<ShimProcess> shim;
-    {
-        ThrowAt at("Shim::accept_loop:accepted");
-        shim.emplace(ShimOptions{.cpus = 1});
-        std::string why;
-        REQUIRE(shim->wait_ready(&why));
-    }
+    auto shim = shim_throwing_at("Shim::accept_loop:accepted");
     uint64_t capacity = 0;
     kmes_attach(0, &capacity);  // a connection: the acceptor throws when it comes
     const auto status = shim->wait_exit(std::chrono::seconds(10));
@@ -196,13 +192,7 @@ TEST_CASE("lifecycle: an exception in the acceptor stops the shim cleanly with e
 }
 
 TEST_CASE("lifecycle: an exception serving one connection ends that connection only", "[lifecycle]") {
-    std::optional<ShimProcess> shim;
-    {
-        ThrowAt at("Shim::serve:connected");
-        shim.emplace(ShimOptions{.cpus = 1});
-        std::string why;
-        REQUIRE(shim->wait_ready(&why));
-    }
+    auto shim = shim_throwing_at("Shim::serve:connected");
     uint64_t capacity = 0;
     CHECK(kmes_attach(0, &capacity) == -1);  // the connection closed under the request
     CHECK(kmes_attach(0, &capacity) == -1);  // and the next one: every connection throws here
