@@ -29,6 +29,7 @@
 # nobody side needs setuid. Nothing outside the temporary directory is written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 ROWS=${ROWS:-400000} RUNS=${RUNS:-15} VISIBLE=${VISIBLE:-5000}
 SRC=${BUILD_DIR:-build}
 [[ $(id -u) -eq 0 ]] || { echo "access_oracle: run as root (the nobody side needs setuid)" >&2; exit 1; }
@@ -53,28 +54,10 @@ mkdir -p "$DIR"/{etc,run,log,lib}
 # (eventd makes everything it creates private itself, issue 23).
 chmod 0711 "$DIR" "$DIR/run"
 
-# A snapshot of the binaries: the tree may be rebuilt while this runs; a relink in the middle
-# must neither break the run nor mix two builds into one table. The layout keeps their RUNPATHs
-# ($ORIGIN/.., $ORIGIN/../kmes-shim) pointing at the copied libkmes. During a build a binary is
-# briefly missing, or linked against a libkmes newer than the one beside it: copy again until
-# every binary resolves all its symbols against the copied library (LD_BIND_NOW), up to 10 min.
+# A snapshot of the binaries: the tree may be rebuilt while this runs (bench/lib.sh).
 BIN=$DIR/bin
-mkdir -p "$BIN"/{kmes-shim/tools,eventd,eventctl}
-snapshot() {
-  cp -L --preserve=timestamps "$SRC/kmes-shim/kmes-shimd" "$SRC/kmes-shim/libkmes.so.0" "$BIN/kmes-shim/" &&
-    cp -L --preserve=timestamps "$SRC/kmes-shim/tools/kmes-emit" "$BIN/kmes-shim/tools/" &&
-    cp -L --preserve=timestamps "$SRC/eventd/eventd" "$BIN/eventd/" &&
-    cp -L --preserve=timestamps "$SRC/eventctl/eventctl" "$BIN/eventctl/" &&
-    for b in kmes-shim/kmes-shimd kmes-shim/tools/kmes-emit eventd/eventd eventctl/eventctl; do
-      LD_BIND_NOW=1 "$BIN/$b" --version > /dev/null || return 1
-    done
-}
-for try in $(seq 120); do
-  snapshot 2>/dev/null && break
-  ((try == 1)) && echo "access_oracle: $SRC/ is being rebuilt; waiting for consistent binaries" >&2
-  ((try == 120)) && { echo "access_oracle: no consistent binaries in $SRC/ after 10 minutes" >&2; exit 1; }
-  sleep 5
-done
+snapshot_binaries "$SRC" "$BIN" kmes-shim/kmes-shimd kmes-shim/libkmes.so.0 kmes-shim/tools/kmes-emit \
+  eventd/eventd eventctl/eventctl || exit 1
 chmod -R go+rX "$BIN"
 built=$(date -u -r "$BIN/eventd/eventd" '+%F %H:%M UTC')
 
@@ -125,11 +108,10 @@ total=$(count EVENTS)
 sleep 2  # the last commit's checkpoint and the writers settle before anything is timed
 
 model=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)
-dirty=$(git status --porcelain --untracked-files=no | wc -l)
 echo "## Issue 23: does query time reveal hidden values? ($(date -u '+%F %H:%M UTC'))"
 echo
 echo "- kernel $(uname -r), $(nproc) × ${model:-CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "- commit $(git rev-parse --short HEAD)$( ((dirty)) && echo " + $dirty uncommitted file(s)"), binaries $SRC/ ($(python3 -c "import json; print(next(o['value'] for o in json.load(open('$SRC/meson-info/intro-buildoptions.json')) if o['name'] == 'buildtype'))" 2>/dev/null || echo '?'), eventd linked $built)"
+echo "- commit $(commit_line), binaries $SRC/ ($(python3 -c "import json; print(next(o['value'] for o in json.load(open('$SRC/meson-info/intro-buildoptions.json')) if o['name'] == 'buildtype'))" 2>/dev/null || echo '?'), eventd linked $built)"
 echo "- store: $ROWS \`secret.bulk\` {\"pin\": 1234} (hidden from nobody), $VISIBLE \`public.thing\` {\"pin\": 1}, $((total - ROWS - VISIBLE)) of eventd's own; $total in all, stored in ${t_store} s; $(df -T "$DIR" | awk 'NR == 2 {print $2}') under ${BENCH_STORE_DIR:-/var/tmp}"
 echo "- policy: {\"*\": [{\"allow\": [\"everyone\"]}], \"secret\": [{\"deny\": [\"everyone\"]}]}"
 echo "- $RUNS rounds after one untimed warm-up; time = spawn of \`eventctl -o jsonl\` to its exit (perf_counter_ns), nobody's and root's alike (setuid in the child, no wrapper)"
