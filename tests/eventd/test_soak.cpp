@@ -146,6 +146,13 @@ size_t drop_secondary_indexes(const std::string& store_dir, uint32_t shard) {
     return names->size();
 }
 
+// The first kills go through each kind of event once, whatever the seed: a soak that never
+// did one would report zero of it and prove nothing about it (issue 25 item 2). After them,
+// chance decides.
+enum class Forced { none, index_kill, retention_kill, startup_kill, shim_under_eventd, long_downtime, shim_while_down };
+constexpr uint64_t kForcedKills = 6;
+Forced forced_for(uint64_t kill) { return kill <= kForcedKills ? Forced(kill) : Forced::none; }
+
 struct Tally {
     uint64_t kills = 0, startup_kills = 0, index_kills = 0, retention_kills = 0, long_downtimes = 0;
     uint64_t shim_restarts = 0, shim_restarts_under_eventd = 0;
@@ -233,6 +240,7 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
     };
 
     for (uint64_t kill = 1; kill <= kills; ++kill) {
+        const Forced forced = forced_for(kill);
         // With eventd stopped: give retention and the index builds something to do.
         if (chance(1.0 / 30)) {
             const uint64_t rows = 20'000;
@@ -246,7 +254,7 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
         }
         if (chance(1.0 / 15)) tally.indexes_dropped += drop_secondary_indexes(p.store(), uint32_t(between(0, kShards - 1)));
 
-        if (chance(0.05)) {
+        if (chance(0.05) || forced == Forced::long_downtime) {
             // A long downtime: the smaller rings overrun meanwhile, so the restart records gaps.
             std::this_thread::sleep_for(milliseconds(between(500, 3000)));
             ++tally.long_downtimes;
@@ -256,7 +264,7 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
             faults->set(on ? uint32_t(fault_rate) : 0, rng());
             faulty_runs += on;
         }
-        if (kill > 1 && chance(0.15)) {
+        if (forced == Forced::startup_kill || (forced == Forced::none && kill > 1 && chance(0.15))) {
             // Killed anywhere in its startup, before or after READY=1.
             p.spawn_eventd();
             std::this_thread::sleep_for(milliseconds(between(0, 300)));
@@ -270,7 +278,10 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
             int64_t streams_this_run = 0;
             bool shim_killed = false;
             for (int64_t step = 0; step < steps && p.eventd().running(); ++step) {
-                const int what = int(between(0, 99));
+                int what = int(between(0, 99));
+                if (step == 0 && forced == Forced::index_kill) what = 30;
+                if (step == 0 && forced == Forced::retention_kill) what = 33;
+                if (step == 0 && forced == Forced::shim_under_eventd) what = 36;
                 if (what < 15) {
                     static const char* const kQueries[] = {
                         "EVENTS TAKE 50", "EVENTS soak.a WHERE cpu_id == 1 TAKE 200", "EVENTS COUNT BY event_type",
@@ -300,7 +311,7 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
                     std::this_thread::sleep_for(milliseconds(between(0, 150)));
                     ++tally.retention_kills;
                     break;
-                } else if (what < 37 && chance(0.5)) {
+                } else if (what < 37 && (chance(0.5) || forced == Forced::shim_under_eventd)) {
                     // The shim dies under a running eventd: eventd drains and exits by itself (1).
                     settle_resize();
                     const kmes::Guid boot = p.boot();
@@ -324,7 +335,7 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
         p.kill_eventd();
         ++tally.kills;
         clients.kill_all();  // what eventd's death left hanging
-        if (chance(0.01)) {  // the shim too, while eventd is down
+        if (chance(0.01) || forced == Forced::shim_while_down) {  // the shim too, while eventd is down
             settle_resize();
             const kmes::Guid boot = p.boot();
             old_boots[boot] = p.restart_shim();
@@ -473,4 +484,14 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
     INFO(report.str());
     CHECK(problems.empty());
     CHECK(stored > 0);
+    if (kills >= kForcedKills) {
+        // Each kind the report counts happened (forced in the first kills).
+        CHECK(tally.index_kills > 0);
+        CHECK(tally.retention_kills > 0);
+        CHECK(tally.startup_kills > 0);
+        CHECK(tally.shim_restarts_under_eventd > 0);
+        CHECK(tally.shim_restarts > tally.shim_restarts_under_eventd);  // one while eventd was down
+        CHECK(tally.long_downtimes > 0);
+        CHECK(tally.kills > 0);
+    }
 }
