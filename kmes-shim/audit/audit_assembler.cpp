@@ -40,7 +40,9 @@ void AuditAssembler::remember(uint64_t serial) {
 void AuditAssembler::hand_on(auparse_state_t* au) {
     const au_event_t* ts = auparse_get_timestamp(au);
     const uint64_t serial = ts ? ts->serial : 0;
-    // The record types, and whether the event ended as the kernel ends a syscall event.
+    const bool late = serial != 0 && remembered(serial);
+    // Whether the event ended as the kernel ends a syscall event; for late records, their types
+    // (an event's own are map_event's: no names are built twice on the common path).
     nlohmann::json record_types = nlohmann::json::array();
     bool syscall = false, ended = false;
     if (auparse_first_record(au) > 0) {
@@ -48,12 +50,10 @@ void AuditAssembler::hand_on(auparse_state_t* au) {
             const int type = auparse_get_type(au);
             syscall |= type == AUDIT_SYSCALL;
             ended |= type == AUDIT_EOE || type == AUDIT_PROCTITLE;
-            if (type == AUDIT_EOE) continue;
-            const char* name = auparse_get_type_name(au);
-            record_types.push_back(name ? name : "UNKNOWN[" + std::to_string(type) + "]");
+            if (late && type != AUDIT_EOE) record_types.push_back(record_type_name(au));
         } while (auparse_next_record(au) > 0);
     }
-    if (serial != 0 && remembered(serial)) {
+    if (late) {
         // Late records of an event already handed on: not an event of their own.
         if (record_types.empty()) return;  // a lone late EOE carries nothing
         AuditEvent lost = lost_event(record_types.size(), "reassembly");

@@ -227,8 +227,7 @@ AuditEvent map_event(auparse_state_t* au) {
     bool first = true;
     if (auparse_first_record(au) > 0) {
         do {
-            const char* type_name = auparse_get_type_name(au);
-            const std::string type = type_name ? type_name : ("UNKNOWN[" + std::to_string(auparse_get_type(au)) + "]");
+            const std::string type = record_type_name(au);
             if (type == "EOE") continue;
             record_types.push_back(type);
             if (first) {
@@ -271,6 +270,11 @@ AuditEvent map_event(auparse_state_t* au) {
     if (const auto pid = payload.find("pid"); pid != payload.end() && pid->is_number_integer())
         event.pid = static_cast<pid_t>(pid->get<int64_t>());
     return event;
+}
+
+std::string record_type_name(auparse_state_t* au) {
+    const char* name = auparse_get_type_name(au);
+    return name ? name : "UNKNOWN[" + std::to_string(auparse_get_type(au)) + "]";
 }
 
 AuditEvent lost_event(uint64_t records, const char* source) {

@@ -47,6 +47,10 @@ struct AuditEvent {
 // record and field cursors.
 AuditEvent map_event(auparse_state_t* au);
 
+// The name of the record auparse's cursor is on ("SYSCALL"), or "UNKNOWN[<type>]" for a type
+// libaudit has no name for — as auditd writes it.
+std::string record_type_name(auparse_state_t* au);
+
 // An `audit.lost` event (docs/AUDIT.md "Loss"): `records` records lost before they became
 // events, where (`source`: kernel, socket or reassembly), noticed now (`noticed_time`, ns).
 AuditEvent lost_event(uint64_t records, const char* source);
