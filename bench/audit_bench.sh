@@ -9,6 +9,8 @@
 #                  store under BENCH_STORE_DIR, default indexing (only the timestamp index)
 #        raw       auditd -n, log_format RAW, flush INCREMENTAL_ASYNC, freq 50, the rule by auditctl
 #        enriched  the same with log_format ENRICHED
+#        kmes-gc   kmes with eventd's CommitDelayMs GROUP_COMMIT_MS (default 20): group commit,
+#                  a trickle of events shares one fsync as auditd's freq 50 shares one
 #      All three see BacklogLimit 8192 and backlog_wait_time 0 (the kernel drops and counts rather
 #      than stalling the execs). Each segment starts the daemons afresh; the configurations
 #      alternate (ROUNDS rounds, each in a rotated order) and every ratio is taken between
@@ -37,6 +39,8 @@
 #   RATES="1000 0" ROUNDS=2 SEG_S=6 EVENT_RATES="5000 15000 40000"      parts 1 and 2
 #   EVENTS=1000000 BULK_RATE=3000 RUNS=3                                part 3
 #   KMES_AUDIT='{"ReceiveBufferBytes": 268435456}'   more keys of kmes-shimd's Audit object, parts 1-2
+#   GROUP_COMMIT_MS=20               eventd's CommitDelayMs in the kmes-gc configuration
+#   CONFIGS="kmes kmes-gc raw enriched"   the configurations of parts 1-2
 #   PARTS="cpu search"               cpu: parts 1 and 2; search: part 3
 #   BUILD_DIR=build-bench            the binaries (./scripts/bench audit builds them; copied at start)
 #   BENCH_STORE_DIR=/var/tmp         where stores and logs live (a real disk)
@@ -52,6 +56,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 PARTS=${PARTS:-"cpu search"} RATES=${RATES-"1000 0"} ROUNDS=${ROUNDS:-2} SEG_S=${SEG_S:-6}
 EVENT_RATES=${EVENT_RATES-"5000 15000 40000"} KMES_AUDIT=${KMES_AUDIT:-"{}"}
+GROUP_COMMIT_MS=${GROUP_COMMIT_MS:-20} CONFIGS=${CONFIGS:-"kmes kmes-gc raw enriched"}
 EVENTS=${EVENTS:-1000000} BULK_RATE=${BULK_RATE:-3000} RUNS=${RUNS:-3}
 if [[ ${1:-} == --quick ]]; then
   RATES="1000 0" ROUNDS=1 SEG_S=4 EVENT_RATES=20000 EVENTS=50000 RUNS=2
@@ -181,16 +186,16 @@ wait_for() {  # a condition (a command), what it is, seconds; on failure the log
 ctl() { "$EVENTCTL" --socket "$SEG/run/query.sock" -o jsonl "$@"; }
 count() { ctl "$1 COUNT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])'; }
 
-# kmes-shimd (the Audit object given) + eventd on a fresh store in $SEG.
+# kmes-shimd (the Audit object given) + eventd (more keys given, optional) on a fresh store in $SEG.
 start_kmes() {
   mkdir -p "$SEG"/{run,log}
-  python3 - "$SEG" "$1" <<'PY'
+  python3 - "$SEG" "$1" "${2:-{\}}" <<'PY'
 import json, sys
-d, audit = sys.argv[1], json.loads(sys.argv[2])
+d, audit, more = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 json.dump({"SocketPath": f"{d}/run/kmes.sock", "BufferCapacity": 134217728, "Audit": audit},
           open(f"{d}/kmes.json", "w"), indent=1)
 json.dump({"EventStorePath": f"{d}/store", "QuerySocketPath": f"{d}/run/query.sock",
-           "KmesSocketPath": f"{d}/run/kmes.sock", "EventRetentionDays": 3650, "QueryTimeoutMs": 300000},
+           "KmesSocketPath": f"{d}/run/kmes.sock", "EventRetentionDays": 3650, "QueryTimeoutMs": 300000, **more},
           open(f"{d}/eventd.json", "w"), indent=1)
 PY
   "$BIN/kmes-shim/kmes-shimd" --config "$SEG/kmes.json" > "$SEG/log/shim.log" 2>&1 &
@@ -252,8 +257,11 @@ run_segment() {  # config load (execs | uname) rate round
   marker="kb$$-$seg_no"
   wait_daemon_free
   case $cfg in
-    kmes) start_kmes "$(python3 -c 'import json, sys
-print(json.dumps({**json.loads(sys.argv[1]), "Mode": "daemon", "RulesFile": sys.argv[2]}))' "$KMES_AUDIT" "$DIR/etc/$load.rules")"
+    kmes | kmes-gc)
+          local more='{}'
+          [[ $cfg == kmes-gc ]] && more="{\"CommitDelayMs\": $GROUP_COMMIT_MS}"
+          start_kmes "$(python3 -c 'import json, sys
+print(json.dumps({**json.loads(sys.argv[1]), "Mode": "daemon", "RulesFile": sys.argv[2]}))' "$KMES_AUDIT" "$DIR/etc/$load.rules")" "$more"
           daemons="${pid[shim]} ${pid[eventd]}" ;;
     raw | enriched)
       start_auditd "$([[ $cfg == raw ]] && echo RAW || echo ENRICHED)"
@@ -268,7 +276,7 @@ print(json.dumps({**json.loads(sys.argv[1]), "Mode": "daemon", "RulesFile": sys.
   # shellcheck disable=SC2086
   read -r c0 s0 k0 l0 b0 a0 < <(sample $daemons)
   t0=$(date +%s.%N)
-  [[ $cfg == kmes && -n $highest ]] && { thread_ticks "${pid[shim]}"; thread_ticks "${pid[eventd]}"; } > "$SEG.threads0"
+  [[ $cfg == kmes* && -n $highest ]] && { thread_ticks "${pid[shim]}"; thread_ticks "${pid[eventd]}"; } > "$SEG.threads0"
   local perf_pid=""
   if [[ -n ${PERF:-} && -n $highest ]]; then
     mkdir -p "$PERF"
@@ -290,14 +298,14 @@ print(json.dumps({**json.loads(sys.argv[1]), "Mode": "daemon", "RulesFile": sys.
   # shellcheck disable=SC2086
   read -r c1 s1 k1 l1 b1 a1 < <(sample $daemons)
   t1=$(date +%s.%N)
-  if [[ $cfg == kmes && -n $highest ]]; then
+  if [[ $cfg == kmes* && -n $highest ]]; then
     { thread_ticks "${pid[shim]}" | sed 's/^/kmes-shimd\t/'; thread_ticks "${pid[eventd]}" | sed 's/^/eventd\t/'; } |
       awk -v r="$round" -v s="$seg_no" 'BEGIN { FS = OFS = "\t" } { print s, r, $0 }' > "$SEG.threads1"
     join_threads "$SEG.threads0" "$SEG.threads1" >> "$THREADS"
   fi
   local execs last=-1
   execs=$(python3 -c 'import json,sys; d = json.loads(sys.argv[1]); print(d.get("execs", d.get("calls")))' "$out")
-  if [[ $cfg == kmes ]]; then
+  if [[ $cfg == kmes* ]]; then
     # eventd's commits (all shards) and the rows they held: the batch size its writers chose.
     batches=$(ctl STATUS | python3 -c 'import json,sys
 s = [r for r in map(json.loads, sys.stdin) if r.get("kind") == "shard"]
@@ -356,21 +364,24 @@ echo
 
 # --- part 1 and 2 ----------------------------------------------------------------------------------
 if [[ " $PARTS " == *" cpu "* ]]; then
-configs=(kmes raw enriched)
+read -r -a configs <<< "$CONFIGS"
+n=${#configs[@]}
 for round in $(seq "$ROUNDS"); do
   for rate in $RATES; do
-    for i in 0 1 2; do  # each round in another order: no configuration always runs first
-      run_segment "${configs[(i + round - 1) % 3]}" execs "$rate" "$round"
+    for i in $(seq 0 $((n - 1))); do  # each round in another order: no configuration always runs first
+      run_segment "${configs[(i + round - 1) % n]}" execs "$rate" "$round"
     done
   done
 done
 for rate in $EVENT_RATES; do  # one round: where does each lose?
-  for i in 0 1 2; do run_segment "${configs[i]}" uname "$rate" 1; done
+  for i in $(seq 0 $((n - 1))); do run_segment "${configs[i]}" uname "$rate" 1; done
 done
-python3 - "$SEGS" "$THREADS" "$TICK" "$SEG_S" "$ROUNDS" <<'PY'
+python3 - "$SEGS" "$THREADS" "$TICK" "$SEG_S" "$ROUNDS" "$CONFIGS" "$GROUP_COMMIT_MS" <<'PY'
 import json, statistics, sys
 segs_path, threads_path, tick, seg_s, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-names = {"kmes": "kmes-shimd + eventd", "raw": "auditd RAW", "enriched": "auditd ENRICHED"}
+all_names = {"kmes": "kmes-shimd + eventd", "kmes-gc": f"kmes-shimd + eventd, CommitDelayMs {sys.argv[7]}",
+             "raw": "auditd RAW", "enriched": "auditd ENRICHED"}
+names = {cfg: all_names[cfg] for cfg in sys.argv[6].split()}
 segs = []
 for line in open(segs_path):
     f = line.rstrip("\n").split("\t")
@@ -402,8 +413,8 @@ def cpu_table(load, what):
             ratios = [r for r in map(ratio_to_raw, mine) if r is not None]
             ratio = (f"{med(ratios):.2f}×" + (f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else "")) if ratios else "—"
             split = (f" ({med(s['first'] / max(1, s['handled']) * 1e6 for s in mine):.0f} + "
-                     f"{med((s['cpu'] - s['first']) / max(1, s['handled']) * 1e6 for s in mine):.0f})") if cfg == "kmes" else ""
-            rows = f"{med(s['rows'] / max(1, s['commits']) for s in mine):.1f}" if cfg == "kmes" else "—"
+                     f"{med((s['cpu'] - s['first']) / max(1, s['handled']) * 1e6 for s in mine):.0f})") if cfg.startswith("kmes") else ""
+            rows = f"{med(s['rows'] / max(1, s['commits']) for s in mine):.1f}" if cfg.startswith("kmes") else "—"
             print(f"| {label(rate)} | {names[cfg]} | {med(s['achieved'] for s in mine):,.0f} | {med(s['handled'] for s in mine):,.0f} | "
                   f"{med(100 * s['cpu'] / s['busy_s'] for s in mine):.1f} % | {med(per_event(s) for s in mine):.0f}{split} | {ratio} | "
                   f"{med(s['kauditd'] / max(1, s['handled']) * 1e6 for s in mine):.1f} | {med(100 * s['busy'] for s in mine):.0f} % | {rows} |")
@@ -415,9 +426,9 @@ def loss_table(load, what):
     for rate in rates:
         for cfg in names:
             for s in [s for s in segs if (s["load"], s["rate"], s["cfg"]) == (load, rate, cfg)]:
-                lost_kmes = f"{s['lost_kmes']:,}" if cfg == "kmes" else "—"
+                lost_kmes = f"{s['lost_kmes']:,}" if cfg.startswith("kmes") else "—"
                 # Each lost event took at least one lost record with it: what no count covers vanished.
-                silent = max(0, s["execs"] - s["found"] - (s["lost_kmes"] if cfg == "kmes" else s["lost"]))
+                silent = max(0, s["execs"] - s["found"] - (s["lost_kmes"] if cfg.startswith("kmes") else s["lost"]))
                 print(f"| {label(rate)} | {names[cfg]} | {s['round']} | {s['achieved']:,.0f} | {s['execs']:,} | {s['found']:,} | "
                       f"{s['lost']:,} | {lost_kmes} | {f'**{silent:,}**' if silent else 0} |")
 
@@ -466,7 +477,7 @@ if threads:
     last = max(threads)
     s = next(x for x in segs if x["seg"] == last)
     total = sum(t[2] for t in threads[last]) or 1
-    print(f"\n### kmes-shimd + eventd per thread, highest exec rate, round {s['round']} ({s['handled']:,} events)\n")
+    print(f"\n### {names[s['cfg']]} per thread, highest exec rate, round {s['round']} ({s['handled']:,} events)\n")
     print("| process | thread | CPU s | share | µs per event |")
     print("|---|---|---|---|---|")
     for daemon, name, cpu in sorted(threads[last], key=lambda t: -t[2]):

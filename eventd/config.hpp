@@ -31,6 +31,9 @@ struct EventdConfig {
     // Tuning; applied at once on reload (§12.1), each change recorded as synthetic.config_change.
     uint32_t max_batch_size = 10000;
     uint32_t max_batch_latency_ms = 100;
+    // Group commit: an idle writer's batch waits this long after its first event for more
+    // (0: commit at once, §2.4.2 step 3). Never beyond max_batch_latency_ms.
+    uint32_t commit_delay_ms = 0;
     uint32_t event_retention_days = 30;
     uint64_t event_retention_max_bytes = 0;  // 0 = no limit
     uint32_t retention_check_interval_minutes = 60;

@@ -105,6 +105,8 @@ void ShardWriter::run() {
     for (;;) {
         const uint32_t max_batch = settings_.max_batch_size.load(std::memory_order_relaxed);
         const auto latency = std::chrono::milliseconds(settings_.max_batch_latency_ms.load(std::memory_order_relaxed));
+        const auto commit_delay = std::min(
+            latency, std::chrono::milliseconds(settings_.commit_delay_ms.load(std::memory_order_relaxed)));
         if (max_batch != channel_capacity_) {  // MaxBatchSize changed at runtime
             channel_capacity_ = max_batch;
             handoff_.set_capacity(max_batch);
@@ -199,7 +201,10 @@ void ShardWriter::run() {
         const bool late = Clock::now() - batch_started_ >= latency;
         // Idle: commit unless more events than the batch holds are expected to arrive during
         // one commit anyway (then batching them costs no latency and saves a commit).
-        const bool idle = handoff_.empty() && arrival_rate_ * commit_seconds_ < double(batch_count_);
+        // With CommitDelayMs, an idle batch also waits that long after its first event (group
+        // commit: a trickle of events shares one fsync; power loss may take that much more).
+        const bool idle = handoff_.empty() && arrival_rate_ * commit_seconds_ < double(batch_count_) &&
+                          Clock::now() - batch_started_ >= commit_delay;
         if (full || late || idle || finishing_.load()) {
             commit_batch();
             db_lock.unlock();

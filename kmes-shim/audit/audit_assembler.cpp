@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace kmes::audit {
 
@@ -43,7 +44,7 @@ void AuditAssembler::hand_on(auparse_state_t* au) {
     const bool late = serial != 0 && remembered(serial);
     // Whether the event ended as the kernel ends a syscall event; for late records, their types
     // (an event's own are map_event's: no names are built twice on the common path).
-    nlohmann::json record_types = nlohmann::json::array();
+    std::vector<std::string> record_types;
     bool syscall = false, ended = false;
     if (auparse_first_record(au) > 0) {
         do {
@@ -56,16 +57,12 @@ void AuditAssembler::hand_on(auparse_state_t* au) {
     if (late) {
         // Late records of an event already handed on: not an event of their own.
         if (record_types.empty()) return;  // a lone late EOE carries nothing
-        AuditEvent lost = lost_event(record_types.size(), "reassembly");
-        lost.payload["serial"] = serial;
-        lost.payload["record_types"] = std::move(record_types);
-        sink_(std::move(lost));
+        sink_(lost_event(record_types.size(), "reassembly", serial, record_types));
         return;
     }
     if (serial != 0) remember(serial);
-    AuditEvent event = map_event(au);
-    if (syscall && !ended) event.payload["incomplete"] = true;  // handed on by the timeout
-    sink_(std::move(event));
+    // Handed on by the timeout before its end came: a syscall event without EOE or PROCTITLE.
+    sink_(map_event(au, syscall && !ended));
 }
 
 namespace {

@@ -1,6 +1,9 @@
 #include "audit_event.hpp"
 
 #include <auparse.h>
+#include <libaudit.h>
+
+#include <algorithm>
 
 #include <cctype>
 #include <chrono>
@@ -10,16 +13,13 @@
 #include <optional>
 #include <string_view>
 
+#include "payload_map.hpp"
+
 namespace kmes::audit {
 namespace {
 
-using nlohmann::json;
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
+namespace mp = eventd::msgpack;
+using Bytes = mp::Bytes;
 
 // A decimal integer (optionally negative) as written by the kernel; nullopt otherwise
 // (hex values such as a0=7ffd…, words, quoted strings stay text).
@@ -80,75 +80,86 @@ const char* interpret_checked(auparse_state_t* au, int type, const char* raw) {
     return well_formed ? auparse_interpret_field(au) : nullptr;
 }
 
-// The value of the field under auparse's cursor, and any name to put beside it.
-void put_field(auparse_state_t* au, json& into) {
+// The value of the field under auparse's cursor, and any name to put beside it. Fills the
+// subject's ids when `event` is given (the first record's fields).
+void put_field(auparse_state_t* au, PayloadMap& into, AuditEvent* event) {
     const char* name = auparse_get_field_name(au);
     const char* raw = auparse_get_field_str(au);
     if (!name || !raw) return;
-    const int type = auparse_get_field_type(au);
-    const char* interpreted = interpret_checked(au, type, raw);
-    const std::string key(name);
+    const std::string_view key(name);
     // auparse shows a record's own "type=…" as its first field: the event type says it already.
     if (key == "type" && auparse_get_field_num(au) == 0) return;
-    if (into.contains(key)) return;  // the first occurrence wins, as in eventd's reads
+    if (!into.add(key)) return;  // the first occurrence wins, as in eventd's reads
+    Bytes& out = into.value();
+    const int type = auparse_get_field_type(au);
     switch (type) {
         case AUPARSE_TYPE_UID:
         case AUPARSE_TYPE_GID: {
             const auto n = decimal(raw);
-            if (n) {
-                into[key] = *n;
-                // 4294967295 is "unset" (-1): auparse says "unset"; the name adds nothing then.
-                if (interpreted && std::strcmp(interpreted, "unset") != 0 && std::strcmp(interpreted, raw) != 0)
-                    into[key + "_name"] = interpreted;
-            } else {
-                into[key] = raw;
+            if (!n) {
+                mp::put_string(out, raw);
+                return;
+            }
+            mp::put_signed(out, *n);
+            if (event && type == AUPARSE_TYPE_UID && *n >= 0 && *n < 4294967295LL) {  // 4294967295: unset
+                if (key == "uid") event->uid = static_cast<uint32_t>(*n);
+                if (key == "euid") event->euid = static_cast<uint32_t>(*n);
+            }
+            // 4294967295 is "unset" (-1): auparse says "unset"; the name adds nothing then.
+            const char* interpreted = interpret_checked(au, type, raw);
+            if (interpreted && std::strcmp(interpreted, "unset") != 0 && std::strcmp(interpreted, raw) != 0) {
+                std::string name_key(key);
+                name_key += "_name";
+                if (into.add(name_key)) mp::put_string(into.value(), interpreted);
             }
             return;
         }
         case AUPARSE_TYPE_SYSCALL:
-        case AUPARSE_TYPE_ARCH:
-            into[key] = interpreted ? interpreted : raw;
+        case AUPARSE_TYPE_ARCH: {
+            const char* interpreted = interpret_checked(au, type, raw);
+            mp::put_string(out, interpreted ? interpreted : raw);
             if (type == AUPARSE_TYPE_SYSCALL)
-                if (const auto n = decimal(raw)) into["syscall_nr"] = *n;
+                if (const auto n = decimal(raw); n && into.add("syscall_nr")) mp::put_signed(into.value(), *n);
             return;
+        }
         default:
             break;
     }
     if (is_escaped(type)) {
         // "(null)" is how the kernel writes an absent key or name.
-        if (std::strcmp(raw, "(null)") == 0) {
-            into[key] = nullptr;
-            return;
-        }
-        into[key] = interpreted ? interpreted : raw;
-        return;
+        if (std::strcmp(raw, "(null)") == 0) return mp::put_nil(out);
+        // A quoted value is the text itself (the kernel quotes only plain text): auparse is
+        // asked only to decode hex.
+        const std::string_view text(raw);
+        if (text.size() >= 2 && text.front() == '"' && text.back() == '"')
+            return mp::put_string(out, text.substr(1, text.size() - 2));
+        const char* interpreted = interpret_checked(au, type, raw);
+        return mp::put_string(out, interpreted ? interpreted : raw);
     }
     // Numbers only where the field is a number: a mode ("0100755"), a permission, flags or a
     // syscall argument look like digits but are octal or hex text.
     const bool numeric = type == AUPARSE_TYPE_UNCLASSIFIED || type == AUPARSE_TYPE_EXIT || type == AUPARSE_TYPE_SESSION;
     if (numeric && !(raw[0] == '0' && raw[1] != '\0'))
         if (const auto n = decimal(raw)) {
-            into[key] = *n;
-            return;
+            if (event && key == "pid") event->pid = static_cast<pid_t>(*n);
+            return mp::put_signed(out, *n);
         }
     std::string_view text(raw);
     if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);
-    into[key] = std::string(text);
+    mp::put_string(out, text);
 }
 
-json record_fields(auparse_state_t* au) {
-    json fields = json::object();
-    if (auparse_first_field(au) <= 0) return fields;
+void record_fields(auparse_state_t* au, PayloadMap& into, AuditEvent* event = nullptr) {
+    if (auparse_first_field(au) <= 0) return;
     do {
-        put_field(au, fields);
+        put_field(au, into, event);
     } while (auparse_next_field(au) > 0);
-    return fields;
 }
 
 // The free text of a user-space message: `msg='TEXT key=value …'` whose TEXT is not a field
 // (auditctl -m "TEXT", USER_AVC's "avc:  denied { … }"). auparse splits msg='…' into fields and
 // drops words without '=': the whole of msg='…' is kept then, so nothing the sender wrote is lost.
-std::optional<std::string> free_msg_text(std::string_view record) {
+std::optional<std::string_view> free_msg_text(std::string_view record) {
     const size_t start = record.find(" msg='");
     if (start == std::string_view::npos) return std::nullopt;
     std::string_view inner = record.substr(start + 6);
@@ -157,118 +168,190 @@ std::optional<std::string> free_msg_text(std::string_view record) {
     inner = inner.substr(0, end);
     const std::string_view first_word = inner.substr(0, inner.find(' '));
     if (first_word.empty() || first_word.find('=') != std::string_view::npos) return std::nullopt;
-    return std::string(inner);
+    return inner;
+}
+
+// The value of an escaped field, decoded (hex by auparse, quotes stripped), or its raw text.
+std::string_view escaped_value(auparse_state_t* au, const char* raw) {
+    const std::string_view text(raw);
+    if (text.size() >= 2 && text.front() == '"' && text.back() == '"') return text.substr(1, text.size() - 2);
+    const char* interpreted = interpret_checked(au, AUPARSE_TYPE_ESCAPED, raw);
+    return interpreted ? interpreted : text;
 }
 
 // EXECVE: a0, a1, … (and a1[0], a1[1] … for an argument the kernel split) → argv.
-json execve_argv(auparse_state_t* au) {
-    json argv = json::array();
-    if (auparse_first_field(au) <= 0) return argv;
-    std::string split;  // pieces of one long argument (aN_len=…, aN[0]=…, aN[1]=…)
-    do {
-        const char* name = auparse_get_field_name(au);
-        if (!name || name[0] != 'a' || !std::isdigit(static_cast<unsigned char>(name[1]))) continue;
-        const char* raw = auparse_get_field_str(au);
-        const char* value = raw ? interpret_checked(au, AUPARSE_TYPE_ESCAPED, raw) : nullptr;
-        if (!value) value = raw;
-        const std::string_view n(name);
-        if (n.find("_len") != std::string_view::npos) {
-            if (!split.empty()) argv.push_back(split);
-            split.clear();
-            split.reserve(64);
-            continue;
-        }
-        if (n.find('[') != std::string_view::npos) {
-            split += value ? value : "";
-            continue;
-        }
-        if (!split.empty()) {
-            argv.push_back(split);
-            split.clear();
-        }
-        argv.push_back(value ? value : "");
-    } while (auparse_next_field(au) > 0);
-    if (!split.empty()) argv.push_back(split);
-    return argv;
+void put_execve_argv(auparse_state_t* au, Bytes& out) {
+    std::vector<std::string> argv;
+    if (auparse_first_field(au) > 0) {
+        bool in_split = false;  // pieces of one long argument (aN_len=…, aN[0]=…, aN[1]=…)
+        do {
+            const char* name = auparse_get_field_name(au);
+            if (!name || name[0] != 'a' || !std::isdigit(static_cast<unsigned char>(name[1]))) continue;
+            const char* raw = auparse_get_field_str(au);
+            const std::string_view n(name);
+            if (n.find("_len") != std::string_view::npos) {
+                argv.emplace_back();  // the pieces that follow append to it
+                in_split = true;
+                continue;
+            }
+            const std::string_view value = raw ? escaped_value(au, raw) : std::string_view();
+            if (n.find('[') != std::string_view::npos && in_split) {
+                argv.back() += value;
+                continue;
+            }
+            in_split = false;
+            argv.emplace_back(value);
+        } while (auparse_next_field(au) > 0);
+    }
+    mp::put_array_header(out, argv.size());
+    for (const std::string& arg : argv) mp::put_string(out, arg);
 }
 
-const char* field_text(auparse_state_t* au, const char* name) {
+// The decoded value of the field `name` of the record under the cursor.
+std::optional<std::string_view> field_text(auparse_state_t* au, const char* name) {
     const char* raw = auparse_find_field(au, name);
-    if (!raw) return nullptr;
-    const char* interpreted = interpret_checked(au, auparse_get_field_type(au), raw);
-    return interpreted ? interpreted : raw;
+    if (!raw) return std::nullopt;
+    if (is_escaped(auparse_get_field_type(au))) return escaped_value(au, raw);
+    return std::string_view(raw);
 }
 
-std::optional<uint32_t> id_field(const json& fields, const char* name) {
-    const auto it = fields.find(name);
-    if (it == fields.end() || !it->is_number_integer()) return std::nullopt;
-    const int64_t v = it->get<int64_t>();
-    if (v < 0 || v >= 4294967295LL) return std::nullopt;  // unset
-    return static_cast<uint32_t>(v);
+// An audit record type's name as a key: "USER_LOGIN" → "user_login".
+void put_lower(std::string& out, std::string_view name) {
+    for (char c : name) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
 }
+
+// The records after the first that have no key of their own (AVC, SOCKADDR, …): each a map of
+// its fields under its lower-case type name, an array of maps when the type repeats.
+struct OtherRecords {
+    std::string key;
+    std::vector<Bytes> maps;
+};
 
 }  // namespace
 
-AuditEvent map_event(auparse_state_t* au) {
+AuditEvent map_event(auparse_state_t* au, bool incomplete) {
     AuditEvent event;
-    json& payload = event.payload;
+    PayloadMap payload;
+    // What the mapping puts under its own keys wins over a first record's field of that name.
+    bool has_execve = false, has_cwd = false, has_paths = false, has_proctitle = false, first_record = true;
+    if (auparse_first_record(au) > 0) {
+        do {
+            const int type = auparse_get_type(au);
+            if (first_record) {
+                first_record = false;
+                continue;
+            }
+            has_execve |= type == AUDIT_EXECVE;
+            has_cwd |= type == AUDIT_CWD;
+            has_paths |= type == AUDIT_PATH;
+            has_proctitle |= type == AUDIT_PROCTITLE;
+        } while (auparse_next_record(au) > 0);
+    }
+    payload.reserve({"serial", "audit_time", "record_types", "msg"});
+    if (has_execve) payload.reserve({"argv"});
+    if (has_cwd) payload.reserve({"cwd"});
+    if (has_paths) payload.reserve({"paths"});
+    if (has_proctitle) payload.reserve({"proctitle"});
+    if (incomplete) payload.reserve({"incomplete"});
+
     if (const au_event_t* ts = auparse_get_timestamp(au)) {
-        payload["serial"] = static_cast<uint64_t>(ts->serial);
+        payload.add_reserved("serial");
+        mp::put_unsigned(payload.value(), static_cast<uint64_t>(ts->serial));
         // A time the kernel never writes (beyond 2262, or negative) has no ns form: nil
         // (found by the audit_mapping fuzz target: the product overflowed).
         int64_t ns = 0;
         const bool fits = ts->sec >= 0 && ts->milli < 1000 &&
                           !__builtin_mul_overflow(static_cast<int64_t>(ts->sec), int64_t{1'000'000'000}, &ns) &&
                           !__builtin_add_overflow(ns, int64_t(ts->milli) * 1'000'000, &ns);
-        payload["audit_time"] = fits ? json(ns) : json(nullptr);
+        payload.add_reserved("audit_time");
+        if (fits) {
+            mp::put_signed(payload.value(), ns);
+            event.audit_time = ns;
+        } else {
+            mp::put_nil(payload.value());
+        }
     }
-    json record_types = json::array();
-    json paths = json::array();
-    bool first = true;
+    Bytes record_types, paths;
+    size_t record_type_count = 0, path_count = 0;
+    std::vector<OtherRecords> others;
+    first_record = true;
     if (auparse_first_record(au) > 0) {
         do {
-            const std::string type = record_type_name(au);
-            if (type == "EOE") continue;
-            record_types.push_back(type);
-            if (first) {
-                first = false;
-                event.type = "audit." + lower(type);
-                json fields = record_fields(au);
-                for (auto& [k, v] : fields.items())
-                    if (!payload.contains(k)) payload[k] = v;
-                if (const char* text = auparse_get_record_text(au)) {
-                    if (auto free_text = free_msg_text(text)) payload["msg"] = std::move(*free_text);
-                }
+            const int type = auparse_get_type(au);
+            if (type == AUDIT_EOE) continue;
+            const char* type_name = auparse_get_type_name(au);
+            const std::string fallback_name = type_name ? std::string() : record_type_name(au);
+            const std::string_view name = type_name ? std::string_view(type_name) : std::string_view(fallback_name);
+            mp::put_string(record_types, name);
+            ++record_type_count;
+            if (first_record) {
+                first_record = false;
+                event.type = "audit.";
+                put_lower(event.type, name);
+                record_fields(au, payload, &event);
+                if (const char* text = auparse_get_record_text(au))
+                    if (auto free_text = free_msg_text(text)) {
+                        payload.add_reserved("msg");
+                        mp::put_string(payload.value(), *free_text);
+                    }
                 continue;
             }
-            if (type == "EXECVE") {
-                payload["argv"] = execve_argv(au);
-            } else if (type == "CWD") {
-                if (const char* cwd = field_text(au, "cwd")) payload["cwd"] = cwd;
-            } else if (type == "PATH") {
-                paths.push_back(record_fields(au));
-            } else if (type == "PROCTITLE") {
-                if (const char* title = field_text(au, "proctitle")) payload["proctitle"] = title;
-            } else {
-                const std::string key = lower(type);
-                json fields = record_fields(au);
-                if (!payload.contains(key)) {
-                    payload[key] = std::move(fields);
-                } else if (payload[key].is_array()) {
-                    payload[key].push_back(std::move(fields));
-                } else if (payload[key].is_object()) {
-                    payload[key] = json::array({payload[key], std::move(fields)});
+            if (type == AUDIT_EXECVE) {
+                if (has_execve) {
+                    has_execve = false;  // the first EXECVE (the kernel sends one)
+                    payload.add_reserved("argv");
+                    put_execve_argv(au, payload.value());
                 }
+            } else if (type == AUDIT_CWD) {
+                if (!has_cwd) continue;
+                if (auto cwd = field_text(au, "cwd")) {
+                    has_cwd = false;
+                    payload.add_reserved("cwd");
+                    mp::put_string(payload.value(), *cwd);
+                }
+            } else if (type == AUDIT_PATH) {
+                PayloadMap path;
+                record_fields(au, path);
+                path.write_to(paths);
+                ++path_count;
+            } else if (type == AUDIT_PROCTITLE) {
+                if (!has_proctitle) continue;
+                if (auto title = field_text(au, "proctitle")) {
+                    has_proctitle = false;
+                    payload.add_reserved("proctitle");
+                    mp::put_string(payload.value(), *title);
+                }
+            } else {
+                std::string key;
+                put_lower(key, name);
+                auto it = std::find_if(others.begin(), others.end(), [&](const OtherRecords& o) { return o.key == key; });
+                if (it == others.end()) it = others.insert(others.end(), OtherRecords{std::move(key), {}});
+                PayloadMap fields;
+                record_fields(au, fields);
+                fields.write_to(it->maps.emplace_back());
             }
         } while (auparse_next_record(au) > 0);
     }
     if (event.type.empty()) event.type = "audit.unknown";
-    payload["record_types"] = std::move(record_types);
-    if (!paths.empty()) payload["paths"] = std::move(paths);
-    event.uid = id_field(payload, "uid");
-    event.euid = id_field(payload, "euid");
-    if (const auto pid = payload.find("pid"); pid != payload.end() && pid->is_number_integer())
-        event.pid = static_cast<pid_t>(pid->get<int64_t>());
+    for (const OtherRecords& other : others) {
+        if (!payload.add(other.key)) continue;
+        Bytes& out = payload.value();
+        if (other.maps.size() > 1) mp::put_array_header(out, other.maps.size());
+        for (const Bytes& map : other.maps) out.insert(out.end(), map.begin(), map.end());
+    }
+    if (path_count > 0) {
+        payload.add_reserved("paths");
+        mp::put_array_header(payload.value(), path_count);
+        payload.value().insert(payload.value().end(), paths.begin(), paths.end());
+    }
+    if (incomplete) {
+        payload.add_reserved("incomplete");
+        mp::put_bool(payload.value(), true);
+    }
+    payload.add_reserved("record_types");
+    mp::put_array_header(payload.value(), record_type_count);
+    payload.value().insert(payload.value().end(), record_types.begin(), record_types.end());
+    payload.write_to(event.payload);
     return event;
 }
 
@@ -277,14 +360,39 @@ std::string record_type_name(auparse_state_t* au) {
     return name ? name : "UNKNOWN[" + std::to_string(auparse_get_type(au)) + "]";
 }
 
-AuditEvent lost_event(uint64_t records, const char* source) {
+namespace {
+AuditEvent lost_event_with(uint64_t records, const char* source, const uint64_t* serial,
+                           const std::vector<std::string>* record_types) {
     const int64_t now =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
     AuditEvent event;
     event.type = "audit.lost";
-    event.payload = {{"records", records}, {"source", source}, {"noticed_time", now}};
+    event.lost_records = records;
+    Bytes& out = event.payload;
+    mp::put_map_header(out, serial ? 5 : 3);
+    mp::put_string(out, "records");
+    mp::put_unsigned(out, records);
+    mp::put_string(out, "source");
+    mp::put_string(out, source);
+    mp::put_string(out, "noticed_time");
+    mp::put_signed(out, now);
+    if (serial) {
+        mp::put_string(out, "serial");
+        mp::put_unsigned(out, *serial);
+        mp::put_string(out, "record_types");
+        mp::put_array_header(out, record_types->size());
+        for (const std::string& t : *record_types) mp::put_string(out, t);
+    }
     return event;
+}
+}  // namespace
+
+AuditEvent lost_event(uint64_t records, const char* source) { return lost_event_with(records, source, nullptr, nullptr); }
+
+AuditEvent lost_event(uint64_t records, const char* source, uint64_t serial,
+                      const std::vector<std::string>& record_types) {
+    return lost_event_with(records, source, &serial, &record_types);
 }
 
 }  // namespace kmes::audit

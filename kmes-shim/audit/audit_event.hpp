@@ -28,24 +28,28 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include <nlohmann/json.hpp>
+#include "msgpack/writer.hpp"
 
 typedef struct opaque auparse_state_t;
 
 namespace kmes::audit {
 
 struct AuditEvent {
-    std::string type;  // "audit.syscall"
-    nlohmann::json payload = nlohmann::json::object();
-    std::optional<uint32_t> uid;   // the subject's real uid
-    std::optional<uint32_t> euid;  // and effective uid
+    std::string type;                 // "audit.syscall"
+    eventd::msgpack::Bytes payload;   // the msgpack map above, as it goes into a ring
+    std::optional<uint32_t> uid;      // the subject's real uid
+    std::optional<uint32_t> euid;     // and effective uid
     std::optional<pid_t> pid;
+    std::optional<int64_t> audit_time;  // the payload's audit_time (ns), when it has one
+    uint64_t lost_records = 0;          // an audit.lost event's `records`
 };
 
 // The event auparse's cursor is on (inside an AUPARSE_CB_EVENT_READY callback). Moves the
-// record and field cursors.
-AuditEvent map_event(auparse_state_t* au);
+// record and field cursors. `incomplete`: the event was handed on by the timeout before its
+// end came (the payload says `"incomplete": true`).
+AuditEvent map_event(auparse_state_t* au, bool incomplete = false);
 
 // The name of the record auparse's cursor is on ("SYSCALL"), or "UNKNOWN[<type>]" for a type
 // libaudit has no name for — as auditd writes it.
@@ -53,6 +57,9 @@ std::string record_type_name(auparse_state_t* au);
 
 // An `audit.lost` event (docs/AUDIT.md "Loss"): `records` records lost before they became
 // events, where (`source`: kernel, socket or reassembly), noticed now (`noticed_time`, ns).
+// `reassembly` adds the serial and the record types of the late records.
 AuditEvent lost_event(uint64_t records, const char* source);
+AuditEvent lost_event(uint64_t records, const char* source, uint64_t serial,
+                      const std::vector<std::string>& record_types);
 
 }  // namespace kmes::audit

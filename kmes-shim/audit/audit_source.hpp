@@ -27,6 +27,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "audit_event.hpp"
 #include "base/result.hpp"
 

@@ -27,6 +27,7 @@ TEST_CASE("absent optional keys take the spec defaults", "[config]") {
     CHECK(r->config.storage_shards == 0);
     CHECK(r->config.max_batch_size == 10000);
     CHECK(r->config.max_batch_latency_ms == 100);
+    CHECK(r->config.commit_delay_ms == 0);  // commit at once when idle (§2.4.2 step 3)
     CHECK(r->config.event_retention_days == 30);
     CHECK(r->config.event_retention_max_bytes == 0);
     CHECK(r->config.retention_check_interval_minutes == 60);
@@ -50,6 +51,21 @@ TEST_CASE("an invalid optional value keeps the value in force and is reported", 
     REQUIRE(r->problems.size() == 2);
     CHECK(r->problems[0].key == "StorageShards");
     CHECK(r->problems[1].key == "MaxBatchSize");
+}
+
+TEST_CASE("CommitDelayMs takes 0 to 1000 ms and is a tuning key", "[config]") {
+    json doc = minimal();
+    doc["CommitDelayMs"] = 20;
+    auto r = parse_eventd_config(doc);
+    REQUIRE(r.ok());
+    CHECK(r->config.commit_delay_ms == 20);
+    CHECK(r->problems.empty());
+    doc["CommitDelayMs"] = 1001;
+    auto bad = parse_eventd_config(doc, r->config);
+    REQUIRE(bad.ok());
+    CHECK(bad->config.commit_delay_ms == 20);  // the value in force is kept
+    REQUIRE(bad->problems.size() == 1);
+    CHECK(bad->problems[0].key == "CommitDelayMs");
 }
 
 TEST_CASE("a reload records changed, added and removed tuning keys", "[config]") {

@@ -4,6 +4,7 @@
 // test_audit.cpp.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,26 @@
 namespace {
 
 using kmes::audit::AuditAssembler;
-using kmes::audit::AuditEvent;
 using nlohmann::json;
+
+// An event as the shim writes it, its msgpack payload read back as a tree to check.
+struct AuditEvent {
+    std::string type;
+    json payload;
+    std::optional<uint32_t> uid, euid;
+    std::optional<pid_t> pid;
+};
+
+AuditEvent read_back(kmes::audit::AuditEvent e) {
+    json payload = json::from_msgpack(e.payload);
+    // No key twice: it would read back as one, and the tree would encode shorter.
+    CHECK(json::to_msgpack(payload).size() == e.payload.size());
+    return {std::move(e.type), std::move(payload), e.uid, e.euid, e.pid};
+}
 
 std::vector<AuditEvent> assemble(const std::vector<std::string>& lines) {
     std::vector<AuditEvent> events;
-    AuditAssembler assembler([&](AuditEvent e) { events.push_back(std::move(e)); }, 2);
+    AuditAssembler assembler([&](kmes::audit::AuditEvent e) { events.push_back(read_back(std::move(e))); }, 2);
     for (const std::string& line : lines) assembler.feed_line(line);
     assembler.flush();
     return events;
@@ -120,7 +135,7 @@ TEST_CASE("a time beyond what nanoseconds hold is nil, not an overflow", "[audit
 TEST_CASE("a malformed record is refused before reassembly and takes no other event with it", "[audit]") {
     std::vector<std::pair<int, std::string>> refused;
     std::vector<AuditEvent> events;
-    AuditAssembler assembler([&](AuditEvent e) { events.push_back(std::move(e)); }, 2,
+    AuditAssembler assembler([&](kmes::audit::AuditEvent e) { events.push_back(read_back(std::move(e))); }, 2,
                              [&](int type, std::string_view text) { refused.emplace_back(type, std::string(text)); });
     assembler.feed_line("type=SYSCALL msg=garbage without a timestamp");
     assembler.feed_line("not an audit line at all");
@@ -151,7 +166,7 @@ TEST_CASE("a malformed record is refused before reassembly and takes no other ev
 TEST_CASE("an event cut by the timeout is marked incomplete; its late records are counted, not a new event",
           "[audit]") {
     std::vector<AuditEvent> events;
-    AuditAssembler assembler([&](AuditEvent e) { events.push_back(std::move(e)); }, 1);
+    AuditAssembler assembler([&](kmes::audit::AuditEvent e) { events.push_back(read_back(std::move(e))); }, 1);
     // The SYSCALL of serial 42, then the time runs out (the records' time is long past, so
     // age() hands the event on at once, as it would 1 s after a live record).
     assembler.feed_line(kExecve[0]);
@@ -183,7 +198,7 @@ TEST_CASE("an event cut by the timeout is marked incomplete; its late records ar
 
 TEST_CASE("a record after its event's end is counted as late; a late EOE alone counts nothing", "[audit]") {
     std::vector<AuditEvent> events;
-    AuditAssembler assembler([&](AuditEvent e) { events.push_back(std::move(e)); }, 1);
+    AuditAssembler assembler([&](kmes::audit::AuditEvent e) { events.push_back(read_back(std::move(e))); }, 1);
     for (const auto& line : kExecve) assembler.feed_line(line);  // ends at PROCTITLE
     assembler.feed_line("type=EOE msg=audit(1700000000.123:42): ");  // auparse folds it in
     assembler.feed_line(kExecve[3]);                                 // a PATH out of order
