@@ -231,7 +231,7 @@ struct OtherRecords {
 
 AuditEvent map_event(auparse_state_t* au, bool incomplete) {
     AuditEvent event;
-    PayloadMap payload;
+    PayloadMap payload(1024);  // an exec event's payload: ~1 KB
     // What the mapping puts under its own keys wins over a first record's field of that name.
     bool has_execve = false, has_cwd = false, has_paths = false, has_proctitle = false, first_record = true;
     if (auparse_first_record(au) > 0) {
@@ -272,6 +272,7 @@ AuditEvent map_event(auparse_state_t* au, bool incomplete) {
         }
     }
     Bytes record_types, paths;
+    record_types.reserve(128);
     size_t record_type_count = 0, path_count = 0;
     std::vector<OtherRecords> others;
     first_record = true;
@@ -310,7 +311,7 @@ AuditEvent map_event(auparse_state_t* au, bool incomplete) {
                     mp::put_string(payload.value(), *cwd);
                 }
             } else if (type == AUDIT_PATH) {
-                PayloadMap path;
+                PayloadMap path(256);
                 record_fields(au, path);
                 path.write_to(paths);
                 ++path_count;

@@ -19,6 +19,9 @@ class PayloadMap {
 public:
     using Bytes = eventd::msgpack::Bytes;
 
+    // `expected_bytes`: the size the map will likely reach (one allocation instead of several).
+    explicit PayloadMap(size_t expected_bytes = 0);
+
     // Starts the pair `key`: true when the caller must now write exactly one value (into
     // value()); false when the key is taken or reserved (the caller writes nothing).
     bool add(std::string_view key);
@@ -33,12 +36,15 @@ public:
     void write_to(Bytes& out) const;
 
 private:
-    bool taken(std::string_view key) const;
-    void put_key(std::string_view key);
+    bool taken(std::string_view key, uint64_t hash) const;
+    void put_key(std::string_view key, uint64_t hash);
 
     Bytes body_;
-    // Where each key's bytes sit in body_ (offsets: body_ grows); reserved keys are literals.
+    // Where each key's bytes sit in body_ (offsets: body_ grows), and their hash: a payload's
+    // few dozen keys are scanned by hash, bytes compared only on a match. Reserved keys are
+    // literals.
     struct KeyAt {
+        uint64_t hash;
         size_t offset;
         size_t size;
     };
