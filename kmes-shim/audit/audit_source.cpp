@@ -43,6 +43,9 @@ constexpr auto kCheckInterval = std::chrono::seconds(1);
 // anyway); the socket holds far more than arrives meanwhile (4 MiB by default: ~1,000 records
 // at 40,000 events/s).
 constexpr auto kRecordCoalescing = std::chrono::milliseconds(4);
+// One ring write holds at most this much of a round's events (run(): `pending`).
+constexpr size_t kMaxPendingEvents = 64;
+constexpr size_t kMaxPendingBytes = 16 * 1024;
 
 // The kernel's status (AUDIT_GET), asked on `fd` and awaited (records arriving meanwhile on a
 // daemon socket would be lost to this read: it is used before the socket is a daemon's).
@@ -292,10 +295,25 @@ void AuditSource::stop() {
 
 void AuditSource::run() {
     Kernel& k = *kernel_;
+    // The events of this receive round, written together (Emit). Bounded so that one write
+    // never takes much of a ring (the smallest, KMES_MIN_BUFFER_CAPACITY, holds 64 KiB).
+    std::vector<AuditEvent> pending;
+    size_t pending_bytes = 0;
+    auto flush_pending = [&] {
+        if (pending.empty()) return;
+        emit_(pending);
+        pending.clear();
+        pending_bytes = 0;
+    };
+    auto emit = [&](AuditEvent e) {
+        pending_bytes += e.payload.size() + e.type.size();
+        pending.push_back(std::move(e));
+        if (pending.size() >= kMaxPendingEvents || pending_bytes >= kMaxPendingBytes) flush_pending();
+    };
     auto lost = [&](uint64_t records, const char* source) {
         if (records == 0) return;
         lost_.fetch_add(records, std::memory_order_relaxed);
-        emit_(lost_event(records, source));
+        emit(lost_event(records, source));
     };
     // The socket's drops since the last look, reported as lost records.
     auto socket_loss = [&] {
@@ -313,7 +331,7 @@ void AuditSource::run() {
             } else {
                 events_.fetch_add(1, std::memory_order_relaxed);
             }
-            emit_(e);
+            emit(std::move(e));
         },
         (settings_.event_timeout_ms + 999) / 1000,
         [&](int type, std::string_view text) {
@@ -384,10 +402,12 @@ void AuditSource::run() {
             socket_loss();
             if (k.daemon) audit_request_status(k.fd);  // the answer comes through the loop above
         }
+        flush_pending();
         // Records came: more will follow them (the rest of their event, the next events).
         if (received > 0 && !stopping_.load(std::memory_order_relaxed)) std::this_thread::sleep_for(kRecordCoalescing);
     }
     assembler.flush();
+    flush_pending();
     report_malformed();
 }
 

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -54,7 +55,9 @@ const char* mode_name(Mode mode);
 
 class AuditSource {
 public:
-    using Emit = std::function<void(const AuditEvent&)>;
+    // The events of one receive round, in order (audit events and audit.lost): one ring write
+    // and at most one wake-up of eventd for all of them.
+    using Emit = std::function<void(std::span<const AuditEvent>)>;
     // A self-event of the shim about the source: kmes.audit_malformed (records refused before
     // reassembly, at most one per second with their number and the first one's text), or
     // kAuditFailedEvent (the reader thread stopped on an unexpected error: nothing reads the

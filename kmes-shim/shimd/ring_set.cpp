@@ -35,6 +35,11 @@ std::shared_ptr<ProducerRing> RingSet::ring(uint32_t cpu) {
 
 uint32_t RingSet::write(uint32_t cpu, uint8_t origin_class, std::span<const EventInput> events,
                         const Identity& identity) {
+    return write(cpu, origin_class, events, std::span<const Identity>(&identity, 1));
+}
+
+uint32_t RingSet::write(uint32_t cpu, uint8_t origin_class, std::span<const EventInput> events,
+                        std::span<const Identity> identities) {
     Slot& slot = *slots_[cpu % slots_.size()];
     const uint16_t cpu_id = static_cast<uint16_t>(cpu % slots_.size());
     // The lock is the Linux stand-in for "preemption disabled" (§3.1.3): held only for the
@@ -44,12 +49,14 @@ uint32_t RingSet::write(uint32_t cpu, uint8_t origin_class, std::span<const Even
     const uint64_t limit = ring.capacity() / 2;
     const uint64_t timestamp = realtime_ns();  // §3.1.8 step 2: one clock read per batch
     uint32_t written = 0;
-    for (const EventInput& event : events) {
+    for (size_t i = 0; i < events.size(); ++i) {
+        const EventInput& event = events[i];
         const uint64_t sequence = ++slot.sequence;                 // consumed even if the event is dropped
         if (event.type.empty() || event_size_of(event) > limit) {  // §3.1.6 structural checks
             ++slot.dropped;
             continue;
         }
+        const Identity& identity = identities.size() == 1 ? identities[0] : identities[i];
         ring.append(Stamp{timestamp, sequence, cpu_id, origin_class}, event, identity);
         ++written;
     }

@@ -37,6 +37,10 @@ public:
     // events, a sequence per event, events over 50 % of capacity dropped with their sequence
     // consumed, one publish. Returns the number written to the ring.
     uint32_t write(uint32_t cpu, uint8_t origin_class, std::span<const EventInput> events, const Identity& identity);
+    // The same with each event's own identity (`identities[i]` for `events[i]`): the audit
+    // source's events of one receive round, each about its own subject.
+    uint32_t write(uint32_t cpu, uint8_t origin_class, std::span<const EventInput> events,
+                   std::span<const Identity> identities);
 
     // §5.1.9.4 swap of every CPU to `capacity`. All new rings are allocated first; if any
     // allocation fails nothing changes and the error is returned (§7.1.4).

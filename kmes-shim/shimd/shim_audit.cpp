@@ -62,7 +62,7 @@ void Shim::apply_audit(const audit::AuditSettings& wanted) {
     audit_.reset();  // a running source gives everything back before a new one starts
     if (settings.mode == audit::Mode::off) return;
     auto started = audit::AuditSource::start(
-        settings, [this](const audit::AuditEvent& e) { write_audit_event(e); },
+        settings, [this](std::span<const audit::AuditEvent> events) { write_audit_events(events); },
         [this](std::string_view type, const nlohmann::json& payload) {
             write_self_event(type, payload);
             if (type == audit::kAuditFailedEvent) fail("audit source: " + payload.value("error", std::string()));
@@ -78,15 +78,21 @@ void Shim::apply_audit(const audit::AuditSettings& wanted) {
     audit_ = std::move(*started);
 }
 
-void Shim::write_audit_event(const audit::AuditEvent& event) {
-    const EventInput input{event.type, event.payload};
-    // The subject's tokens and, while its process lives, its process GUID: its audit events
-    // join the events it emits itself (identity.hpp).
-    Identity identity{};
-    if (event.euid) identity.effective_token = token_guid(*event.euid);
-    if (event.uid) identity.true_token = token_guid(*event.uid);
-    if (auto start = subject_start_time(event)) identity.process = process_guid(boot_id_, *event.pid, *start);
-    rings_->write(kAuditRing, KMES_ORIGIN_AUDIT, {&input, 1}, identity);
+void Shim::write_audit_events(std::span<const audit::AuditEvent> events) {
+    std::vector<EventInput> inputs;
+    std::vector<Identity> identities;
+    inputs.reserve(events.size());
+    identities.reserve(events.size());
+    for (const audit::AuditEvent& event : events) {
+        inputs.push_back(EventInput{event.type, event.payload});
+        // The subject's tokens and, while its process lives, its process GUID: its audit
+        // events join the events it emits itself (identity.hpp).
+        Identity& identity = identities.emplace_back();
+        if (event.euid) identity.effective_token = token_guid(*event.euid);
+        if (event.uid) identity.true_token = token_guid(*event.uid);
+        if (auto start = subject_start_time(event)) identity.process = process_guid(boot_id_, *event.pid, *start);
+    }
+    rings_->write(kAuditRing, KMES_ORIGIN_AUDIT, inputs, identities);
 }
 
 }  // namespace kmes::shim
