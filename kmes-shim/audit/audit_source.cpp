@@ -36,12 +36,12 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUndoFile = "audit-rules.undo";
 constexpr const char* kSettingsFile = "audit-kernel.orig";
 constexpr auto kCheckInterval = std::chrono::seconds(1);
-// While records flow, the thread sleeps this long after emptying the socket before it looks
-// again, so that it wakes once for many records instead of once per record: the kernel sends an
-// event as 3-8 records, one netlink message each, and a wake-up per record cost more than the
-// mapping (PERFORMANCE §14). Records wait at most this long more (their events wait for EOE
-// anyway); the socket holds far more than arrives meanwhile (4 MiB by default: ~1,000 records
-// at 40,000 events/s).
+// While records flow, the reader sleeps this long after emptying the socket before it looks
+// again, so that it (and the mapping thread after it) wakes once for many records instead of
+// once per record: the kernel sends an event as 3-8 records, one netlink message each, and a
+// wake-up per record cost more than the mapping (PERFORMANCE §14). Records wait at most this
+// long more (their events wait for EOE anyway); the socket holds far more than arrives
+// meanwhile (4 MiB by default: ~1,000 records at 40,000 events/s).
 constexpr auto kRecordCoalescing = std::chrono::milliseconds(4);
 // One ring write holds at most this much of a round's events (run(): `pending`).
 constexpr size_t kMaxPendingEvents = 64;
@@ -271,10 +271,17 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
     source->kernel_ = std::move(kernel);
     source->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (source->wake_fd_ < 0) return errno_error("audit: eventfd");
-    source->thread_ = std::thread([raw = source.get()] {
-        kmes::run_guarded("audit source", [raw] { raw->run(); }, [raw](const std::string& why) {
-            if (raw->report_) raw->report_(kAuditFailedEvent, {{"error", why}});
-        });
+    // As much may wait behind the socket as in it (ReceiveBufferBytes): record_queue.hpp.
+    source->queue_ = std::make_unique<RecordQueue>(settings.receive_buffer_bytes);
+    auto failed = [raw = source.get()](const std::string& why) {
+        if (raw->report_) raw->report_(kAuditFailedEvent, {{"error", why}});
+    };
+    source->reader_ = std::thread([raw = source.get(), failed] {
+        kmes::run_guarded("audit reader", [raw] { raw->read(); }, failed);
+        raw->queue_->close();  // the mapping thread ends when the reader does, however it ended
+    });
+    source->thread_ = std::thread([raw = source.get(), failed] {
+        kmes::run_guarded("audit source", [raw] { raw->run(); }, failed);
     });
     spdlog::info("audit: {} mode{}", mode_name(mode),
                  mode == Mode::daemon ? ", " + std::to_string(source->kernel_->rules->size()) + " rule(s) loaded" : "");
@@ -287,10 +294,42 @@ void AuditSource::stop() {
         const uint64_t one = 1;
         (void)!write(wake_fd_, &one, sizeof one);
     }
+    if (reader_.joinable()) reader_.join();
     if (thread_.joinable()) thread_.join();
     if (kernel_) kernel_->release();
     if (wake_fd_ >= 0) close(wake_fd_);
     wake_fd_ = -1;
+}
+
+void AuditSource::read() {
+    const int fd = kernel_->fd;
+    // One record per netlink message; MAX_AUDIT_MESSAGE_LENGTH bounds its text.
+    std::vector<char> buffer(MAX_AUDIT_MESSAGE_LENGTH + NLMSG_HDRLEN + 64);
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+        poll(fds, 2, -1);
+        RecordRound round;
+        for (int batch = 0; batch < 4096; ++batch) {
+            const ssize_t n = recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                if (errno == ENOBUFS) {
+                    // The socket overflowed: the kernel dropped what did not fit (counted by the
+                    // mapping thread from the socket's drop counter).
+                    socket_overflowed_.store(true, std::memory_order_relaxed);
+                    continue;
+                }
+                break;  // EAGAIN: nothing more now
+            }
+            if (static_cast<size_t>(n) < NLMSG_HDRLEN) continue;
+            const auto* nlh = reinterpret_cast<const nlmsghdr*>(buffer.data());
+            round.add(nlh->nlmsg_type, std::string_view(buffer.data() + NLMSG_HDRLEN, size_t(n) - NLMSG_HDRLEN));
+        }
+        if (round.empty()) continue;
+        queue_->push(std::move(round));
+        // Records came: more will follow them (the rest of their event, the next events).
+        if (!stopping_.load(std::memory_order_relaxed)) std::this_thread::sleep_for(kRecordCoalescing);
+    }
 }
 
 void AuditSource::run() {
@@ -351,47 +390,34 @@ void AuditSource::run() {
         if (report_) report_("kmes.audit_malformed", {{"records", malformed}, {"first", first_malformed}});
         malformed = 0;
     };
-    // One record per netlink message; MAX_AUDIT_MESSAGE_LENGTH bounds its text.
-    std::vector<char> buffer(MAX_AUDIT_MESSAGE_LENGTH + NLMSG_HDRLEN + 64);
     auto next_check = Clock::now() + kCheckInterval;
-    while (!stopping_.load(std::memory_order_relaxed)) {
-        pollfd fds[2] = {{k.fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    std::vector<RecordRound> rounds;
+    for (;;) {
+        rounds.clear();
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_check - Clock::now());
-        poll(fds, 2, static_cast<int>(std::max<int64_t>(0, wait.count())));
-        int received = 0;
-        for (int batch = 0; batch < 1024; ++batch) {
-            const ssize_t n = recv(k.fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                if (errno == ENOBUFS) {
-                    // The socket overflowed: the kernel dropped what did not fit.
-                    socket_loss();
+        if (!queue_->pop(rounds, std::max(wait, std::chrono::milliseconds(0)))) break;  // the reader ended
+        for (const RecordRound& round : rounds) {
+            for (const RecordRound::Message& m : round.messages()) {
+                const std::string_view data = round.payload(m);
+                if (m.type == AUDIT_GET) {
+                    if (data.size() >= sizeof(audit_status)) {
+                        audit_status s{};
+                        std::memcpy(&s, data.data(), sizeof s);
+                        // `lost` is the kernel's running count since boot (it wraps at 2^32).
+                        lost(static_cast<uint32_t>(s.lost - k.last_lost), "kernel");
+                        k.last_lost = s.lost;
+                    }
                     continue;
                 }
-                break;  // EAGAIN: nothing more now
+                if (!is_audit_record(m.type)) continue;  // other control replies, acks
+                KMES_SYNC_POINT("AuditSource::run:record");
+                assembler.feed_record(m.type, data.substr(0, strnlen(data.data(), data.size())));
             }
-            ++received;
-            if (static_cast<size_t>(n) < NLMSG_HDRLEN) continue;
-            const auto* nlh = reinterpret_cast<const nlmsghdr*>(buffer.data());
-            const char* data = buffer.data() + NLMSG_HDRLEN;
-            const size_t size = static_cast<size_t>(n) - NLMSG_HDRLEN;
-            if (nlh->nlmsg_type == NLMSG_ERROR || nlh->nlmsg_type == NLMSG_DONE) continue;  // acks
-            if (nlh->nlmsg_type == AUDIT_GET) {
-                if (size >= sizeof(audit_status)) {
-                    audit_status s{};
-                    std::memcpy(&s, data, sizeof s);
-                    // `lost` is the kernel's running count since boot (it wraps at 2^32).
-                    lost(static_cast<uint32_t>(s.lost - k.last_lost), "kernel");
-                    k.last_lost = s.lost;
-                }
-                continue;
-            }
-            // Other control replies — except AUDIT_USER (1005), the old user message type that
-            // `auditctl -m` still sends and the kernel logs under it.
-            if (nlh->nlmsg_type < AUDIT_FIRST_USER_MSG && nlh->nlmsg_type != AUDIT_USER) continue;
-            KMES_SYNC_POINT("AuditSource::run:record");
-            assembler.feed_record(nlh->nlmsg_type, std::string_view(data, strnlen(data, size)));
         }
+        // Records the queue refused (the mapping fell behind by ReceiveBufferBytes), and the
+        // socket's own drops when the reader saw it overflow.
+        lost(queue_->take_dropped(), "socket");
+        if (socket_overflowed_.exchange(false, std::memory_order_relaxed)) socket_loss();
         if (Clock::now() >= next_check) {
             next_check = Clock::now() + kCheckInterval;
             assembler.age();
@@ -400,11 +426,9 @@ void AuditSource::run() {
             // too (the kernel's unicast fails for them), and a drop does not always surface as
             // ENOBUFS on the next receive (found by bench/audit_bench.sh: 15,000 events/s).
             socket_loss();
-            if (k.daemon) audit_request_status(k.fd);  // the answer comes through the loop above
+            if (k.daemon) audit_request_status(k.fd);  // the answer comes through the reader
         }
         flush_pending();
-        // Records came: more will follow them (the rest of their event, the next events).
-        if (received > 0 && !stopping_.load(std::memory_order_relaxed)) std::this_thread::sleep_for(kRecordCoalescing);
     }
     assembler.flush();
     flush_pending();

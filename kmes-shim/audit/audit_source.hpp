@@ -32,6 +32,7 @@
 
 #include "audit_event.hpp"
 #include "base/result.hpp"
+#include "record_queue.hpp"
 
 namespace kmes::audit {
 
@@ -84,7 +85,8 @@ public:
 private:
     struct Kernel;
     AuditSource(Emit emit, Report report, const AuditSettings& settings);
-    void run();
+    void read();  // the reader thread: socket → queue_
+    void run();   // the mapping thread: queue_ → events
 
     Emit emit_;
     Report report_;
@@ -92,7 +94,10 @@ private:
     Mode mode_ = Mode::off;
     std::unique_ptr<Kernel> kernel_;
     std::atomic<bool> stopping_{false};
-    int wake_fd_ = -1;  // eventfd: stop() wakes the thread
+    int wake_fd_ = -1;  // eventfd: stop() wakes the reader
+    std::unique_ptr<RecordQueue> queue_;
+    std::atomic<bool> socket_overflowed_{false};  // ENOBUFS seen by the reader; run() counts
+    std::thread reader_;
     std::thread thread_;
     std::atomic<uint64_t> events_{0};
     std::atomic<uint64_t> lost_{0};
