@@ -36,13 +36,18 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUndoFile = "audit-rules.undo";
 constexpr const char* kSettingsFile = "audit-kernel.orig";
 constexpr auto kCheckInterval = std::chrono::seconds(1);
-// While records flow, the reader sleeps this long after emptying the socket before it looks
-// again, so that it (and the mapping thread after it) wakes once for many records instead of
-// once per record: the kernel sends an event as 3-8 records, one netlink message each, and a
-// wake-up per record cost more than the mapping (PERFORMANCE §14). Records wait at most this
-// long more (their events wait for EOE anyway); the socket holds far more than arrives
-// meanwhile (4 MiB by default: ~1,000 records at 40,000 events/s).
-constexpr auto kRecordCoalescing = std::chrono::milliseconds(4);
+// While records flow, the reader sleeps after emptying the socket before it looks again, so
+// that it (and the mapping thread after it, and eventd's drain after that) wakes once for many
+// records instead of once per record: the kernel sends an event as 3-8 records, one netlink
+// message each, and the fixed cost of a wake-up of the three was more than the mapping at low
+// rates (PERFORMANCE §14: 4 ms → 12 ms took 1,000 execs/s from 2.15× to 1.67× auditd RAW).
+// Records wait at most kMaxCoalescing more. The sleep never lets the socket fill: at the rate
+// the last round came in, at most a quarter of ReceiveBufferBytes may arrive meanwhile (a full
+// daemon socket makes the kernel drop records uncounted: record_queue.hpp).
+constexpr auto kMaxCoalescing = std::chrono::milliseconds(20);
+// What a record takes of the socket's receive buffer (skb truesize; the kernel allocates an
+// audit record's buffer for 1 KiB of text and more for longer ones): an upper estimate.
+constexpr double kRecordTruesize = 2048;
 // One ring write holds at most this much of a round's events (run(): `pending`).
 constexpr size_t kMaxPendingEvents = 64;
 constexpr size_t kMaxPendingBytes = 16 * 1024;
@@ -305,10 +310,13 @@ void AuditSource::read() {
     const int fd = kernel_->fd;
     // One record per netlink message; MAX_AUDIT_MESSAGE_LENGTH bounds its text.
     std::vector<char> buffer(MAX_AUDIT_MESSAGE_LENGTH + NLMSG_HDRLEN + 64);
+    const double socket_records = settings_.receive_buffer_bytes / kRecordTruesize;
+    auto last_round = std::chrono::steady_clock::now();
     while (!stopping_.load(std::memory_order_relaxed)) {
         pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
         poll(fds, 2, -1);
         RecordRound round;
+        bool emptied = false;
         for (int batch = 0; batch < 4096; ++batch) {
             const ssize_t n = recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
             if (n < 0) {
@@ -319,16 +327,24 @@ void AuditSource::read() {
                     socket_overflowed_.store(true, std::memory_order_relaxed);
                     continue;
                 }
-                break;  // EAGAIN: nothing more now
+                emptied = true;  // EAGAIN: nothing more now
+                break;
             }
             if (static_cast<size_t>(n) < NLMSG_HDRLEN) continue;
             const auto* nlh = reinterpret_cast<const nlmsghdr*>(buffer.data());
             round.add(nlh->nlmsg_type, std::string_view(buffer.data() + NLMSG_HDRLEN, size_t(n) - NLMSG_HDRLEN));
         }
         if (round.empty()) continue;
+        const size_t records = round.messages().size();
         queue_->push(std::move(round));
         // Records came: more will follow them (the rest of their event, the next events).
-        if (!stopping_.load(std::memory_order_relaxed)) std::this_thread::sleep_for(kRecordCoalescing);
+        const auto now = std::chrono::steady_clock::now();
+        const double seconds = std::max(1e-3, std::chrono::duration<double>(now - last_round).count());
+        last_round = now;
+        if (!emptied || stopping_.load(std::memory_order_relaxed)) continue;  // more waiting: no pause
+        const double rate = double(records) / seconds;  // records a second, as they came lately
+        const auto safe = std::chrono::duration<double>(socket_records / 4 / rate);
+        std::this_thread::sleep_for(std::min<std::chrono::duration<double>>(kMaxCoalescing, safe));
     }
 }
 
