@@ -40,7 +40,7 @@ constexpr auto kCheckInterval = std::chrono::seconds(1);
 // that it (and the mapping thread after it, and eventd's drain after that) wakes once for many
 // records instead of once per record: the kernel sends an event as 3-8 records, one netlink
 // message each, and the fixed cost of a wake-up of the three was more than the mapping at low
-// rates (PERFORMANCE §14: 4 ms → 12 ms took 1,000 execs/s from 2.15× to 1.67× auditd RAW).
+// rates (PERFORMANCE §14: 4 ms → up to 20 ms took 1,000 execs/s from 2.15× to 1.17× auditd RAW).
 // Records wait at most kMaxCoalescing more. The sleep never lets the socket fill: at the rate
 // the last round came in, at most a quarter of ReceiveBufferBytes may arrive meanwhile (a full
 // daemon socket makes the kernel drop records uncounted: record_queue.hpp).
