@@ -70,7 +70,13 @@ void Shim::apply_audit(const audit::AuditSettings& wanted) {
     if (!started) {
         // Said once per configuration; the shim runs on without the source (a kernel booted
         // with audit=0, no CAP_AUDIT_*, another daemon in mode "daemon", a refused rule).
-        spdlog::error("audit source not started: {}", started.error().message);
+        // "auto" asks for audit where there is one: a container or a kernel without it is not an
+        // error then (the shipped default; an error line would stand in every such journal).
+        if (settings.mode == audit::Mode::automatic)
+            spdlog::info("audit source not started (Audit.Mode auto, running without kernel audit events): {}",
+                         started.error().message);
+        else
+            spdlog::error("audit source not started: {}", started.error().message);
         write_self_event("kmes.audit_unavailable",
                          {{"mode", audit::mode_name(settings.mode)}, {"error", started.error().message}});
         return;

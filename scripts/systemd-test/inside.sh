@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Runs inside the Debian 12 container that scripts/package-test-systemd boots with systemd as
+# PID 1 (a oneshot unit after multi-user.target), as an operator would: installs the packages
+# with apt, then checks the services under systemd. Writes what it finds to /root/systemd-test.log
+# and "N passed, N failed" as its last line; the host reads it after the container powers off.
+set -uo pipefail
+exec > /root/systemd-test.log 2>&1
+passed=0 failed=0
+check() {  # description, then a command that must succeed
+  local what=$1; shift
+  if out=$("$@" 2>&1); then passed=$((passed + 1)); echo "ok: $what"; else
+    failed=$((failed + 1)); echo "FAILED: $what"; printf '%s\n' "$out" | head -30 | sed 's/^/  /'
+  fi
+}
+# Polls `command` every 0.2 s for up to `seconds`; when it never succeeds, its last output.
+within() {
+  local seconds=$1; shift
+  local deadline=$((SECONDS + seconds))
+  until "$@" > /dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then "$@"; return 1; fi
+    sleep 0.2
+  done
+}
+main_pid() { systemctl show -p MainPID --value "$1"; }
+active() { [[ $(systemctl is-active "$1") == active ]]; }
+count() {  # the number of events an EVENTS query counts, as root or as user $2
+  local q="EVENTS $1 COUNT"
+  if [[ -n ${2:-} ]]; then runuser -u "$2" -- eventctl -o jsonl "$q"; else eventctl -o jsonl "$q"; fi |
+    sed -n 's/.*"count": *\([0-9]*\).*/\1/p'
+}
+# check runs its command in a subshell: the number of markers emitted is kept in a file.
+echo 0 > /root/emitted
+emitted() { cat /root/emitted; }
+emit() {  # n markers of type app.marker (as root: kmes-emit needs no privilege for user events)
+  kmes-emit -t app.marker -n "$1" && echo $(($(emitted) + $1)) > /root/emitted
+}
+markers_exact() {  # every marker emitted is stored, once
+  local stored emitted
+  emitted=$(emitted)
+  stored=$(count app.marker)
+  echo "stored $stored of $emitted emitted"
+  [[ $stored == "$emitted" ]]
+}
+finish() {
+  echo "--- journal of our units"
+  journalctl -b -u kmes-shim -u eventd --no-pager -o short-precise | tail -80
+  echo "$passed passed, $failed failed"
+  systemctl poweroff --no-block
+  exit 0
+}
+trap finish EXIT
+
+echo "--- install"
+check "apt-get update" apt-get update -qq
+check "apt installs eventd and libkmes0 from the .debs" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq /root/debs/eventd_*.deb /root/debs/libkmes0_*.deb
+check "kmes-shim is active (Type=notify: it said READY)" within 30 active kmes-shim
+check "eventd is active (Type=notify: it said READY)" within 30 active eventd
+check "kmes-shim reports a STATUS=" test -n "$(systemctl show -p StatusText --value kmes-shim)"
+check "eventd reports a STATUS=" test -n "$(systemctl show -p StatusText --value eventd)"
+echo "  kmes-shim: $(systemctl show -p StatusText --value kmes-shim)"
+echo "  eventd: $(systemctl show -p StatusText --value eventd)"
+check "the journal of the start shows no error or warning from our units" sh -c \
+  'out=$(journalctl -b -u kmes-shim -u eventd -p warning --no-pager -o cat); echo "$out"; test -z "$out"'
+
+echo "--- queries, as root and as a user"
+check "kmes-emit 100 markers" emit 100
+check "eventctl as root counts them" within 10 markers_exact
+useradd -m alice
+check "an unprivileged user sees nothing of them (default policy: group adm)" \
+  test "$(count app.marker alice)" = 0
+cp /etc/eventd/eventd.json /root/eventd.json.orig
+# The shipped file has no Security key: the policy goes in after its first brace.
+sed -i '0,/^{/s//{\n  "Security": {"Events": {"*": [{"allow": ["group:adm"]}], "app": [{"allow": ["user:alice"]}]}},/' \
+  /etc/eventd/eventd.json
+check "systemctl reload eventd" systemctl reload eventd
+check "after the reload the user sees the app events the new policy grants" \
+  within 10 sh -c "test \"\$(runuser -u alice -- eventctl -o jsonl 'EVENTS app.marker COUNT' | sed -n 's/.*\"count\": *\([0-9]*\).*/\1/p')\" = $(emitted)"
+check "…and still nothing else" test "$(count synthetic.* alice)" = 0
+
+echo "--- crashes and the watchdog"
+pid=$(main_pid eventd)
+kill -9 "$pid"
+check "kill -9 eventd: systemd starts it again" within 30 sh -c "[ \"\$(systemctl show -p MainPID --value eventd)\" != $pid ] && [ \"\$(systemctl is-active eventd)\" = active ]"
+check "kmes-emit 100 more" emit 100
+check "eventd resumed exactly: every marker stored once" within 15 markers_exact
+check "…on the same KMES boot" test "$(eventctl -o jsonl 'EVENTS app.marker COUNT BY boot_id' | wc -l)" = 1
+pid=$(main_pid eventd)
+kill -STOP "$pid"
+check "SIGSTOP eventd: the watchdog (WatchdogSec=30s) has systemd kill and restart it" \
+  within 75 sh -c "[ \"\$(systemctl show -p MainPID --value eventd)\" != $pid ] && [ \"\$(systemctl is-active eventd)\" = active ]"
+check "kmes-emit 100 more" emit 100
+check "the store is exact after the watchdog restart" within 15 markers_exact
+shim=$(main_pid kmes-shim)
+kill -9 "$shim"
+check "kill -9 kmes-shimd: systemd starts it again" within 30 sh -c "[ \"\$(systemctl show -p MainPID --value kmes-shim)\" != $shim ] && [ \"\$(systemctl is-active kmes-shim)\" = active ]"
+check "…and eventd is active on the new shim" within 60 active eventd
+check "kmes-emit 100 more" within 30 emit 100
+check "every marker stored once across the shim's restart" within 30 markers_exact
+check "…and a new KMES boot recorded" test "$(eventctl -o jsonl 'EVENTS app.marker COUNT BY boot_id' | wc -l)" = 2
+
+echo "--- stop, upgrade, remove, purge"
+start=$(date +%s%N)
+check "systemctl stop eventd" systemctl stop eventd
+took=$((($(date +%s%N) - start) / 1000000))
+check "…finished within 2 s (took ${took} ms)" test "$took" -lt 2000
+check "systemctl start eventd" systemctl start eventd
+check "eventd active again" within 30 active eventd
+# The next version: the same package with a higher version number (what an upgrade runs).
+version=$(dpkg-query -W -f='${Version}' eventd)
+work=$(mktemp -d)
+dpkg-deb -R /root/debs/eventd_*.deb "$work/eventd"
+sed -i "s/^Version: .*/Version: ${version}+next1/" "$work/eventd/DEBIAN/control"
+dpkg-deb -b "$work/eventd" "$work/eventd_next.deb" > /dev/null
+check "upgrade to ${version}+next1 with apt" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq -o Dpkg::Options::=--force-confold "$work/eventd_next.deb"
+check "the upgrade kept the changed configuration" grep -q '"user:alice"' /etc/eventd/eventd.json
+check "eventd active after the upgrade" within 30 active eventd
+check "the upgrade kept the store: every marker still there" within 15 markers_exact
+check "apt remove eventd" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq eventd
+check "removed: the configuration stays" test -e /etc/eventd/eventd.json
+purge_out=$(env DEBIAN_FRONTEND=noninteractive apt-get purge -y eventd 2>&1)
+echo "$purge_out" | sed 's/^/  /' | tail -8
+check "purged: the configuration is gone" sh -c '! test -e /etc/eventd/eventd.json'
+check "purged: the event store is kept" sh -c 'ls /var/lib/eventd/events/shard-*.db'
+check "purged: apt's output says where the store is" sh -c "printf '%s' \"\$1\" | grep -q /var/lib/eventd" _ "$purge_out"
