@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "eventd/shard_writer.hpp"
@@ -28,17 +29,27 @@ void wait_for(Done done) {
     }
 }
 
+// A started writer on a fresh shard in its own directory; MaxBatchLatencyMs 5 s, out of the way.
+struct WriterOnShard {
+    eventd_unit::TempDir dir;
+    WriterSettings settings;
+    std::unique_ptr<ShardWriter> writer;
+
+    explicit WriterOnShard(uint32_t commit_delay_ms) {
+        auto db = store::ShardDb::open(dir.path(), 0);
+        REQUIRE(db.ok());
+        settings.max_batch_latency_ms = 5000;
+        settings.commit_delay_ms = commit_delay_ms;
+        writer = std::make_unique<ShardWriter>(std::move(*db), kmes::Guid{}, settings, WriterHooks{});
+        writer->start();
+    }
+};
+
 }  // namespace
 
 TEST_CASE("with CommitDelayMs, events that trickle in within the delay share one commit", "[shard_writer]") {
-    eventd_unit::TempDir dir;
-    auto db = store::ShardDb::open(dir.path(), 0);
-    REQUIRE(db.ok());
-    WriterSettings settings;
-    settings.max_batch_latency_ms = 5000;
-    settings.commit_delay_ms = 1000;
-    ShardWriter writer(std::move(*db), kmes::Guid{}, settings, WriterHooks{});
-    writer.start();
+    WriterOnShard shard(1000);
+    ShardWriter& writer = *shard.writer;
 
     const auto start = std::chrono::steady_clock::now();
     auto first = event(1);
@@ -57,13 +68,8 @@ TEST_CASE("with CommitDelayMs, events that trickle in within the delay share one
 }
 
 TEST_CASE("without CommitDelayMs an idle writer commits an event at once", "[shard_writer]") {
-    eventd_unit::TempDir dir;
-    auto db = store::ShardDb::open(dir.path(), 0);
-    REQUIRE(db.ok());
-    WriterSettings settings;
-    settings.max_batch_latency_ms = 5000;
-    ShardWriter writer(std::move(*db), kmes::Guid{}, settings, WriterHooks{});
-    writer.start();
+    WriterOnShard shard(0);
+    ShardWriter& writer = *shard.writer;
 
     auto first = event(1);
     REQUIRE(writer.handoff().push(first));
