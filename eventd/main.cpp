@@ -9,9 +9,9 @@
 #include <chrono>
 #include <cstdlib>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "base/daemon_log.hpp"
 #include "daemon.hpp"
 #include "store/store_privacy.hpp"
 #include "base/cli.hpp"
@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("-V,--version", "eventd " EVENTD_VERSION " (eventd)", "print the version and exit");
     if (const auto parsed = app.parse(argc, argv); !parsed.go_on) return parsed.error.empty() ? parsed.exit_code : app.print_error();
 
-    spdlog::set_default_logger(spdlog::stderr_color_mt("eventd"));
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    kmes::set_up_daemon_log("eventd");  // journal priorities under systemd (base/daemon_log.hpp)
 
     sigset_t signals;
     sigemptyset(&signals);

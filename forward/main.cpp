@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/cli.hpp"
+#include "base/daemon_log.hpp"
 #include "base/sync_point.hpp"
 #include "eventctl/interrupt.hpp"
 #include "forward/config.hpp"
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
         std::printf("eventd-forward %s (eventd)\n", EVENTD_VERSION);
         return kExitOk;
     }
+    // Its lines stay on stdout (the default logger); their form and journal priorities are the
+    // other daemons' (base/daemon_log.hpp).
+    spdlog::set_formatter(kmes::daemon_log_formatter());
     auto loaded = eventd::forward::load_forward_config(config_path);
     if (!loaded) {
         std::fprintf(stderr, "eventd-forward: %s\n", loaded.error().message.c_str());

@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <thread>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "base/daemon_log.hpp"
 #include "base/cli.hpp"
 #include "base/file_watch.hpp"
 #include "base/sync_point.hpp"
@@ -39,8 +39,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("-V,--version", "kmes-shimd " EVENTD_VERSION " (eventd)", "print the version and exit");
     if (const auto parsed = app.parse(argc, argv); !parsed.go_on) return parsed.error.empty() ? parsed.exit_code : app.print_error();
 
-    spdlog::set_default_logger(spdlog::stderr_color_mt("kmes-shimd"));
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    kmes::set_up_daemon_log("kmes-shimd");  // journal priorities under systemd (base/daemon_log.hpp)
     kmes::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
 
     // Signals are taken synchronously through a signalfd by the main loop.

@@ -97,9 +97,13 @@ check "kill -9 kmes-shimd: systemd starts it again" within 30 sh -c "[ \"\$(syst
 check "…and eventd is active on the new shim" within 60 active eventd
 check "kmes-emit 100 more" within 30 emit 100
 check "every marker stored once across the shim's restart" within 30 markers_exact
+check "the journal has eventd's critical line at its priority (sd-daemon prefixes: journalctl -p works)" \
+  sh -c "journalctl -b -u eventd -p warning --no-pager -o cat | grep 'lost the KMES ring'"
 check "…and a new KMES boot recorded" test "$(eventctl -o jsonl 'EVENTS app.marker COUNT BY boot_id' | wc -l)" = 2
 
 echo "--- stop, upgrade, remove, purge"
+sleep 1  # the journal's --since counts in seconds: nothing of the faults above in the check below
+since=$(date '+%Y-%m-%d %H:%M:%S')
 start=$(date +%s%N)
 check "systemctl stop eventd" systemctl stop eventd
 took=$((($(date +%s%N) - start) / 1000000))
@@ -117,6 +121,8 @@ check "upgrade to ${version}+next1 with apt" env DEBIAN_FRONTEND=noninteractive 
 check "the upgrade kept the changed configuration" grep -q '"user:alice"' /etc/eventd/eventd.json
 check "eventd active after the upgrade" within 30 active eventd
 check "the upgrade kept the store: every marker still there" within 15 markers_exact
+check "no error or warning from our units through stop, start and upgrade" sh -c \
+  "out=\$(journalctl -u kmes-shim -u eventd -p warning --since '$since' --no-pager -o cat); echo \"\$out\"; test -z \"\$out\""
 check "apt remove eventd" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq eventd
 check "removed: the configuration stays" test -e /etc/eventd/eventd.json
 purge_out=$(env DEBIAN_FRONTEND=noninteractive apt-get purge -y eventd 2>&1)
