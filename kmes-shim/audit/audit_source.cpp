@@ -40,11 +40,14 @@ constexpr auto kCheckInterval = std::chrono::seconds(1);
 // that it (and the mapping thread after it, and eventd's drain after that) wakes once for many
 // records instead of once per record: the kernel sends an event as 3-8 records, one netlink
 // message each, and the fixed cost of a wake-up of the three was more than the mapping at low
-// rates (PERFORMANCE §14: 4 ms → up to 20 ms took 1,000 execs/s from 2.15× to 1.17× auditd RAW).
-// Records wait at most kMaxCoalescing more. The sleep never lets the socket fill: at the rate
+// rates (PERFORMANCE §14: 4 ms → up to 20 ms took 1,000 execs/s from 2.15× to 1.17× auditd RAW,
+// up to 50 ms to 0.95×). Records wait at most kMaxCoalescing more (an audit event reaches
+// eventd up to 50 ms later). The pause never lets the socket fill at a steady rate: at the rate
 // the last round came in, at most a quarter of ReceiveBufferBytes may arrive meanwhile (a full
-// daemon socket makes the kernel drop records uncounted: record_queue.hpp).
-constexpr auto kMaxCoalescing = std::chrono::milliseconds(20);
+// daemon socket makes the kernel drop records uncounted: record_queue.hpp). A sudden step in
+// rate during a pause is what ReceiveBufferBytes' default (16 MiB: ~8,000 records, 60 ms of
+// 40,000 events/s) is sized for.
+constexpr auto kMaxCoalescing = std::chrono::milliseconds(50);
 // What a record takes of the socket's receive buffer (skb truesize; the kernel allocates an
 // audit record's buffer for 1 KiB of text and more for longer ones): an upper estimate.
 constexpr double kRecordTruesize = 2048;
@@ -311,10 +314,16 @@ void AuditSource::read() {
     // One record per netlink message; MAX_AUDIT_MESSAGE_LENGTH bounds its text.
     std::vector<char> buffer(MAX_AUDIT_MESSAGE_LENGTH + NLMSG_HDRLEN + 64);
     const double socket_records = settings_.receive_buffer_bytes / kRecordTruesize;
-    auto last_round = std::chrono::steady_clock::now();
+    // When the socket was last seen empty, and whether the reader paused since: the records of a
+    // round arrived after that (after the pause), or while poll() waited on an empty socket —
+    // then only since it woke, so that the first round after a quiet spell does not read as a
+    // trickle and earn a long pause in the middle of a burst.
+    auto emptied_at = std::chrono::steady_clock::now();
+    bool paused = false;
     while (!stopping_.load(std::memory_order_relaxed)) {
         pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
         poll(fds, 2, -1);
+        const auto woke = std::chrono::steady_clock::now();
         RecordRound round;
         bool emptied = false;
         for (int batch = 0; batch < 4096; ++batch) {
@@ -339,12 +348,15 @@ void AuditSource::read() {
         queue_->push(std::move(round));
         // Records came: more will follow them (the rest of their event, the next events).
         const auto now = std::chrono::steady_clock::now();
-        const double seconds = std::max(1e-3, std::chrono::duration<double>(now - last_round).count());
-        last_round = now;
+        const double seconds =
+            std::max(1e-3, std::chrono::duration<double>(now - (paused ? emptied_at : woke)).count());
+        emptied_at = now;
+        paused = false;
         if (!emptied || stopping_.load(std::memory_order_relaxed)) continue;  // more waiting: no pause
         const double rate = double(records) / seconds;  // records a second, as they came lately
         const auto safe = std::chrono::duration<double>(socket_records / 4 / rate);
         std::this_thread::sleep_for(std::min<std::chrono::duration<double>>(kMaxCoalescing, safe));
+        paused = true;
     }
 }
 

@@ -46,7 +46,7 @@ struct AuditSettings {
     std::string rules_file;             // daemon mode; empty: no rules
     uint32_t backlog_limit = 8192;      // daemon mode
     uint32_t backlog_wait_time_ms = 0;  // daemon mode
-    uint32_t receive_buffer_bytes = 4 << 20;
+    uint32_t receive_buffer_bytes = 16 << 20;  // a limit: memory only while records wait
     uint32_t event_timeout_ms = 2000;
     std::filesystem::path runtime_dir = "/run/kmes";  // the undo file of loaded rules
     bool operator==(const AuditSettings&) const = default;

@@ -252,9 +252,12 @@ TEST_CASE("nothing lost silently: execs while the shim is frozen are stored or c
     TempDir files;
     const std::string key = "kmes-lost-" + std::to_string(getpid());
     constexpr uint32_t kCpus = 2;
-    // The smallest backlog and no waiting: the kernel drops (and counts) what does not fit.
+    // The smallest backlog and no waiting: the kernel drops (and counts) what does not fit. A
+    // socket of 1 MiB (the default, 16 MiB, holds all 2000 execs' records while the shim is frozen).
     auto shim = ShimProcess::start(ShimOptions{
-        .config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}, {"BacklogLimit", 64}}},
+        .config = {{"Audit",
+                    {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}, {"BacklogLimit", 64},
+                     {"ReceiveBufferBytes", 1 << 20}}},
                    {"BufferCapacity", 64 << 20}},
         .cpus = kCpus});
     REQUIRE(shim->wait_log("audit: daemon mode", std::chrono::seconds(10)));
