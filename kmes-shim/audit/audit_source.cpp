@@ -68,6 +68,24 @@ Result<audit_status> request_status(int fd) {
     return Error{EIO, "audit: no AUDIT_GET answer among 64 messages"};
 }
 
+// Asks the kernel for its status (AUDIT_GET) without waiting for anything: the answer comes in
+// on the socket like a record, and the reader thread takes it. Not libaudit's
+// audit_request_status: that asks for an acknowledgement too and waits for it on the socket —
+// up to 40 s of polls — while the reader thread has already taken it (found by the frozen-shim
+// loss test: the mapping thread stalled 40 s and the shim did not stop in time).
+void send_status_request(int fd) {
+    static uint32_t sequence = 0;
+    nlmsghdr request{};
+    request.nlmsg_len = NLMSG_LENGTH(0);
+    request.nlmsg_type = AUDIT_GET;
+    request.nlmsg_flags = NLM_F_REQUEST;  // no NLM_F_ACK: the status reply is the answer
+    request.nlmsg_seq = ++sequence;
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    (void)!sendto(fd, &request, request.nlmsg_len, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&kernel),
+                  sizeof kernel);
+}
+
 bool alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
 // The kernel counts backlog_wait_time in jiffies (CONFIG_HZ); auditctl passes the number as is.
@@ -454,7 +472,7 @@ void AuditSource::run() {
             // too (the kernel's unicast fails for them), and a drop does not always surface as
             // ENOBUFS on the next receive (found by bench/audit_bench.sh: 15,000 events/s).
             socket_loss();
-            if (k.daemon) audit_request_status(k.fd);  // the answer comes through the reader
+            if (k.daemon) send_status_request(k.fd);  // the answer comes through the reader
         }
         flush_pending();
     }
