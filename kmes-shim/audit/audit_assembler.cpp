@@ -42,27 +42,20 @@ void AuditAssembler::hand_on(auparse_state_t* au) {
     const au_event_t* ts = auparse_get_timestamp(au);
     const uint64_t serial = ts ? ts->serial : 0;
     const bool late = serial != 0 && remembered(serial);
-    // Whether the event ended as the kernel ends a syscall event; for late records, their types
-    // (an event's own are map_event's: no names are built twice on the common path).
-    std::vector<std::string> record_types;
-    bool syscall = false, ended = false;
-    if (auparse_first_record(au) > 0) {
-        do {
-            const int type = auparse_get_type(au);
-            syscall |= type == AUDIT_SYSCALL;
-            ended |= type == AUDIT_EOE || type == AUDIT_PROCTITLE;
-            if (late && type != AUDIT_EOE) record_types.push_back(record_type_name(au));
-        } while (auparse_next_record(au) > 0);
-    }
     if (late) {
-        // Late records of an event already handed on: not an event of their own.
+        // Late records of an event already handed on: not an event of their own, but lost.
+        std::vector<std::string> record_types;
+        if (auparse_first_record(au) > 0) {
+            do {
+                if (auparse_get_type(au) != AUDIT_EOE) record_types.push_back(record_type_name(au));
+            } while (auparse_next_record(au) > 0);
+        }
         if (record_types.empty()) return;  // a lone late EOE carries nothing
         sink_(lost_event(record_types.size(), "reassembly", serial, record_types));
         return;
     }
     if (serial != 0) remember(serial);
-    // Handed on by the timeout before its end came: a syscall event without EOE or PROCTITLE.
-    sink_(map_event(au, syscall && !ended));
+    sink_(map_event(au));  // one walk of the records for the event's own types and `incomplete`
 }
 
 namespace {

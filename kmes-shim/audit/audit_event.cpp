@@ -80,6 +80,19 @@ const char* interpret_checked(auparse_state_t* au, int type, const char* raw) {
     return well_formed ? auparse_interpret_field(au) : nullptr;
 }
 
+// A value the kernel wrote in quotes, without them (the kernel quotes only plain text).
+std::optional<std::string_view> unquoted(std::string_view text) {
+    if (text.size() >= 2 && text.front() == '"' && text.back() == '"') return text.substr(1, text.size() - 2);
+    return std::nullopt;
+}
+
+// The value of an escaped field, decoded (hex by auparse, quotes stripped), or its raw text.
+std::string_view escaped_value(auparse_state_t* au, const char* raw) {
+    if (auto text = unquoted(raw)) return *text;  // auparse is asked only to decode hex
+    const char* interpreted = interpret_checked(au, AUPARSE_TYPE_ESCAPED, raw);
+    return interpreted ? interpreted : raw;
+}
+
 // The value of the field under auparse's cursor, and any name to put beside it. Fills the
 // subject's ids when `event` is given (the first record's fields).
 void put_field(auparse_state_t* au, PayloadMap& into, AuditEvent* event) {
@@ -128,13 +141,7 @@ void put_field(auparse_state_t* au, PayloadMap& into, AuditEvent* event) {
     if (is_escaped(type)) {
         // "(null)" is how the kernel writes an absent key or name.
         if (std::strcmp(raw, "(null)") == 0) return mp::put_nil(out);
-        // A quoted value is the text itself (the kernel quotes only plain text): auparse is
-        // asked only to decode hex.
-        const std::string_view text(raw);
-        if (text.size() >= 2 && text.front() == '"' && text.back() == '"')
-            return mp::put_string(out, text.substr(1, text.size() - 2));
-        const char* interpreted = interpret_checked(au, type, raw);
-        return mp::put_string(out, interpreted ? interpreted : raw);
+        return mp::put_string(out, escaped_value(au, raw));
     }
     // Numbers only where the field is a number: a mode ("0100755"), a permission, flags or a
     // syscall argument look like digits but are octal or hex text.
@@ -144,9 +151,7 @@ void put_field(auparse_state_t* au, PayloadMap& into, AuditEvent* event) {
             if (event && key == "pid") event->pid = static_cast<pid_t>(*n);
             return mp::put_signed(out, *n);
         }
-    std::string_view text(raw);
-    if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);
-    mp::put_string(out, text);
+    mp::put_string(out, unquoted(raw).value_or(raw));
 }
 
 void record_fields(auparse_state_t* au, PayloadMap& into, AuditEvent* event = nullptr) {
@@ -169,14 +174,6 @@ std::optional<std::string_view> free_msg_text(std::string_view record) {
     const std::string_view first_word = inner.substr(0, inner.find(' '));
     if (first_word.empty() || first_word.find('=') != std::string_view::npos) return std::nullopt;
     return inner;
-}
-
-// The value of an escaped field, decoded (hex by auparse, quotes stripped), or its raw text.
-std::string_view escaped_value(auparse_state_t* au, const char* raw) {
-    const std::string_view text(raw);
-    if (text.size() >= 2 && text.front() == '"' && text.back() == '"') return text.substr(1, text.size() - 2);
-    const char* interpreted = interpret_checked(au, AUPARSE_TYPE_ESCAPED, raw);
-    return interpreted ? interpreted : text;
 }
 
 // EXECVE: a0, a1, … (and a1[0], a1[1] … for an argument the kernel split) → argv.
@@ -229,14 +226,18 @@ struct OtherRecords {
 
 }  // namespace
 
-AuditEvent map_event(auparse_state_t* au, bool incomplete) {
+AuditEvent map_event(auparse_state_t* au) {
     AuditEvent event;
     PayloadMap payload(1024);  // an exec event's payload: ~1 KB
     // What the mapping puts under its own keys wins over a first record's field of that name.
     bool has_execve = false, has_cwd = false, has_paths = false, has_proctitle = false, first_record = true;
+    // Whether the event ended as the kernel ends a syscall event (EOE or PROCTITLE).
+    bool syscall = false, ended = false;
     if (auparse_first_record(au) > 0) {
         do {
             const int type = auparse_get_type(au);
+            syscall |= type == AUDIT_SYSCALL;
+            ended |= type == AUDIT_EOE || type == AUDIT_PROCTITLE;
             if (first_record) {
                 first_record = false;
                 continue;
@@ -252,6 +253,8 @@ AuditEvent map_event(auparse_state_t* au, bool incomplete) {
     if (has_cwd) payload.reserve({"cwd"});
     if (has_paths) payload.reserve({"paths"});
     if (has_proctitle) payload.reserve({"proctitle"});
+    // Handed on by the timeout before its end came.
+    const bool incomplete = syscall && !ended;
     if (incomplete) payload.reserve({"incomplete"});
 
     if (const au_event_t* ts = auparse_get_timestamp(au)) {
@@ -275,14 +278,22 @@ AuditEvent map_event(auparse_state_t* au, bool incomplete) {
     record_types.reserve(128);
     size_t record_type_count = 0, path_count = 0;
     std::vector<OtherRecords> others;
+    // CWD, PROCTITLE: the record's field of the same name, decoded, from the first such record
+    // that has it (`pending` until then).
+    auto put_first_text = [&](bool& pending, const char* field) {
+        if (!pending) return;
+        if (auto text = field_text(au, field)) {
+            pending = false;
+            payload.add_reserved(field);
+            mp::put_string(payload.value(), *text);
+        }
+    };
     first_record = true;
     if (auparse_first_record(au) > 0) {
         do {
             const int type = auparse_get_type(au);
             if (type == AUDIT_EOE) continue;
-            const char* type_name = auparse_get_type_name(au);
-            const std::string fallback_name = type_name ? std::string() : record_type_name(au);
-            const std::string_view name = type_name ? std::string_view(type_name) : std::string_view(fallback_name);
+            const std::string name = record_type_name(au);
             mp::put_string(record_types, name);
             ++record_type_count;
             if (first_record) {
@@ -304,24 +315,14 @@ AuditEvent map_event(auparse_state_t* au, bool incomplete) {
                     put_execve_argv(au, payload.value());
                 }
             } else if (type == AUDIT_CWD) {
-                if (!has_cwd) continue;
-                if (auto cwd = field_text(au, "cwd")) {
-                    has_cwd = false;
-                    payload.add_reserved("cwd");
-                    mp::put_string(payload.value(), *cwd);
-                }
+                put_first_text(has_cwd, "cwd");
             } else if (type == AUDIT_PATH) {
                 PayloadMap path(256);
                 record_fields(au, path);
                 path.write_to(paths);
                 ++path_count;
             } else if (type == AUDIT_PROCTITLE) {
-                if (!has_proctitle) continue;
-                if (auto title = field_text(au, "proctitle")) {
-                    has_proctitle = false;
-                    payload.add_reserved("proctitle");
-                    mp::put_string(payload.value(), *title);
-                }
+                put_first_text(has_proctitle, "proctitle");
             } else {
                 std::string key;
                 put_lower(key, name);

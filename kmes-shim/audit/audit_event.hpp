@@ -47,9 +47,9 @@ struct AuditEvent {
 };
 
 // The event auparse's cursor is on (inside an AUPARSE_CB_EVENT_READY callback). Moves the
-// record and field cursors. `incomplete`: the event was handed on by the timeout before its
-// end came (the payload says `"incomplete": true`).
-AuditEvent map_event(auparse_state_t* au, bool incomplete = false);
+// record and field cursors. A syscall event without EOE or PROCTITLE was handed on by the
+// timeout before its end came: its payload says `"incomplete": true`.
+AuditEvent map_event(auparse_state_t* au);
 
 // The name of the record auparse's cursor is on ("SYSCALL"), or "UNKNOWN[<type>]" for a type
 // libaudit has no name for — as auditd writes it.
