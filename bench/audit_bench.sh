@@ -45,8 +45,8 @@
 #   BUILD_DIR=build-bench            the binaries (./scripts/bench audit builds them; copied at start)
 #   BENCH_STORE_DIR=/var/tmp         where stores and logs live (a real disk)
 #   KEEP=1                           keep the temporary directory
-#   PERF=DIR                         perf record (dwarf stacks) the daemons in the segments at
-#                                    the highest exec rate (their CPU then includes perf's); in DIR
+#   PERF=DIR                         perf record (dwarf stacks) the daemons in every exec segment
+#                                    (their CPU then includes perf's); DIR/CONFIG-execs-RATE-roundN.*
 #
 # The kernel's audit state is machine-wide: it is recorded first (enabled, backlog_limit,
 # backlog_wait_time, the rules) and restored at exit whatever happens; every segment first
@@ -278,9 +278,10 @@ print(json.dumps({**json.loads(sys.argv[1]), "Mode": "daemon", "RulesFile": sys.
   t0=$(date +%s.%N)
   [[ $cfg == kmes* && -n $highest ]] && { thread_ticks "${pid[shim]}"; thread_ticks "${pid[eventd]}"; } > "$SEG.threads0"
   local perf_pid=""
-  if [[ -n ${PERF:-} && -n $highest ]]; then
+  local profile="${PERF:-}/$cfg-$load-$rate-round$round"
+  if [[ -n ${PERF:-} && $load == execs ]]; then
     mkdir -p "$PERF"
-    perf record -q -F 499 --call-graph dwarf,16384 -p "${daemons// /,}" -o "$PERF/$cfg-round$round.data" > /dev/null 2>&1 &
+    perf record -q -F 499 --call-graph dwarf,16384 -p "${daemons// /,}" -o "$profile.data" > /dev/null 2>&1 &
     perf_pid=$!
   fi
   if [[ $load == execs ]]; then
@@ -292,8 +293,8 @@ print(json.dumps({**json.loads(sys.argv[1]), "Mode": "daemon", "RulesFile": sys.
   if [[ -n $perf_pid ]]; then
     kill -INT "$perf_pid"
     wait "$perf_pid" || true
-    perf report -i "$PERF/$cfg-round$round.data" --no-children --sort comm,dso,symbol --percent-limit 0.5 \
-      --stdio 2> /dev/null > "$PERF/$cfg-round$round.txt" || true
+    perf report -i "$profile.data" --no-children --sort comm,dso,symbol --percent-limit 0.5 \
+      --stdio 2> /dev/null > "$profile.txt" || true
   fi
   # shellcheck disable=SC2086
   read -r c1 s1 k1 l1 b1 a1 < <(sample $daemons)

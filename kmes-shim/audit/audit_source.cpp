@@ -51,9 +51,9 @@ constexpr auto kMaxCoalescing = std::chrono::milliseconds(50);
 // What a record takes of the socket's receive buffer (skb truesize; the kernel allocates an
 // audit record's buffer for 1 KiB of text and more for longer ones): an upper estimate.
 constexpr double kRecordTruesize = 2048;
-// One ring write holds at most this much of a round's events (run(): `pending`).
-constexpr size_t kMaxPendingEvents = 64;
-constexpr size_t kMaxPendingBytes = 16 * 1024;
+// A round's events are handed on together (run(): `pending`; the shim cuts them to its ring's
+// size), at the latest when they hold this much: what the mapping keeps meanwhile.
+constexpr size_t kMaxPendingBytes = 1024 * 1024;
 
 // The kernel's status (AUDIT_GET), asked on `fd` and awaited (records arriving meanwhile on a
 // daemon socket would be lost to this read: it is used before the socket is a daemon's).
@@ -380,8 +380,8 @@ void AuditSource::read() {
 
 void AuditSource::run() {
     Kernel& k = *kernel_;
-    // The events of this receive round, written together (Emit). Bounded so that one write
-    // never takes much of a ring (the smallest, KMES_MIN_BUFFER_CAPACITY, holds 64 KiB).
+    // The events of this receive round, handed on together (Emit): one ring write, one wake-up
+    // of eventd's drain, one commit for a round (PERFORMANCE §14).
     std::vector<AuditEvent> pending;
     size_t pending_bytes = 0;
     auto flush_pending = [&] {
@@ -393,7 +393,7 @@ void AuditSource::run() {
     auto emit = [&](AuditEvent e) {
         pending_bytes += e.payload.size() + e.type.size();
         pending.push_back(std::move(e));
-        if (pending.size() >= kMaxPendingEvents || pending_bytes >= kMaxPendingBytes) flush_pending();
+        if (pending_bytes >= kMaxPendingBytes) flush_pending();
     };
     auto lost = [&](uint64_t records, const char* source) {
         if (records == 0) return;
