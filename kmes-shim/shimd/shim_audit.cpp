@@ -101,13 +101,15 @@ void Shim::write_audit_events(std::span<const audit::AuditEvent> events) {
     std::vector<Identity> identities;
     inputs.reserve(events.size());
     identities.reserve(events.size());
-    const uint64_t limit = std::max<uint64_t>(1, rings_->capacity() / kAuditWriteShare);
-    uint64_t bytes = 0;
+    // Read again for every write: a resize may change the ring between two.
+    auto write_limit = [&] { return std::max<uint64_t>(1, rings_->capacity() / kAuditWriteShare); };
+    uint64_t limit = write_limit(), bytes = 0;
     auto write = [&] {
         if (!inputs.empty()) rings_->write(kAuditRing, KMES_ORIGIN_AUDIT, inputs, identities);
         inputs.clear();
         identities.clear();
         bytes = 0;
+        limit = write_limit();
     };
     for (const audit::AuditEvent& event : events) {
         const EventInput input{event.type, event.payload};
