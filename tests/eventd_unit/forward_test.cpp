@@ -12,6 +12,7 @@
 #include "forward/ack_window.hpp"
 #include "forward/config.hpp"
 #include "forward/record_id.hpp"
+#include "thread_state.hpp"
 
 namespace {
 
@@ -145,8 +146,9 @@ TEST_CASE("forward ack window: a full window blocks the reader until an ack; sil
     w.reserve();
     CHECK(w.wait_for_room(3, AckWindow::Clock::now()));  // 2 < 3: room at once
     CHECK_FALSE(w.wait_for_room(2, AckWindow::Clock::now() + 20ms));
+    const pid_t waiter = kmes::test::current_tid();
     std::thread acker([&] {
-        std::this_thread::sleep_for(50ms);
+        CHECK(kmes::test::wait_until_in_futex(waiter));  // the reader is blocked in wait_for_room
         w.acked(2, false);
     });
     CHECK(w.wait_for_room(2, AckWindow::Clock::now() + 10s));  // woken by the ack

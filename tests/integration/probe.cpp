@@ -20,7 +20,6 @@
 //   batch:N[:BAD]         kmes_emit_batch of N valid entries; entry BAD (optional) carries
 //                         invalid msgpack → batch rc= err= emitted_out= (777777 = untouched)
 //   batch-count:N         kmes_emit_batch(entries, N, …) with N outside 1..256 allowed
-//   sleep:MS              pause
 //   ident                 → ident pid= uid= euid=
 //
 // The exit status is 0 when every step ran (a failing libkmes call is a result, not an
@@ -35,7 +34,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kmes/kmes.h"
@@ -168,9 +166,6 @@ int run_step(const std::string& step, Attachment& a) {
         const int rc = kmes_emit_batch(entries.data(), n, &emitted);
         say(name + " rc=" + std::to_string(rc) + " err=" + errno_name(rc == 0 ? 0 : errno) +
             " emitted_out=" + std::to_string(emitted));
-    } else if (name == "sleep") {
-        std::this_thread::sleep_for(std::chrono::milliseconds(number(arg1)));
-        say("sleep ok=1");
     } else if (name == "ident") {
         say("ident pid=" + std::to_string(getpid()) + " uid=" + std::to_string(getuid()) +
             " euid=" + std::to_string(geteuid()));

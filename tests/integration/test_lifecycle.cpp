@@ -15,6 +15,7 @@
 #include "kmes/kmes.h"
 #include "ring_capture.hpp"
 #include "shim_fixture.hpp"
+#include "thread_state.hpp"
 
 using namespace kmes::it;
 using nlohmann::json;
@@ -123,10 +124,11 @@ TEST_CASE("lifecycle: a reader waiting on a ring wakes when the shim stops and n
     REQUIRE(first.ok());
     REQUIRE(first->has_value());
 
-    // Stop the shim while the reader sleeps: the shutdown retires the ring (generation bump
-    // and wake-up), so the 10 s wait ends long before its timeout.
+    // Stop the shim once the reader sleeps (blocked in futex_wait): the shutdown retires the
+    // ring (generation bump and wake-up), so the 10 s wait ends long before its timeout.
+    const pid_t reader_tid = kmes::test::current_tid();
     std::thread stopper([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        CHECK(kmes::test::wait_until_in_futex(reader_tid));
         CHECK(shim->terminate() == 0);
     });
     const auto started = std::chrono::steady_clock::now();

@@ -1,10 +1,14 @@
 // Notification across processes (§5.1.9.2 in the order of DESIGN.md §7): a reader asleep
 // on the ring's futex wakes when another process emits.
+#include <atomic>
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include "probe_runner.hpp"
 #include "ring_capture.hpp"
 #include "shim_fixture.hpp"
+#include "thread_state.hpp"
 
 using namespace kmes::it;
 
@@ -14,12 +18,21 @@ TEST_CASE("notification: a reader asleep in wait(2 s) wakes when another process
     REQUIRE(reader.ok());
     const auto emitter = GENERATE(as<std::string>{}, "root", "nobody");
     INFO("emitter " << emitter);
-    // The probe emits after 200 ms, long after the reader below went to sleep.
+    // The reader sleeps on its own thread; the probe is started once it is blocked in futex_wait.
+    kmes::WaitResult result = kmes::WaitResult::data_ready;
+    std::chrono::steady_clock::duration waited{};
+    std::atomic<pid_t> reader_tid{0};
+    std::thread sleeper([&] {
+        reader_tid.store(kmes::test::current_tid());
+        const auto start = std::chrono::steady_clock::now();
+        result = reader->wait(std::chrono::seconds(2));
+        waited = std::chrono::steady_clock::now() - start;
+    });
+    while (reader_tid.load() == 0) std::this_thread::yield();
+    CHECK(kmes::test::wait_until_in_futex(reader_tid.load()));
     BackgroundProbe probe(emitter == "root" ? std::vector<std::string>{} : as_nobody({kEmitGid}),
-                          {"sleep:200", "emit:1:wake.up"});
-    const auto start = std::chrono::steady_clock::now();
-    const kmes::WaitResult result = reader->wait(std::chrono::seconds(2));
-    const auto waited = std::chrono::steady_clock::now() - start;
+                          {"emit:1:wake.up"});
+    sleeper.join();
     const ProbeRun run = probe.finish();
     INFO(run.output());
     CHECK(result == kmes::WaitResult::woken);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "ring_harness.hpp"
+#include "thread_state.hpp"
 
 using namespace kmes;
 using namespace kmes::test;
@@ -21,8 +22,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // reader.wait(timeout) on its own thread. The constructor returns once that wait has counted
-// itself and is about to call futex_wait (its sync point; the caller holds a SyncPointGuard),
-// plus 20 ms to let it get there.
+// itself, passed its sync point before futex_wait (the caller holds a SyncPointGuard) and is
+// blocked in futex(2).
 class SleepingWait {
 public:
     SleepingWait(RingReader& reader, std::chrono::milliseconds timeout) {
@@ -30,12 +31,13 @@ public:
             if (std::this_thread::get_id() == thread_id_.load()) about_to_sleep_.store(true);
         });
         thread_ = std::thread([this, &reader, timeout] {
+            tid_.store(current_tid());
             thread_id_.store(std::this_thread::get_id());
             result_ = reader.wait(timeout);
             woke_ = std::chrono::steady_clock::now();
         });
         while (!about_to_sleep_.load()) std::this_thread::sleep_for(1ms);
-        std::this_thread::sleep_for(20ms);
+        CHECK(wait_until_in_futex(tid_.load()));
     }
     ~SleepingWait() { join(); }
     void join() {
@@ -46,6 +48,7 @@ public:
 
 private:
     std::atomic<std::thread::id> thread_id_{};
+    std::atomic<pid_t> tid_{0};
     std::atomic<bool> about_to_sleep_{false};
     WaitResult result_ = WaitResult::data_ready;
     std::chrono::steady_clock::time_point woke_;

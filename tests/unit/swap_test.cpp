@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "ring_harness.hpp"
+#include "thread_state.hpp"
 
 using namespace kmes;
 using namespace kmes::test;
@@ -153,13 +154,15 @@ TEST_CASE("a reader sleeping on the old ring is woken by the swap", "[swap][noti
     sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
     WaitResult result = WaitResult::data_ready;
     std::chrono::steady_clock::duration slept{};
+    std::atomic<pid_t> tid{0};
     std::thread sleeper([&] {
+        tid.store(current_tid());
         const auto t0 = std::chrono::steady_clock::now();
         result = reader.wait(std::chrono::seconds(10));
         slept = std::chrono::steady_clock::now() - t0;
     });
     while (!about_to_sleep.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it reach futex_wait
+    CHECK(wait_until_in_futex(tid.load()));
     REQUIRE(set->resize(2 * kSmallRing).ok());
     sleeper.join();
 
