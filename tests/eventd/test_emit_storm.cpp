@@ -97,9 +97,11 @@ TEST_CASE("100 processes emitting at once, valid and invalid mixed: each gets it
           "[emit-storm]") {
     Pipeline p({.cpus = 2, .generate = "", .eventd = {{"MaxBatchLatencyMs", 20}}});
     p.start_eventd();
-    // Warm up this process's own shim connection (libkmes keeps it), then take the baseline.
+    // Warm up this process's own shim connection (libkmes keeps it) and eventd's writers (the
+    // event stored), then take the baseline.
     REQUIRE(emit_one(Kind::valid, -1, 0) == 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::string progress;
+    REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), seconds(30), &progress));
     const kmes::it::ProcessUsage shim_base = kmes::it::process_usage(p.shim().pid());
     const kmes::it::ProcessUsage eventd_base = kmes::it::process_usage(p.eventd().pid());
 

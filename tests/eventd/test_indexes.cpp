@@ -21,6 +21,7 @@
 
 #include "kmes/kmes.h"
 #include "commit_delay.hpp"
+#include "eventctl_query.hpp"
 #include "eventually.hpp"
 #include "pipeline.hpp"
 #include "store_fill.hpp"
@@ -35,35 +36,10 @@ using std::chrono::seconds;
 
 namespace {
 
-// eventctl --format jsonl QUERY against this pipeline's eventd; the records printed.
-std::vector<json> eventctl(Pipeline& p, const std::string& query, int* exit_code = nullptr) {
-    const char* binary = std::getenv("EVENTCTL");
-    REQUIRE(binary);
-    const std::string command =
-        std::string(binary) + " --socket " + p.dir() + "/query.sock --format jsonl '" + query + "' 2>&1";
-    FILE* out = ::popen(command.c_str(), "r");
-    REQUIRE(out);
-    std::string text;
-    char buffer[4096];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, out)) > 0;) text.append(buffer, n);
-    const int status = ::pclose(out);
-    if (exit_code) *exit_code = WEXITSTATUS(status);
-    std::vector<json> records;
-    size_t start = 0;
-    for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
-        const std::string line = text.substr(start, end - start);
-        json parsed = json::parse(line, nullptr, false);
-        if (!parsed.is_discarded()) records.push_back(std::move(parsed));
-    }
-    INFO(query << " → " << text);
-    if (!exit_code) REQUIRE(WEXITSTATUS(status) == 0);
-    return records;
-}
-
 // The STATUS record {kind: "shard_indexes"} of shard 0.
 json shard_indexes(Pipeline& p) {
-    for (const json& r : eventctl(p, "STATUS"))
-        if (r.value("kind", "") == "shard_indexes" && r.value("shard", -1) == 0) return r;
+    for (const json& r : status_records(p, "shard_indexes"))
+        if (r.value("shard", -1) == 0) return r;
     FAIL("no shard_indexes record in STATUS");
     return {};
 }

@@ -2,10 +2,9 @@
 // many times over. After the thaw, the drain threads jump to tail_pos and record what the
 // shim overwrote as synthetic.gap records with the exact ranges: the gap sits between two
 // stored events, its timestamps are theirs, and the accounting stays exact.
-#include <thread>
-
 #include <catch2/catch.hpp>
 
+#include "eventually.hpp"
 #include "pipeline.hpp"
 
 using namespace eventd::it;
@@ -16,15 +15,24 @@ TEST_CASE("overrun: eventd frozen on 64 KiB rings records the overwritten ranges
                 .kmes_config = {{"BufferCapacity", 65536}},
                 .eventd = {{"StorageShards", 2}}});
     p.start_eventd();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // eventd has stored events on every ring (a gap then sits between two stored events).
+    std::string progress;
+    REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), std::chrono::seconds(30), &progress));
 
     const uint64_t frozen_at = wall_ns();
     p.eventd().freeze();
-    std::this_thread::sleep_for(std::chrono::seconds(1));  // ~20000 events per ring of ~430
+    // Frozen until every ring has had 10000 events written, ~23 times what a 64 KiB ring holds
+    // (~430): at 20000 events/s about half a second.
+    const Highest at_freeze = p.watch().highest();
+    REQUIRE(kmes::it::eventually([&] {
+        const Highest now = p.watch().highest();
+        for (const auto& [cpu, top] : at_freeze)
+            if (now.at(cpu) < top + 10000) return false;
+        return true;
+    }));
     p.eventd().thaw();
     const uint64_t thawed_at = wall_ns();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    const Highest highest = p.finish();
+    const Highest highest = p.finish();  // waits until eventd accounted for every sequence
 
     const StoreContents store = read_store(p.store());
     const AccountingReport report = check_accounting(store, p.boot(), highest, /*keep_timestamps=*/true);

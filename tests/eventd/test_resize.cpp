@@ -6,11 +6,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
 #include <catch2/catch.hpp>
 
+#include "eventctl_query.hpp"
+#include "eventually.hpp"
 #include "kmes/kmes.h"
 #include "pipeline.hpp"
 
@@ -47,14 +50,22 @@ TEST_CASE("resize: BufferCapacity up and down while eventd ingests loses nothing
                 .kmes_config = {{"BufferCapacity", 1 << 20}},
                 .eventd = {{"StorageShards", 2}}});
     p.start_eventd();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::string progress;  // eventd is ingesting: it has caught up with the rings once
+    REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), std::chrono::seconds(30), &progress));
+    // eventd's drain threads on rings of `capacity` (STATUS: each has followed the swap).
+    auto eventd_follows = [&](uint64_t capacity) {
+        const auto rings = status_records(p, "ring");
+        return rings.size() == p.cpus() && std::all_of(rings.begin(), rings.end(), [&](const nlohmann::json& r) {
+                   return r.value("capacity_bytes", uint64_t(0)) == capacity;
+               });
+    };
     // 256 KiB holds ~1700 events, almost a second of this load: far more than eventd lags.
     for (uint64_t capacity : {4u << 20, 256u << 10, 2u << 20, 512u << 10, 256u << 10, 1u << 20}) {
         INFO("BufferCapacity " << capacity);
         p.shim().write_config({{"BufferCapacity", capacity}});
         p.shim().signal(SIGHUP);
         REQUIRE(wait_capacity(p.cpus(), capacity));
-        std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        REQUIRE(kmes::it::eventually([&] { return eventd_follows(capacity); }, std::chrono::seconds(20)));
         REQUIRE(p.eventd().running());
     }
     // The rings really were swapped: generation 1 at start, + the boot-time resize to 1 MiB, + 6.

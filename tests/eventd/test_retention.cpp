@@ -44,7 +44,8 @@ TEST_CASE("retention: a tightened EventRetentionMaxBytes deletes the oldest rows
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     const Highest highest = p.stop_emission();  // no more events: the store only shrinks now
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::string progress;
+    REQUIRE(wait_accounted(p.store(), p.boot(), highest, std::chrono::seconds(60), &progress));  // all stored
     const auto before = read_store(p.store());
     const size_t rows_before = before.rows.size();
 

@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "eventually.hpp"
 #include "pipeline.hpp"
 
 using namespace eventd::it;
@@ -63,8 +64,20 @@ std::vector<std::string> quarantined(const std::string& dir, uint32_t index) {
     return out;
 }
 
-void run_for(Pipeline& p, std::chrono::milliseconds ms) {
-    std::this_thread::sleep_for(ms);
+// Let the eventd just started store events of every CPU emitted from now on: this eventd has
+// written each CPU's shard.
+void run_past(Pipeline& p) {
+    const Highest since = p.watch().highest();
+    Highest target;
+    REQUIRE(kmes::it::eventually([&] {
+        target = p.watch().highest();
+        for (const auto& [cpu, top] : target)
+            if (top <= since.at(cpu)) return false;
+        return true;
+    }));
+    std::string progress;
+    INFO("eventd log:\n" << p.eventd().log());
+    REQUIRE(wait_accounted(p.store(), p.boot(), target, std::chrono::seconds(30), &progress));
     REQUIRE(p.eventd().running());
 }
 
@@ -78,7 +91,7 @@ TEST_CASE("shard files: a shard with schema_version 2 is set aside untouched and
     const std::string original = read_bytes(p.store() + "/shard-0001.db");
 
     p.start_eventd();
-    run_for(p, std::chrono::milliseconds(1000));
+    run_past(p);
     const Highest highest = p.finish();
 
     const auto aside = quarantined(p.store(), 1);
@@ -113,7 +126,7 @@ TEST_CASE(
     "[shard-files]") {
     Pipeline p({.cpus = 2, .generate = "rate=1000,payload=64", .eventd = {{"StorageShards", 2}}});
     p.start_eventd();
-    run_for(p, std::chrono::milliseconds(800));
+    run_past(p);
     p.stop_eventd();
 
     const std::string shard0 = p.store() + "/shard-0000.db";
@@ -124,7 +137,7 @@ TEST_CASE(
     std::ofstream(shard0, std::ios::binary | std::ios::trunc) << garbage;
 
     p.start_eventd();
-    run_for(p, std::chrono::milliseconds(800));
+    run_past(p);
     const Highest highest = p.finish();
 
     const auto aside = quarantined(p.store(), 0);
@@ -160,17 +173,17 @@ TEST_CASE("shard files: StorageShards 2 → 1 → 3 across restarts keeps every 
           "[shard-files]") {
     Pipeline p({.cpus = 2, .generate = "rate=1000,payload=64", .eventd = {{"StorageShards", 2}}});
     p.start_eventd();
-    run_for(p, std::chrono::milliseconds(700));
+    run_past(p);
     p.stop_eventd();
 
     p.write_eventd_config({{"StorageShards", 1}});
     p.start_eventd();
-    run_for(p, std::chrono::milliseconds(700));
+    run_past(p);
     p.stop_eventd();
 
     p.write_eventd_config({{"StorageShards", 3}});
     p.start_eventd();
-    run_for(p, std::chrono::milliseconds(700));
+    run_past(p);
     const Highest highest = p.finish();
 
     const StoreContents store = read_store(p.store());
