@@ -268,6 +268,25 @@ std::set<std::string> open_sockets(pid_t pid) {
     return sockets;
 }
 
+size_t accepted_connections(pid_t pid, const std::string& socket_path) {
+    // proc(5) /proc/net/unix: "Num RefCount Protocol Flags Type St Inode Path"; a connection
+    // accepted on a listener carries its path, the listener has __SO_ACCEPTCON (0x10000) set.
+    std::set<std::string> accepted;
+    std::ifstream table("/proc/net/unix");
+    std::string line;
+    std::getline(table, line);  // the header
+    while (std::getline(table, line)) {
+        std::istringstream fields(line);
+        std::string num, refcount, protocol, flags, type, state, inode, path;
+        if (!(fields >> num >> refcount >> protocol >> flags >> type >> state >> inode >> path)) continue;
+        if (path == socket_path && (std::stoul(flags, nullptr, 16) & 0x10000) == 0)
+            accepted.insert("socket:[" + inode + "]");
+    }
+    size_t n = 0;
+    for (const std::string& s : open_sockets(pid)) n += accepted.count(s);
+    return n;
+}
+
 std::string describe_fds(pid_t pid) {
     std::string text;
     for (int fd : open_fds(pid)) {

@@ -105,6 +105,10 @@ std::vector<int> open_fds(pid_t pid);
 // numbers are taken.
 size_t fds_below(pid_t pid, rlim_t limit);
 std::set<std::string> open_sockets(pid_t pid);
+// Connections that `pid` accepted on its Unix socket listening at `socket_path` and still holds
+// open (/proc/net/unix: an accepted socket carries the listener's path). eventd closes a query
+// connection only after joining its thread: at 0, no query thread is left either.
+size_t accepted_connections(pid_t pid, const std::string& socket_path);
 // "fd -> target" for every descriptor of `pid`, one per line (for failure messages).
 std::string describe_fds(pid_t pid);
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <regex>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -43,8 +42,9 @@ HostileEnv::HostileEnv(EnvOptions options) {
     // query's thread and read connections) before the baseline is taken.
     REQUIRE(kmes::it::eventually([&] { return wire_count(socket_, "EVENTS hostile.tick COUNT") > 0; }));
     check_still_serving();
-    // Finished query threads are joined (and their sockets closed) once a second.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // The warm-up queries' threads joined: eventd holds no query connection any more (it
+    // closes one only after joining its thread).
+    REQUIRE(kmes::it::eventually([&] { return kmes::it::accepted_connections(eventd_pid(), socket_) == 0; }));
     eventd_base_ = kmes::it::process_usage(eventd_pid());
     eventd_base_retained_ = retained_shard_fds(eventd_pid());
     shim_base_ = kmes::it::process_usage(env_->shim().pid());
@@ -87,7 +87,7 @@ void HostileEnv::check_recovered(size_t concurrent_readers) {
     check_still_serving();
 
     // Descriptors and threads exactly as before: no connection, worker or read connection
-    // left behind. Reaping runs once a second, so this may take a moment.
+    // left behind. Finished workers are joined as they finish, so this may take a moment.
     // SQLite's parked descriptors (retained_shard_fds) are counted apart: at most one per
     // active shard (2) for each query that read at the same time, and one writer's each.
     kmes::it::ProcessUsage now;

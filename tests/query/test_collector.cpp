@@ -18,6 +18,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "accounting.hpp"
+#include "base/guid_text.hpp"
 #include "eventctl_runner.hpp"
 #include "eventd_fixture.hpp"
 #include "eventually.hpp"
@@ -93,17 +95,17 @@ RecordKey key_of(const json& r) {
     return {r["boot_id"], r["event_type"], number("cpu_id"), -1, number("timestamp")};
 }
 
-// The host's record count once it has not changed for a second (its generators are done).
-int64_t settled_count(QueryEnv& host) {
-    int64_t last = -2;
-    for (int i = 0; i < 120; ++i) {
-        const int64_t now = count(host, "EVENTS COUNT");
-        if (now == last && now >= 0) return now;
-        last = now;
-        std::this_thread::sleep_for(seconds(1));
-    }
-    FAIL("the host's record count never settled");
-    return -1;
+// The host's record count once its eventd has accounted for every event its generators emit:
+// `per_cpu` (their count=) on each of the host's two rings, stored or in a gap record.
+int64_t settled_count(QueryEnv& host, uint64_t per_cpu) {
+    const auto boot = kmes::parse_guid(status_record(host, "daemon")["boot_id"].get<std::string>());  // its shim's
+    REQUIRE(boot);
+    std::string progress;
+    const bool done =
+        eventd::it::wait_accounted(host.store(), *boot, {{0, per_cpu}, {1, per_cpu}}, seconds(120), &progress);
+    INFO(progress);
+    REQUIRE(done);
+    return count(host, "EVENTS COUNT");
 }
 
 // Per (boot, cpu): stored KMES events, sequences lost in gaps, the highest sequence seen.
@@ -222,8 +224,8 @@ TEST_CASE("two hosts through JetStream into one collector: every record exactly 
     }
     for (const auto& [who, n] : kills) UNSCOPED_INFO(who << " SIGKILLed " << n << " times");
 
-    const int64_t total_a = settled_count(host_a);
-    const int64_t total_b = settled_count(host_b);
+    const int64_t total_a = settled_count(host_a, 4000);
+    const int64_t total_b = settled_count(host_b, 4000);
     // Everything arrives, exactly once, record by record, with the right host.
     const int64_t got_a = await_collected(collector, "EVENTS WHERE host == \"host-a\"", total_a);
     const int64_t got_b = await_collected(collector, "EVENTS WHERE host == \"host-b\"", total_b);
@@ -344,7 +346,7 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
         [&] { return collector.run({"status"}).out.find("backing off") != std::string::npos; }, seconds(30)));
     nats.start();
 
-    const int64_t total = settled_count(host);
+    const int64_t total = settled_count(host, 8000);
     INFO("collector log:\n" << collector.log());
     CHECK(await_collected(collector, "EVENTS WHERE host == \"web-3\"", total) == total);
     const std::vector<json> central = collector.records("EVENTS WHERE host IS NOT NULL");
@@ -406,13 +408,14 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
                          {"event_type", "app.login"}};
     const auto body = json::to_msgpack(record);
     const std::string subject = "eventd.host-a.app.login";
-    std::this_thread::sleep_for(seconds(1));  // the forwarder has created the stream
+    // The forwarder has created the stream once its first records are in it.
+    REQUIRE(kmes::it::eventually([&] { return nats.count("EVENTD") > 0; }, seconds(30)));
     nats.publish(subject, {{"Eventd-Host", "host-b"}}, body);  // posing as another host
     nats.publish(subject, {}, body);                            // no Eventd-Host
     nats.publish(subject, {{"Eventd-Host", "host-a"}}, {0xc1});  // not msgpack
     nats.publish("eventd.host-a.other", {{"Eventd-Host", "host-a"}}, body);  // subject and type differ
 
-    const int64_t total = settled_count(host);
+    const int64_t total = settled_count(host, 500);
     INFO("collector log:\n" << collector.log());
     CHECK(await_collected(collector, "EVENTS WHERE host IS NOT NULL", total) == total);
     check_exactly_once({{&host, "host-a"}}, collector.records("EVENTS WHERE host IS NOT NULL"));
@@ -437,7 +440,7 @@ TEST_CASE("the collector over TLS trusts only the configured CA and collects eve
                    .generate = "rate=500,payload=32,count=300,types=app.login:1"});
     Forwarder forward(host, nats, {{"HostName", "host-a"}, {"TlsCaFile", tls.ca_file}});
     forward.start();
-    const int64_t total = settled_count(host);
+    const int64_t total = settled_count(host, 300);
     auto source = [&](const std::string& ca) {
         return json{{"CollectorSource",
                      {{"NatsUrl", nats.url()}, {"AckWaitSeconds", 2}, {"MaxBackoffMs", 500}, {"TlsCaFile", ca}}}};

@@ -180,12 +180,13 @@ TEST_CASE("eventd at its RLIMIT_NOFILE: clear errors, no spinning, ingestion goe
         CHECK(late.wait_closed(seconds(5)));
     }
     // No busy loop while out of descriptors (accept is retried every 100 ms): eventd's CPU
-    // time over 2 s stays small — ingestion at 400 events/s costs a few ticks.
+    // time over a 2 s window stays small. Ingestion at 400 events/s cost 7 ticks of 100/s here
+    // (2026-11-27); the bound is 10 times that, 0.7 s of CPU, and a busy loop spins a whole core (2 s).
     const uint64_t ticks_before = kmes::it::process_usage(pid).cpu_ticks;
     std::this_thread::sleep_for(seconds(2));
     const uint64_t ticks = kmes::it::process_usage(pid).cpu_ticks - ticks_before;
     INFO("eventd used " << ticks << " clock ticks in 2 s (" << sysconf(_SC_CLK_TCK) << " per second)");
-    CHECK(ticks < uint64_t(sysconf(_SC_CLK_TCK)) / 2);
+    CHECK(ticks < uint64_t(sysconf(_SC_CLK_TCK)) * 7 / 10);
     // eventd logs each episode once (an episode ends when a connection is taken normally),
     // not once per 100 ms retry: at most once per connection that arrived.
     const std::string log = h.env().eventd().log();
