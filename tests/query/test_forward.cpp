@@ -173,7 +173,10 @@ TEST_CASE("records retention deleted before they were forwarded become one synth
     INFO(forwarder.log());
     // The records after the cursor that are still stored, and one gap record.
     REQUIRE(await_messages(nats, after_gap + 1, seconds(20)) >= after_gap + 1);
-    std::this_thread::sleep_for(milliseconds(300));
+    // Nothing more will come: the forwarder is caught up with every record acknowledged.
+    const std::string settled = forwarder.await_status({"caught up, nothing pending"}, seconds(20));
+    INFO(settled);
+    REQUIRE(settled.find("caught up, nothing pending") != std::string::npos);
     const auto stored = nats.messages("EVENTD");
     std::vector<json> gaps;
     for (const StoredMessage& m : stored)
