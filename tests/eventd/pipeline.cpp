@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include <catch2/catch.hpp>
 
@@ -83,28 +84,63 @@ Highest Pipeline::finish(std::chrono::milliseconds timeout) {
     const Highest highest = stop_emission();
     std::string status;
     const bool caught_up = wait_accounted(store_, boot_, highest, timeout, &status);
-    // What eventd itself says it holds (rings' positions, shards' commits) when it fell behind.
+    // What eventd itself says it holds (rings' positions, shards' commits) when it fell behind,
+    // and where its threads wait (stopped, asleep on a ring, blocked on a channel or in SQLite).
     const std::string eventd_status = caught_up ? std::string() : eventctl_status();
+    const std::string threads = caught_up ? std::string() : eventd_threads();
     INFO("eventd did not account for every emitted sequence:\n"
-         << status << "eventctl status:\n" << eventd_status << "eventd log:\n" << eventd_->log());
+         << status << "eventctl status:\n"
+         << eventd_status << "eventd threads:\n"
+         << threads << "eventd log:\n"
+         << eventd_->log());
     REQUIRE(caught_up);
     stop_eventd();
     return highest;
 }
 
-std::string Pipeline::eventctl_status() const {
-    const char* eventctl = std::getenv("EVENTCTL");
-    if (eventctl == nullptr) return "(EVENTCTL is not set)\n";
-    const std::string command =
-        "timeout 10 '" + std::string(eventctl) + "' --socket '" + dir() + "/query.sock' status 2>&1";
+namespace {
+
+// stdout and stderr of a shell command ("" when it cannot be run).
+std::string command_output(const std::string& command) {
     std::string out;
-    if (FILE* p = popen(command.c_str(), "r")) {
+    if (FILE* p = popen((command + " 2>&1").c_str(), "r")) {
         char buffer[4096];
         size_t n;
         while ((n = fread(buffer, 1, sizeof buffer, p)) > 0) out.append(buffer, n);
         pclose(p);
     }
     return out;
+}
+
+}  // namespace
+
+std::string Pipeline::eventctl_status() const {
+    const char* eventctl = std::getenv("EVENTCTL");
+    if (eventctl == nullptr) return "(EVENTCTL is not set)\n";
+    return command_output("timeout 10 '" + std::string(eventctl) + "' --socket '" + dir() + "/query.sock' status");
+}
+
+std::string Pipeline::eventd_threads() const {
+    if (!eventd_) return "(no eventd)\n";
+    const pid_t pid = eventd_->pid();
+    const char state = kmes::it::process_state(pid);
+    if (state == '?') return "(eventd " + std::to_string(pid) + " is gone)\n";
+    std::string out = "eventd " + std::to_string(pid) + ": process state " + state + "\n";
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code error;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
+        const std::string dir = task.path().string();
+        std::string comm = kmes::it::read_text(dir + "/comm");
+        if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+        // The state letter follows the ") " that ends the command name in /proc/<tid>/stat.
+        const std::string stat = kmes::it::read_text(dir + "/stat");
+        const size_t end = stat.rfind(") ");
+        const char thread_state = end != std::string::npos && end + 2 < stat.size() ? stat[end + 2] : '?';
+        out += "thread " + task.path().filename().string() + " (" + comm + ") " + thread_state + ", waiting in " +
+               kmes::it::read_text(dir + "/wchan") + "\n" + kmes::it::read_text(dir + "/stack");
+    }
+    if (command_output("command -v gdb").empty()) return out + "(gdb is not installed: no backtraces)\n";
+    return out + command_output("timeout 60 gdb -p " + std::to_string(pid) + " -batch -ex 'thread apply all bt'");
 }
 
 }  // namespace eventd::it

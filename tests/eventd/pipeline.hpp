@@ -35,6 +35,10 @@ public:
     const std::string& dir() const { return dir_.path(); }
     // `eventctl status` of the running eventd (a failure's diagnosis), or why there is none.
     std::string eventctl_status() const;
+    // What eventd's threads are doing (a failure's diagnosis): the process state, each thread's
+    // state, kernel wait channel and kernel stack, and every thread's backtrace when gdb is
+    // installed (optional: without it the rest is still given).
+    std::string eventd_threads() const;
     const std::string& store() const { return store_; }
     const std::string& config_path() const { return config_path_; }
     const Guid& boot() const { return boot_; }
