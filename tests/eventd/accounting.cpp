@@ -263,6 +263,15 @@ uint64_t RingWatch::bytes_written() const {
     return total;
 }
 
+void RingWatch::wake_consumers() {
+    for (kmes::RingReader& reader : readers_) {
+        // interrupt() wakes the futex word this reader last waited on; a wait that returns at
+        // once (highest() read everything, and the shim is frozen) gives it that word.
+        (void)reader.wait(std::chrono::nanoseconds(0));
+        reader.interrupt();
+    }
+}
+
 ProcessFreeze::ProcessFreeze(pid_t pid) : pid_(pid) { stop_process(pid_); }
 ProcessFreeze::~ProcessFreeze() { continue_process(pid_); }
 
@@ -281,9 +290,10 @@ std::map<uint16_t, uint64_t> accounted_per_cpu(const std::string& store_dir, con
 }
 
 bool wait_accounted(const std::string& store_dir, const Guid& boot, const Highest& highest,
-                    std::chrono::milliseconds timeout, std::string* status) {
+                    std::chrono::milliseconds timeout, std::string* status, const std::function<void()>& each_poll) {
     const auto deadline = Clock::now() + timeout;
     for (;;) {
+        if (each_poll) each_poll();
         const auto accounted = accounted_per_cpu(store_dir, boot, highest);
         bool done = true;
         std::ostringstream s;

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -75,6 +76,11 @@ public:
     Highest highest();
     // Σ write_pos over the rings: bytes ever written (cheap; no reading).
     uint64_t bytes_written() const;
+    // Wake every consumer asleep on these rings (a futex wake on each ring's word; spurious
+    // wake-ups are harmless to every waiter). For a frozen shim: a SIGSTOP that lands between a
+    // publish and its wake-up (§5.1.8 step 9) leaves an idle consumer asleep, the last batch
+    // unread, until its own bound — eventd's drain threads: 60 s. Call highest() first.
+    void wake_consumers();
 
 private:
     std::vector<kmes::RingReader> readers_;
@@ -96,9 +102,11 @@ private:
 // Σ over the store's sequence_state of the sequences 1..highest[cpu] accounted for, per CPU.
 std::map<uint16_t, uint64_t> accounted_per_cpu(const std::string& store_dir, const Guid& boot, const Highest& highest);
 // Poll sequence_state until every CPU has all of 1..highest accounted for (eventd caught up).
-// False after `timeout`; *status then says how far each CPU got.
+// False after `timeout`; *status then says how far each CPU got. `each_poll` runs before every
+// look at the store.
 bool wait_accounted(const std::string& store_dir, const Guid& boot, const Highest& highest,
-                    std::chrono::milliseconds timeout, std::string* status);
+                    std::chrono::milliseconds timeout, std::string* status,
+                    const std::function<void()>& each_poll = {});
 
 // The KMES boot id of the shim this process talks to ($KMES_SOCKET).
 Guid current_boot_id();

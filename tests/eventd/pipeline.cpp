@@ -83,7 +83,12 @@ Highest Pipeline::stop_emission() {
 Highest Pipeline::finish(std::chrono::milliseconds timeout) {
     const Highest highest = stop_emission();
     std::string status;
-    const bool caught_up = wait_accounted(store_, boot_, highest, timeout, &status);
+    // The freeze may have stopped the shim between a publish and its wake-up (§5.1.8 step 9):
+    // an idle drain of eventd would sleep on, that batch unread, until its 60 s bound. The test
+    // gives the wake the frozen shim owes, at every poll (a drain between its last look at the
+    // ring and its futex_wait misses one of them, not the next).
+    const bool caught_up =
+        wait_accounted(store_, boot_, highest, timeout, &status, [this] { watch_->wake_consumers(); });
     // What eventd itself says it holds (rings' positions, shards' commits) when it fell behind,
     // and where its threads wait (stopped, asleep on a ring, blocked on a channel or in SQLite).
     const std::string eventd_status = caught_up ? std::string() : eventctl_status();
