@@ -336,7 +336,8 @@ void AuditSource::read() {
     // One record per netlink message; MAX_AUDIT_MESSAGE_LENGTH bounds its text. Up to
     // kRecordsPerReceive of them per system call (recvmmsg): an exec event is 7 records, and the
     // syscall's own cost per record was a sixth of the shim's (PERFORMANCE §14).
-    constexpr size_t kSlot = MAX_AUDIT_MESSAGE_LENGTH + NLMSG_HDRLEN + 64;
+    // Each slot starts aligned for the nlmsghdr read from it (the text's length is not).
+    constexpr size_t kSlot = NLMSG_ALIGN(MAX_AUDIT_MESSAGE_LENGTH + NLMSG_HDRLEN + 64);
     std::vector<char> buffer(kSlot * kRecordsPerReceive);
     std::array<iovec, kRecordsPerReceive> iov{};
     std::array<mmsghdr, kRecordsPerReceive> msgs{};

@@ -58,13 +58,14 @@ TEST_CASE("stress: a fast reader and a slow mapper lose nothing uncounted and ke
     // bytes; close() → pop() returning false ends the consumer after the last round.
     constexpr uint64_t kRounds = 20000;
     RecordQueue queue(64 * 1024);
-    std::atomic<uint64_t> pushed{0};
+    std::atomic<uint64_t> pushed{0}, rounds_pushed{0};
     std::thread reader([&] {
         uint64_t next = 0;
         for (uint64_t r = 0; r < kRounds; ++r) {
             const size_t records = 1 + r % 17;
             queue.push(round_of(next, records));
             next += records;
+            rounds_pushed.store(r + 1, std::memory_order_release);
         }
         pushed = next;
         queue.close();
@@ -72,6 +73,11 @@ TEST_CASE("stress: a fast reader and a slow mapper lose nothing uncounted and ke
     uint64_t received = 0, dropped = 0, controls = 0, last = 0;
     bool ordered = true, first = true;
     std::vector<RecordRound> rounds;
+    // The mapper starts late: 1,000 rounds (~1.8 MB) have been offered to a 64 KiB queue, so it
+    // did refuse some, however fast each thread happens to run (under ASan the reader was once
+    // the slower one and the queue never filled).
+    while (rounds_pushed.load(std::memory_order_acquire) < 1000)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     for (uint64_t spin = 0;; ++spin) {
         rounds.clear();
         if (!queue.pop(rounds, std::chrono::milliseconds(50))) break;
