@@ -101,20 +101,19 @@ void Shim::write_audit_events(std::span<const audit::AuditEvent> events) {
     std::vector<Identity> identities;
     inputs.reserve(events.size());
     identities.reserve(events.size());
-    // Read again for every write: a resize may change the ring between two.
-    auto write_limit = [&] { return std::max<uint64_t>(1, rings_->capacity() / kAuditWriteShare); };
-    uint64_t limit = write_limit(), bytes = 0;
+    uint64_t bytes = 0;
     auto write = [&] {
         if (!inputs.empty()) rings_->write(kAuditRing, KMES_ORIGIN_AUDIT, inputs, identities);
         inputs.clear();
         identities.clear();
         bytes = 0;
-        limit = write_limit();
     };
     for (const audit::AuditEvent& event : events) {
         const EventInput input{event.type, event.payload};
-        if (bytes + event_size_of(input) > limit) write();
-        bytes += event_size_of(input);
+        const uint64_t size = event_size_of(input);
+        // The ring's capacity as it is now: a resize may change it between two writes.
+        if (bytes + size > std::max<uint64_t>(1, rings_->capacity() / kAuditWriteShare)) write();
+        bytes += size;
         inputs.push_back(input);
         // The subject's tokens and, while its process lives, its process GUID: its audit
         // events join the events it emits itself (identity.hpp).

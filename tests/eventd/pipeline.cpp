@@ -137,10 +137,8 @@ std::string Pipeline::eventd_threads() const {
         const std::string dir = task.path().string();
         std::string comm = kmes::it::read_text(dir + "/comm");
         if (!comm.empty() && comm.back() == '\n') comm.pop_back();
-        // The state letter follows the ") " that ends the command name in /proc/<tid>/stat.
-        const std::string stat = kmes::it::read_text(dir + "/stat");
-        const size_t end = stat.rfind(") ");
-        const char thread_state = end != std::string::npos && end + 2 < stat.size() ? stat[end + 2] : '?';
+        // /proc/<tid>/stat holds a thread's state as /proc/<pid>/stat a process's.
+        const char thread_state = kmes::it::process_state(pid_t(std::stol(task.path().filename().string())));
         out += "thread " + task.path().filename().string() + " (" + comm + ") " + thread_state + ", waiting in " +
                kmes::it::read_text(dir + "/wchan") + "\n" + kmes::it::read_text(dir + "/stack");
     }
