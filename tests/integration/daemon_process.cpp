@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -49,6 +49,49 @@ bool starts_with_any(const char* text, const std::vector<std::string>& prefixes)
 
 }  // namespace
 
+pid_t spawn_tied_to_caller(char* const argv[], char* const envp[], const std::string& output_path) {
+    // Everything the child needs is prepared before fork(): between fork() and execve() in a
+    // multi-threaded process only async-signal-safe calls are allowed (prctl, open, dup2, ...).
+    const pid_t parent = getpid();
+    int error_pipe[2];
+    if (pipe2(error_pipe, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0) {
+        const int error = errno;
+        close(error_pipe[0]);
+        close(error_pipe[1]);
+        throw std::runtime_error(std::string("fork: ") + std::strerror(error));
+    }
+    if (pid == 0) {
+        close(error_pipe[0]);
+        int step_error = 0;
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) step_error = errno;
+        // The parent may have died between fork() and prctl(): then nobody would signal us.
+        if (step_error == 0 && getppid() != parent) _exit(127);
+        const int out = step_error ? -1 : open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (step_error == 0 && out < 0) step_error = errno;
+        if (step_error == 0 && (dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)) step_error = errno;
+        if (step_error == 0) {
+            execve(argv[0], argv, envp);
+            step_error = errno;
+        }
+        // The exec did not happen: tell the parent why through the close-on-exec pipe.
+        (void)!write(error_pipe[1], &step_error, sizeof step_error);
+        _exit(127);
+    }
+    close(error_pipe[1]);
+    int child_error = 0;
+    ssize_t n;
+    do n = read(error_pipe[0], &child_error, sizeof child_error);
+    while (n < 0 && errno == EINTR);
+    close(error_pipe[0]);
+    if (n == sizeof child_error) {
+        waitpid(pid, nullptr, 0);
+        throw std::runtime_error(std::string("cannot start ") + argv[0] + ": " + std::strerror(child_error));
+    }
+    return pid;  // n == 0: the pipe closed at the successful exec
+}
+
 DaemonProcess::DaemonProcess(DaemonCommand command) : command_(std::move(command)) {
     notify_fd_ = bind_notify_socket(command_.notify_path);
 
@@ -65,17 +108,13 @@ DaemonProcess::DaemonProcess(DaemonCommand command) : command_(std::move(command
     for (std::string& e : env_storage) envp.push_back(e.data());
     envp.push_back(nullptr);
 
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, command_.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc == 0) return;
-    close(notify_fd_);  // the destructor does not run for a constructor that throws
-    unlink(command_.notify_path.c_str());
-    throw std::runtime_error("cannot start " + args[0] + ": " + std::strerror(rc));
+    try {
+        pid_ = spawn_tied_to_caller(argv.data(), envp.data(), command_.log_path);
+    } catch (...) {
+        close(notify_fd_);  // the destructor does not run for a constructor that throws
+        unlink(command_.notify_path.c_str());
+        throw;
+    }
 }
 
 DaemonProcess::~DaemonProcess() {

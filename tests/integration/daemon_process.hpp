@@ -32,6 +32,13 @@ struct DaemonCommand {
     std::chrono::milliseconds stop_timeout;   // terminate(): SIGKILL after this
 };
 
+// Starts argv[0] (a path) with envp, stdout and stderr into `output_path` (truncated). The child is tied to the calling thread's life: PR_SET_PDEATHSIG sends it
+// SIGTERM when that thread ends — so a test killed by a sanitizer report, an abort or meson's
+// timeout leaves no daemon running behind it (a daemon's SIGTERM path is its clean stop: the
+// shim gives back the audit daemon role, eventd commits). Spawn from the test's main thread or
+// from a thread that outlives the child. Throws on failure, with the reason.
+pid_t spawn_tied_to_caller(char* const argv[], char* const envp[], const std::string& output_path);
+
 class DaemonProcess {
 public:
     // Binds the notify socket and spawns the daemon. Does not wait.

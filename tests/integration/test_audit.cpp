@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -99,15 +98,9 @@ public:
                             << "plugin_dir = " << (dir_ / "plugins") << "\n"
                             << "q_depth = 2000\noverflow_action = IGNORE\nend_of_event_timeout = 2\n";
         chmod(conf.c_str(), 0640);  // auditd refuses a configuration others may write
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, (dir_ / "auditd.out").c_str(),
-                                         O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+        // Tied to this test: if it dies, auditd gets SIGTERM and gives the audit daemon role back.
         const char* argv[] = {"/usr/sbin/auditd", "-n", "-c", dir_.path().c_str(), nullptr};
-        const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, const_cast<char**>(argv), environ);
-        posix_spawn_file_actions_destroy(&actions);
-        REQUIRE(rc == 0);
+        pid_ = spawn_tied_to_caller(const_cast<char**>(argv), environ, dir_ / "auditd.out");
         INFO("auditd output: " << output());
         REQUIRE(eventually([&] { return audit_status().at("pid") == std::to_string(pid_); }, seconds(10)));
     }

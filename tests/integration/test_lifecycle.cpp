@@ -1,5 +1,6 @@
 // kmes-shimd as a service: readiness, clean shutdown, one shim per socket, stale sockets,
 // and emitters that survive a shim restart (which is a KMES "reboot": sequences from 1).
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -202,4 +203,45 @@ TEST_CASE("lifecycle: an exception serving one connection ends that connection o
     CHECK(shim->running());
     CHECK_THAT(shim->log(), Catch::Contains("kmes-shimd connection stopped on an unexpected error"));
     CHECK(shim->terminate() == 0);
+}
+
+TEST_CASE("lifecycle: a daemon a test started does not outlive the test's death", "[lifecycle]") {
+    // A test killed by a sanitizer report or meson's timeout must not leave kmes-shimd, eventd
+    // or auditd running (an orphaned shim or auditd keeps the machine's audit daemon role).
+    // spawn_tied_to_caller's child gets SIGTERM when the spawning thread ends. Played out in a
+    // forked "test" that is itself a child subreaper, so the orphan is reparented to it and its
+    // end can be observed with waitpid.
+    int report[2];
+    REQUIRE(pipe(report) == 0);
+    const pid_t harness = fork();
+    REQUIRE(harness >= 0);
+    if (harness == 0) {
+        close(report[0]);
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        const pid_t doomed_test = fork();
+        if (doomed_test == 0) {
+            char sleep_path[] = "/bin/sleep";
+            char seconds[] = "60";
+            char* argv[] = {sleep_path, seconds, nullptr};
+            const pid_t daemon = spawn_tied_to_caller(argv, environ, "/dev/null");
+            (void)!write(report[1], &daemon, sizeof daemon);
+            _exit(0);  // the test dies, its daemon still running
+        }
+        close(report[1]);
+        int status = 0;
+        waitpid(doomed_test, &status, 0);
+        // The daemon is now this subreaper's child: its end, and how, is ours to see.
+        const pid_t ended = wait(&status);
+        _exit(ended > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM ? 0 : 1);
+    }
+    close(report[1]);
+    pid_t daemon = 0;
+    REQUIRE(read(report[0], &daemon, sizeof daemon) == sizeof daemon);
+    close(report[0]);
+    int status = 0;
+    // Without the tie, sleep 60 would hold this wait for a minute and exit 0: the check fails.
+    REQUIRE(waitpid(harness, &status, 0) == harness);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(kill(daemon, 0) != 0);
 }
