@@ -17,15 +17,15 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
-#include "drain_thread.hpp"
+#include "eventd/ingest/drain_thread.hpp"
 #include "eventd/collector/collector.hpp"
-#include "lock_order.hpp"
+#include "eventd/common/lock_order.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/index/desired_set.hpp"
 #include "eventd/index/field_counter.hpp"
 #include "eventd/index/policy_thread.hpp"
 #include "eventd/server/query_server.hpp"
-#include "shard_writer.hpp"
+#include "eventd/ingest/shard_writer.hpp"
 #include "store/sequence_ranges.hpp"
 
 namespace eventd {

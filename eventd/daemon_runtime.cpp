@@ -7,7 +7,7 @@
 
 #include "daemon.hpp"
 #include "store/retention.hpp"
-#include "synthetic.hpp"
+#include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
 
 namespace eventd {

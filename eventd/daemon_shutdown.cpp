@@ -12,7 +12,7 @@
 #include "base/guid_text.hpp"
 #include "daemon.hpp"
 #include "kmes/guid.hpp"
-#include "synthetic.hpp"
+#include "eventd/ingest/synthetic.hpp"
 
 namespace eventd {
 namespace {

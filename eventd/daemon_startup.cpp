@@ -21,9 +21,9 @@
 #include "base/unix_listener.hpp"
 #include "store/store_identity.hpp"
 #include "store/store_privacy.hpp"
-#include "shard_routing.hpp"
+#include "eventd/ingest/shard_routing.hpp"
 #include "eventd/index/where_fields.hpp"
-#include "synthetic.hpp"
+#include "eventd/ingest/synthetic.hpp"
 #include "test_hooks.hpp"
 #include "base/thread_boundary.hpp"
 

@@ -11,7 +11,7 @@
 #include "daemon.hpp"
 #include "kmes/guid.hpp"
 #include "store/shard_snapshot.hpp"
-#include "synthetic.hpp"
+#include "eventd/ingest/synthetic.hpp"
 
 namespace eventd {
 namespace {

@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "check.hpp"
-#include "eventd/query/parser.hpp"
+#include "eventd/query_language/parser.hpp"
 #include "eventd/query/planner.hpp"
 #include "store/event_columns.hpp"
 #include "store/msgpack_extract.hpp"

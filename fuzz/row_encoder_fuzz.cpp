@@ -24,7 +24,7 @@
 
 #include "check.hpp"
 #include "eventd/access/policy.hpp"
-#include "eventd/query/parser.hpp"
+#include "eventd/query_language/parser.hpp"
 #include "eventd/query/record.hpp"
 #include "eventd/query/row_encoder.hpp"
 #include "msgpack/reader.hpp"

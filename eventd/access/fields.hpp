@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 
 namespace eventd::access {
 

@@ -32,7 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eventd/access/caller.hpp"
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 #include "base/result.hpp"
 
 namespace eventd::access {

@@ -11,7 +11,7 @@
 #include "base/fnv1a.hpp"
 #include "base/jittered_backoff.hpp"
 #include "eventd/collector/record_row.hpp"
-#include "eventd/synthetic.hpp"
+#include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
 #include "nats/client.hpp"
 #include "nats/subject.hpp"

@@ -33,7 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eventd/collector/source_config.hpp"
-#include "eventd/shard_writer.hpp"
+#include "eventd/ingest/shard_writer.hpp"
 
 struct __natsMsg;
 

@@ -23,7 +23,7 @@
 #include <string_view>
 
 #include "base/result.hpp"
-#include "eventd/handoff.hpp"
+#include "eventd/ingest/handoff.hpp"
 
 namespace eventd::collector {
 

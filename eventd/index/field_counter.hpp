@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "eventd/lock_order.hpp"
+#include "eventd/common/lock_order.hpp"
 
 namespace eventd::index {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "eventd/index/candidates.hpp"
+#include "eventd/query_language/index_candidates.hpp"
 
 namespace eventd::index {
 
@@ -29,7 +29,7 @@ void PolicyState::add_counts(const FieldCounts& bumps, int64_t now_ns) {
 
 void PolicyState::add_manual(const std::string& field, int64_t now_ns) {
     std::erase_if(members_, [&](const Member& m) { return m.field == field; });
-    members_.insert(members_.begin(), Member{field, is_expression_field(field), true, 0});
+    members_.insert(members_.begin(), Member{field, query::is_expression_field(field), true, 0});
     counters_[field] = FieldWindow{0, now_ns};
 }
 
@@ -70,8 +70,8 @@ bool PolicyState::recompute(const PolicyParams& params, int64_t now_ns) {
 
     // 2. Admit candidates that reached the create threshold within their window.
     for (const auto& [field, w] : counters_) {
-        if (w.count < params.create_threshold || !is_candidate(field) || member(field) != members_.end()) continue;
-        members_.push_back(Member{field, is_expression_field(field), false, 0});
+        if (w.count < params.create_threshold || !query::is_candidate(field) || member(field) != members_.end()) continue;
+        members_.push_back(Member{field, query::is_expression_field(field), false, 0});
     }
 
     // 3. INDEX members first (already newest first), then by frequency; stable for ties.

@@ -45,7 +45,7 @@
 #include "eventd/index/field_counter.hpp"
 #include "eventd/index/meta_db.hpp"
 #include "eventd/index/policy.hpp"
-#include "eventd/lock_order.hpp"
+#include "eventd/common/lock_order.hpp"
 
 namespace eventd::index {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 
 namespace eventd::index {
 

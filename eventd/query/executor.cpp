@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <optional>
 
-#include "eventd/query/errors.hpp"
+#include "eventd/query_language/errors.hpp"
 #include "eventd/query/merge.hpp"
 #include "eventd/query/planner.hpp"
 #include "eventd/query/row_encoder.hpp"

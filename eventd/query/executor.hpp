@@ -20,7 +20,7 @@
 #include <span>
 
 #include "eventd/access/policy.hpp"
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 #include "eventd/query/record.hpp"
 #include "base/result.hpp"
 #include "store/shard_snapshot.hpp"

@@ -19,7 +19,7 @@
 #include <span>
 
 #include "eventd/access/policy.hpp"
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 #include "eventd/query/row_encoder.hpp"
 #include "base/result.hpp"
 #include "store/shard_snapshot.hpp"

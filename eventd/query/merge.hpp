@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 #include "eventd/query/planner.hpp"
 #include "eventd/query/record.hpp"
 #include "base/result.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "eventd/access/policy.hpp"
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 #include "base/result.hpp"
 #include "store/read_plan.hpp"
 

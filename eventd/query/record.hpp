@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ast.hpp"
+#include "eventd/query_language/ast.hpp"
 #include "store/row_view.hpp"
 
 namespace eventd::query {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "eventd/access/policy.hpp"
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 #include "store/row_view.hpp"
 
 namespace eventd::query {

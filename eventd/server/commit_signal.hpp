@@ -18,7 +18,7 @@
 #include <mutex>
 #include <vector>
 
-#include "eventd/lock_order.hpp"
+#include "eventd/common/lock_order.hpp"
 #include "base/result.hpp"
 
 namespace eventd::server {

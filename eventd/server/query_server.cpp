@@ -18,7 +18,7 @@
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 
-#include "eventd/query/errors.hpp"
+#include "eventd/query_language/errors.hpp"
 #include "eventd/server/frame.hpp"
 #include "base/thread_boundary.hpp"
 #include "base/sync_point.hpp"

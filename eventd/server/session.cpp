@@ -13,12 +13,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "eventd/query/errors.hpp"
+#include "eventd/query_language/errors.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query/live_feed.hpp"
 #include "eventd/query/resume.hpp"
 #include "store/store_identity.hpp"
-#include "eventd/query/parser.hpp"
+#include "eventd/query_language/parser.hpp"
 #include "eventd/server/frame.hpp"
 #include "base/sync_point.hpp"
 

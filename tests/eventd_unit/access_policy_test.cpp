@@ -13,7 +13,7 @@
 #include "base/identity_guid.hpp"
 #include "eventd/access/caller.hpp"
 #include "eventd/access/policy.hpp"
-#include "eventd/query/parser.hpp"
+#include "eventd/query_language/parser.hpp"
 
 using eventd::access::Caller;
 using eventd::access::CallerAccess;

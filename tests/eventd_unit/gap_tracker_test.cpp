@@ -3,7 +3,7 @@
 // independently committing shards can leave after a crash.
 #include <catch2/catch.hpp>
 
-#include "eventd/gap_tracker.hpp"
+#include "eventd/ingest/gap_tracker.hpp"
 
 using eventd::Gap;
 using eventd::GapTracker;

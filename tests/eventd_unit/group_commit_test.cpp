@@ -7,7 +7,7 @@
 #include <memory>
 #include <thread>
 
-#include "eventd/shard_writer.hpp"
+#include "eventd/ingest/shard_writer.hpp"
 #include "unit_util.hpp"
 
 namespace {

@@ -12,13 +12,13 @@
 #include <catch2/catch.hpp>
 
 #include "eventd/index/admin_sd.hpp"
-#include "eventd/index/candidates.hpp"
+#include "eventd/query_language/index_candidates.hpp"
 #include "eventd/index/field_counter.hpp"
 #include "eventd/index/meta_db.hpp"
 #include "eventd/index/policy.hpp"
 #include "eventd/index/policy_thread.hpp"
 #include "eventd/index/where_fields.hpp"
-#include "eventd/query/parser.hpp"
+#include "eventd/query_language/parser.hpp"
 #include "unit_util.hpp"
 
 namespace ix = eventd::index;
@@ -131,10 +131,10 @@ TEST_CASE("unprivileged users together cannot fill the counter table: the admins
 TEST_CASE("candidates: the §3.3.6 header columns and payload paths, never timestamp or sequence", "[index]") {
     for (const char* f : {"event_type", "origin_class", "cpu_id", "effective_token_guid", "true_token_guid",
                           "process_guid", "boot_id", "user", "source.name", "id"})
-        CHECK(ix::is_candidate(f));
-    for (const char* f : {"timestamp", "sequence", "payload", ""}) CHECK_FALSE(ix::is_candidate(f));
-    CHECK_FALSE(ix::is_expression_field("event_type"));
-    CHECK(ix::is_expression_field("source.name"));
+        CHECK(eventd::query::is_candidate(f));
+    for (const char* f : {"timestamp", "sequence", "payload", ""}) CHECK_FALSE(eventd::query::is_candidate(f));
+    CHECK_FALSE(eventd::query::is_expression_field("event_type"));
+    CHECK(eventd::query::is_expression_field("source.name"));
 }
 
 TEST_CASE("a field enters at the create threshold within its window, most queried first", "[index]") {

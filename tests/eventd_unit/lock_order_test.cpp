@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "eventd/lock_order.hpp"
+#include "eventd/common/lock_order.hpp"
 
 #ifndef NDEBUG
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "eventd/query/parser.hpp"
-#include "eventd/query/time_literal.hpp"
+#include "eventd/query_language/parser.hpp"
+#include "eventd/query_language/time_literal.hpp"
 
 using namespace eventd::query;
 

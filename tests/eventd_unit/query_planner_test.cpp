@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eventd/access/policy.hpp"
-#include "eventd/query/errors.hpp"
+#include "eventd/query_language/errors.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query/live_feed.hpp"
 #include "eventd/query/planner.hpp"

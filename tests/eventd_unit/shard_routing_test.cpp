@@ -1,7 +1,7 @@
 // CPU → shard assignment (PSD-008 §2.3.2, DESIGN.md §8).
 #include <catch2/catch.hpp>
 
-#include "eventd/shard_routing.hpp"
+#include "eventd/ingest/shard_routing.hpp"
 
 using eventd::shards_of_cpus;
 using Routes = std::vector<std::vector<uint32_t>>;

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "eventd/shard_writer.hpp"
+#include "eventd/ingest/shard_writer.hpp"
 #include "base/sync_point.hpp"
 #include "unit_util.hpp"
 #include "store/retention.hpp"

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventd/query/parser.hpp"
+#include "eventd/query_language/parser.hpp"
 #include "eventd/query/planner.hpp"
 #include "store/shard_snapshot.hpp"
 

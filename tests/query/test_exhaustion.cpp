@@ -23,7 +23,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventd/query/errors.hpp"
+#include "eventd/query_language/errors.hpp"
 #include "eventually.hpp"
 #include "hostile_env.hpp"
 #include "local_users.hpp"

@@ -25,7 +25,7 @@
 #include "eventctl/json_record.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/query/executor.hpp"
-#include "eventd/query/parser.hpp"
+#include "eventd/query_language/parser.hpp"
 #include "fixture_store.hpp"
 #include "plan_explain.hpp"
 #include "store/secondary_index.hpp"

@@ -1,10 +1,10 @@
 // Time literal resolution (PSD-008 §8.1). Pure arithmetic on UTC: no time zones, no leap
 // seconds, no locale — the same text always means the same instant for the same "now".
-#include "eventd/query/time_literal.hpp"
+#include "eventd/query_language/time_literal.hpp"
 
 #include <limits>
 
-#include "eventd/query/ascii.hpp"
+#include "eventd/query_language/ascii.hpp"
 
 namespace eventd::query {
 

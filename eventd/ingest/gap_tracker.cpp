@@ -1,4 +1,4 @@
-#include "gap_tracker.hpp"
+#include "eventd/ingest/gap_tracker.hpp"
 
 namespace eventd {
 

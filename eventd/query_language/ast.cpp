@@ -1,5 +1,5 @@
 // Header field names (PSD-008 §13.1) and operator spellings of the query AST.
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 
 #include <string_view>
 

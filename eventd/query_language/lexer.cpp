@@ -1,13 +1,13 @@
 // Query text → tokens (PSD-008 §8.1). See lexer.hpp for the token shapes.
-#include "eventd/query/lexer.hpp"
+#include "eventd/query_language/lexer.hpp"
 
 #include "base/guid_text.hpp"
-#include "eventd/query/ascii.hpp"
+#include "eventd/query_language/ascii.hpp"
 
 #include <cerrno>
 #include <cstdio>
 
-#include "eventd/query/time_literal.hpp"
+#include "eventd/query_language/time_literal.hpp"
 #include "kmes/guid.hpp"
 
 namespace eventd::query {

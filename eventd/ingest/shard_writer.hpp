@@ -18,8 +18,8 @@
 
 #include "eventd/index/desired_set.hpp"
 #include "eventd/index/shard_indexes.hpp"
-#include "handoff.hpp"
-#include "lock_order.hpp"
+#include "eventd/ingest/handoff.hpp"
+#include "eventd/common/lock_order.hpp"
 #include "store/shard_db.hpp"
 
 namespace eventd {

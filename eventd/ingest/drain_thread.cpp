@@ -1,11 +1,11 @@
-#include "drain_thread.hpp"
+#include "eventd/ingest/drain_thread.hpp"
 
 #include <poll.h>
 
 #include <spdlog/spdlog.h>
 
-#include "shard_routing.hpp"
-#include "synthetic.hpp"
+#include "eventd/ingest/shard_routing.hpp"
+#include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
 
 namespace eventd {

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "gap_tracker.hpp"
+#include "eventd/ingest/gap_tracker.hpp"
 #include "kmes/ring_reader.hpp"
-#include "shard_writer.hpp"
+#include "eventd/ingest/shard_writer.hpp"
 
 namespace eventd {
 

@@ -1,8 +1,8 @@
-#include "eventd/index/candidates.hpp"
+#include "eventd/query_language/index_candidates.hpp"
 
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 
-namespace eventd::index {
+namespace eventd::query {
 
 std::optional<std::string> candidate_problem(std::string_view field) {
     const std::string name(field);
@@ -19,4 +19,4 @@ std::optional<std::string> candidate_problem(std::string_view field) {
 
 bool is_expression_field(std::string_view field) { return !query::is_header_name(field); }
 
-}  // namespace eventd::index
+}  // namespace eventd::query

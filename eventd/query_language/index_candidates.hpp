@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace eventd::index {
+namespace eventd::query {
 
 // nullopt when `field` (a name as written in queries) can be indexed; otherwise why not,
 // phrased for the person who typed `EVENTS INDEX <field>`.
@@ -21,4 +21,4 @@ inline bool is_candidate(std::string_view field) { return !candidate_problem(fie
 // A payload path (expression index, §3.3.9 is_expression = 1) rather than a header column.
 bool is_expression_field(std::string_view field);
 
-}  // namespace eventd::index
+}  // namespace eventd::query

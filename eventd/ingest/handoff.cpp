@@ -1,4 +1,4 @@
-#include "handoff.hpp"
+#include "eventd/ingest/handoff.hpp"
 
 namespace eventd {
 

@@ -1,4 +1,4 @@
-#include "synthetic.hpp"
+#include "eventd/ingest/synthetic.hpp"
 
 #include "base/guid_text.hpp"
 

@@ -15,7 +15,7 @@
 //
 // Semantic checks that need the field's type (a string compared with `>`, a non-GUID compared
 // with a GUID column) belong to the planner; this file only knows the syntax.
-#include "eventd/query/parser.hpp"
+#include "eventd/query_language/parser.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -23,9 +23,9 @@
 #include <limits>
 #include <utility>
 
-#include "eventd/index/candidates.hpp"
-#include "eventd/query/lexer.hpp"
-#include "eventd/query/time_literal.hpp"
+#include "eventd/query_language/index_candidates.hpp"
+#include "eventd/query_language/lexer.hpp"
+#include "eventd/query_language/time_literal.hpp"
 
 namespace eventd::query {
 
@@ -191,7 +191,7 @@ private:
         if (next_ != 2) return kmes::Error{EINVAL, std::string(kAlone)};  // not right after EVENTS
         auto f = field("a field to index (a header column such as event_type, or a payload path such as user)");
         if (!f) return f.error();
-        if (auto problem = index::candidate_problem(f->name))
+        if (auto problem = candidate_problem(f->name))
             return kmes::Error{EINVAL, "INDEX " + f->name + ": " + *problem};
         if (peek().kind != TokenKind::end) return parse_error(peek(), "end of query (" + std::string(kAlone) + ")");
         query_.mode = Mode::index;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "eventd/query/ast.hpp"
+#include "eventd/query_language/ast.hpp"
 #include "base/result.hpp"
 
 namespace eventd::query {

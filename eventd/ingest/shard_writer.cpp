@@ -1,4 +1,4 @@
-#include "shard_writer.hpp"
+#include "eventd/ingest/shard_writer.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/sync_point.hpp"
-#include "synthetic.hpp"
+#include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
 
 namespace eventd {

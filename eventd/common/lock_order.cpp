@@ -1,4 +1,4 @@
-#include "lock_order.hpp"
+#include "eventd/common/lock_order.hpp"
 
 #include <cstdio>
 #include <cstdlib>
