@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "attach.hpp"
+#include "request.hpp"
 #include "kmes/kmes.h"
 #include "ring_region.hpp"
 #include "socket_io.hpp"
 #include "wire.hpp"
 
 using namespace kmes;
+using namespace kmes::detail;
 
 namespace {
 
@@ -40,27 +42,6 @@ EmitConnection& emit_connection() {
     return c;
 }
 
-int set_errno(int code) {
-    errno = code;
-    return -1;
-}
-
-// One request/reply exchange on a fresh or given connection.
-int exchange(int fd, std::span<const uint8_t> message, wire::Reply& reply, std::vector<int>* fds = nullptr) {
-    if (detail::send_message(fd, message) != 0) return -1;
-    if (detail::recv_reply(fd, reply, fds, wire::kMapFdCount) != 0) return -1;
-    return 0;
-}
-
-wire::RequestHeader header_for(wire::Op op, uint32_t cpu, uint32_t count, uint64_t total) {
-    return wire::RequestHeader{wire::kMagic, static_cast<uint32_t>(op), cpu, count, total};
-}
-
-template <class T>
-void append(std::vector<uint8_t>& out, const T& value) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&value);
-    out.insert(out.end(), p, p + sizeof value);
-}
 
 enum class MergedCopy { copied, fault, unsupported };
 
@@ -210,25 +191,6 @@ uint32_t current_cpu() {
 
 }  // namespace
 
-namespace kmes::detail {
-int attach_ring(uint32_t cpu_id, uint64_t* capacity, uint64_t* live_generation, uint8_t* boot_id) {
-    if (capacity == nullptr) return set_errno(EFAULT);
-    int fd = connect_seqpacket(shim_socket_path());
-    if (fd < 0) return -1;
-    std::vector<uint8_t> message;
-    append(message, header_for(wire::Op::attach, cpu_id, 0, sizeof(wire::RequestHeader)));
-    wire::Reply reply{};
-    if (exchange(fd, message, reply) != 0 || reply.error != 0) {
-        const int code = reply.error != 0 ? reply.error : errno;
-        close(fd);
-        return set_errno(code);
-    }
-    *capacity = reply.capacity;
-    if (live_generation) *live_generation = reply.generation;
-    if (boot_id) std::memcpy(boot_id, reply.boot_id, 16);
-    return fd;  // the connection is the attachment; closing it ends the attachment
-}
-}  // namespace kmes::detail
 
 extern "C" {
 
