@@ -1,6 +1,6 @@
 #include "base/base64url.hpp"
 
-namespace kmes {
+namespace base {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -53,4 +53,4 @@ std::optional<std::vector<uint8_t>> base64url_decode(std::string_view text) {
     return out;
 }
 
-}  // namespace kmes
+}  // namespace base

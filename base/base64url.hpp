@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kmes {
+namespace base {
 
 std::string base64url_encode(std::span<const uint8_t> bytes);
 
@@ -18,4 +18,4 @@ std::string base64url_encode(std::span<const uint8_t> bytes);
 // (so that every byte string has exactly one text).
 std::optional<std::vector<uint8_t>> base64url_decode(std::string_view text);
 
-}  // namespace kmes
+}  // namespace base

@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-namespace kmes::cli {
+namespace base::cli {
 
 Option* Option::type_name(const std::string& name) {
     option_->type_name(name);
@@ -111,4 +111,4 @@ int App::print_error() {
     }
 }
 
-}  // namespace kmes::cli
+}  // namespace base::cli

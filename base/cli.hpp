@@ -4,10 +4,10 @@
 // while this header costs nothing; base/cli.cpp is the one place that includes CLI11
 // (docs/DEVELOPING.md "Build time"). Help texts, error texts and exit codes are CLI11's.
 //
-//   kmes::cli::App app{"what the program does", "name"};
+//   base::cli::App app{"what the program does", "name"};
 //   std::string config;
 //   app.add_option("-c,--config", config, "configuration file")->type_name("FILE");
-//   const kmes::cli::Parsed parsed = app.parse(argc, argv);
+//   const base::cli::Parsed parsed = app.parse(argc, argv);
 //   if (!parsed.go_on) return parsed.error.empty() ? parsed.exit_code : usage_error(parsed.error);
 #pragma once
 
@@ -22,7 +22,7 @@ class App;
 class Option;
 }  // namespace CLI
 
-namespace kmes::cli {
+namespace base::cli {
 
 // One option of an App (owned by it). Each setter returns the option, so calls chain.
 class Option {
@@ -78,4 +78,4 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace kmes::cli
+}  // namespace base::cli

@@ -23,7 +23,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-namespace kmes {
+namespace base {
 
 // sd-daemon's priority prefix of a message's level: "<2>" … "<7>".
 class JournalPriorityFlag : public spdlog::custom_flag_formatter {
@@ -67,4 +67,4 @@ inline void set_up_daemon_log(const std::string& name) {
     spdlog::set_formatter(daemon_log_formatter());
 }
 
-}  // namespace kmes
+}  // namespace base

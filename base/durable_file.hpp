@@ -8,7 +8,7 @@
 
 #include "base/result.hpp"
 
-namespace kmes {
+namespace base {
 
 // fsync the directory so that renames and creations in it survive a crash. Best effort: a
 // directory that cannot be opened is left as it is (the caller's next step reports the cause).
@@ -18,12 +18,12 @@ void sync_directory(const std::filesystem::path& dir);
 // fsync'd, renamed over `path`, and the directory fsync'd. An Error names the step and the file.
 // `mode`: of the new file, less the umask (0600 for a secret: never readable by others, even
 // for a moment).
-kmes::Status write_file_atomically(const std::filesystem::path& path, std::string_view content, unsigned mode = 0644);
+base::Status write_file_atomically(const std::filesystem::path& path, std::string_view content, unsigned mode = 0644);
 
 // The same in two steps, for a caller that must do something between the slow part and the
 // switch: write_beside writes and fsyncs `<path>.tmp`; replace_with_beside renames it over
 // `path` (one system call: the new content appears at once) and fsyncs the directory.
-kmes::Status write_beside(const std::filesystem::path& path, std::string_view content, unsigned mode = 0644);
-kmes::Status replace_with_beside(const std::filesystem::path& path);
+base::Status write_beside(const std::filesystem::path& path, std::string_view content, unsigned mode = 0644);
+base::Status replace_with_beside(const std::filesystem::path& path);
 
-}  // namespace kmes
+}  // namespace base

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-namespace kmes {
+namespace base {
 
 FileWatch::FileWatch(const std::string& path) : name_(std::filesystem::path(path).filename()) {
     fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -32,4 +32,4 @@ bool FileWatch::changed() {
     return hit;
 }
 
-}  // namespace kmes
+}  // namespace base

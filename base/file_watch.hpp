@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace kmes {
+namespace base {
 
 class FileWatch {
 public:
@@ -25,4 +25,4 @@ private:
     std::string name_;
 };
 
-}  // namespace kmes
+}  // namespace base

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace kmes {
+namespace base {
 
 inline constexpr uint64_t kFnv1aOffsetBasis = 0xcbf29ce484222325ull;
 // A second starting value (the basis with its halves swapped), for a second, independent
@@ -22,4 +22,4 @@ inline uint64_t fnv1a64(uint64_t hash, std::string_view bytes) {
     return hash;
 }
 
-}  // namespace kmes
+}  // namespace base

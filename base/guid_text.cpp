@@ -1,7 +1,7 @@
 // The GUID text form (guid_text.hpp).
 #include "base/guid_text.hpp"
 
-namespace kmes {
+namespace base {
 namespace {
 
 // A dash comes before these bytes in the text form.
@@ -48,4 +48,4 @@ std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text) {
     return out;
 }
 
-}  // namespace kmes
+}  // namespace base

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-namespace kmes {
+namespace base {
 
 inline constexpr std::size_t kGuidTextLength = 36;
 
@@ -32,4 +32,4 @@ std::string guid_text(std::span<const uint8_t, 16> guid);
 // digits).
 std::optional<std::array<uint8_t, 16>> parse_guid(std::string_view text);
 
-}  // namespace kmes
+}  // namespace base

@@ -4,7 +4,7 @@
 
 #include "base/fnv1a.hpp"
 
-namespace kmes {
+namespace base {
 namespace {
 
 uint64_t fnv1a(uint64_t seed, std::string_view domain, std::span<const uint8_t> bytes) {
@@ -30,4 +30,4 @@ std::array<uint8_t, 16> token_guid(uint32_t uid) {
     return derive_guid("kmes.token", bytes);
 }
 
-}  // namespace kmes
+}  // namespace base

@@ -16,9 +16,9 @@
 #include <span>
 #include <string_view>
 
-namespace kmes {
+namespace base {
 
 std::array<uint8_t, 16> derive_guid(std::string_view domain, std::span<const uint8_t> bytes);
 std::array<uint8_t, 16> token_guid(uint32_t uid);
 
-}  // namespace kmes
+}  // namespace base

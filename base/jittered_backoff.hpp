@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <random>
 
-namespace kmes {
+namespace base {
 
 class JitteredBackoff {
 public:
@@ -30,4 +30,4 @@ private:
     std::mt19937_64 rng_{std::random_device{}()};
 };
 
-}  // namespace kmes
+}  // namespace base

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace kmes {
+namespace base {
 Error errno_error(int code, const std::string& what) { return Error{code, what + ": " + std::strerror(code)}; }
 Error errno_error(const std::string& what) { return errno_error(errno, what); }
-}  // namespace kmes
+}  // namespace base

@@ -18,7 +18,7 @@
 #include <utility>
 #include <variant>
 
-namespace kmes {
+namespace base {
 
 // What went wrong. Values are errno values; the names are the ones the project branches on or
 // reports. A cancel (shutdown, the client gave up) is ErrorCode::cancelled and is never
@@ -119,4 +119,4 @@ using Status = Result<void>;
 Error errno_error(const std::string& what);
 Error errno_error(int code, const std::string& what);
 
-}  // namespace kmes
+}  // namespace base

@@ -10,7 +10,7 @@
 #include <map>
 #include <mutex>
 
-namespace kmes::sync {
+namespace base::sync {
 namespace {
 // The one piece of process-global mutable state outside main: tests need to reach into code
 // paths they do not own. It exists only in builds with sync points.
@@ -61,12 +61,12 @@ void install_throw_from_environment() {
     std::fprintf(stderr, "test-only KMES_TEST_THROW_AT=%s: that sync point throws\n", at);
     set_callback(at, [name = std::string(at)] { throw std::runtime_error("test: thrown at sync point " + name); });
 }
-}  // namespace kmes::sync
+}  // namespace base::sync
 #else
-namespace kmes::sync {
+namespace base::sync {
 void install_throw_from_environment() {
     const char* at = std::getenv("KMES_TEST_THROW_AT");
     if (at && *at) std::fprintf(stderr, "KMES_TEST_THROW_AT ignored: built without sync points (test-only)\n");
 }
-}  // namespace kmes::sync
+}  // namespace base::sync
 #endif

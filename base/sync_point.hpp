@@ -6,7 +6,7 @@
 #include <functional>
 #include <string_view>
 
-namespace kmes::sync {
+namespace base::sync {
 
 #ifdef KMES_SYNC_POINTS
 // Run the callback registered for `name`, if any. Cheap when nothing is registered.
@@ -14,7 +14,7 @@ void process(std::string_view name);
 // Register (or with an empty function, clear) the callback for `name`.
 void set_callback(std::string_view name, std::function<void()> callback);
 void clear_all();
-#define KMES_SYNC_POINT(name) ::kmes::sync::process(name)
+#define KMES_SYNC_POINT(name) ::base::sync::process(name)
 #else
 #define KMES_SYNC_POINT(name) ((void)0)
 #endif
@@ -25,4 +25,4 @@ void clear_all();
 // Each daemon's main calls this first. A build without sync points only says it ignores it.
 void install_throw_from_environment();
 
-}  // namespace kmes::sync
+}  // namespace base::sync

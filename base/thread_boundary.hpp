@@ -18,7 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace kmes {
+namespace base {
 
 // Run `body()`; if it throws, log and call `on_failure(description)`. Never throws.
 template <class Body, class OnFailure>
@@ -41,4 +41,4 @@ void run_guarded(std::string_view thread_name, Body&& body, OnFailure&& on_failu
     }
 }
 
-}  // namespace kmes
+}  // namespace base

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace kmes {
+namespace base {
 namespace {
 
 // True when a process accepts connections on `addr` (a live instance, not a stale file).
@@ -59,4 +59,4 @@ Result<int> listen_unix_socket(const std::string& path, const UnixListenerOption
     return fd;
 }
 
-}  // namespace kmes
+}  // namespace base

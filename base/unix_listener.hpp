@@ -10,7 +10,7 @@
 
 #include "base/result.hpp"
 
-namespace kmes {
+namespace base {
 
 struct UnixListenerOptions {
     int type = 0;  // SOCK_STREAM or SOCK_SEQPACKET (CLOEXEC is added)
@@ -22,4 +22,4 @@ struct UnixListenerOptions {
 // The listening descriptor (the caller closes it and unlinks `path` when it stops).
 Result<int> listen_unix_socket(const std::string& path, const UnixListenerOptions& options);
 
-}  // namespace kmes
+}  // namespace base

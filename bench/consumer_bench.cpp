@@ -61,8 +61,8 @@ struct Rig {
         if (!base) throw std::runtime_error(base.error().message);
         rig.consumer_view = detail::view_of(*base, kCapacity);
         ReaderOptions options;
-        options.reattach = [](uint32_t) -> Result<RingMapping> {
-            return Error{ENOTSUP, "no resize in this benchmark"};
+        options.reattach = [](uint32_t) -> base::Result<RingMapping> {
+            return base::Error{ENOTSUP, "no resize in this benchmark"};
         };
         rig.reader = std::make_unique<RingReader>(0, RingMapping(-1, *base, kCapacity, true), std::move(options));
         rig.block = std::make_unique<bench::BlockDrain>(rig.consumer_view, kBlock);

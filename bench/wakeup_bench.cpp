@@ -59,7 +59,7 @@ Outcome run(const Variant& v) {
     if (!base) throw std::runtime_error(base.error().message);
     ReaderOptions options;
     options.spin_iterations = v.spin;
-    options.reattach = [](uint32_t) -> Result<RingMapping> { return Error{ENOTSUP, "no resize in this benchmark"}; };
+    options.reattach = [](uint32_t) -> base::Result<RingMapping> { return base::Error{ENOTSUP, "no resize in this benchmark"}; };
     RingReader reader(0, RingMapping(-1, *base, kCapacity, true), std::move(options));
 
     const std::vector<uint8_t> payload(64, 0x77);

@@ -45,16 +45,16 @@ bool wait_for(int fd, short events) {
 
 }  // namespace
 
-kmes::Result<Connection> Connection::open(const std::string& path) {
+base::Result<Connection> Connection::open(const std::string& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.empty() || path.size() >= sizeof addr.sun_path) {
-        return kmes::Error{ENAMETOOLONG, "cannot connect to eventd at '" + path + "': a socket path must be 1.." +
+        return base::Error{ENAMETOOLONG, "cannot connect to eventd at '" + path + "': a socket path must be 1.." +
                                              std::to_string(sizeof addr.sun_path - 1) + " bytes"};
     }
     std::memcpy(addr.sun_path, path.data(), path.size());
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return kmes::Error{errno, std::string("cannot create a socket: ") + std::strerror(errno)};
+    if (fd < 0) return base::Error{errno, std::string("cannot create a socket: ") + std::strerror(errno)};
     int rc;
     do {
         rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
@@ -62,7 +62,7 @@ kmes::Result<Connection> Connection::open(const std::string& path) {
     if (rc != 0) {
         const int code = errno;
         close(fd);
-        return kmes::Error{code, "cannot connect to eventd at " + path + ": " + connect_advice(code)};
+        return base::Error{code, "cannot connect to eventd at " + path + ": " + connect_advice(code)};
     }
     return Connection(fd, path);
 }
@@ -73,7 +73,7 @@ Connection::~Connection() {
     if (fd_ >= 0) close(fd_);
 }
 
-kmes::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
+base::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
     std::vector<uint8_t> frame(4 + body.size());
     const auto len = static_cast<uint32_t>(body.size());
     for (int i = 0; i < 4; ++i) frame[i] = static_cast<uint8_t>(len >> (8 * i));
@@ -88,14 +88,14 @@ kmes::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
             continue;
         }
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        return kmes::Error{errno,
+        return base::Error{errno,
                            "eventd at " + path_ +
                                " closed the connection while eventctl was sending the query: " + std::strerror(errno)};
     }
     return ReadResult::frame;
 }
 
-kmes::Result<ReadResult> Connection::read_exact(std::span<uint8_t> out) {
+base::Result<ReadResult> Connection::read_exact(std::span<uint8_t> out) {
     std::size_t done = 0;
     while (done < out.size()) {
         if (!wait_for(fd_, POLLIN)) return ReadResult::interrupted;
@@ -107,28 +107,28 @@ kmes::Result<ReadResult> Connection::read_exact(std::span<uint8_t> out) {
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n == 0 && done == 0) return ReadResult::closed;
         if (n == 0) {
-            return kmes::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (" +
+            return base::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (" +
                                            std::to_string(done) + " of " + std::to_string(out.size()) + " bytes)"};
         }
-        return kmes::Error{errno, "reading from eventd at " + path_ + " failed: " + std::strerror(errno)};
+        return base::Error{errno, "reading from eventd at " + path_ + " failed: " + std::strerror(errno)};
     }
     return ReadResult::frame;
 }
 
-kmes::Result<ReadResult> Connection::read_frame(std::vector<uint8_t>& body) {
+base::Result<ReadResult> Connection::read_frame(std::vector<uint8_t>& body) {
     uint8_t header[4];
     auto got = read_exact(header);
     if (!got || got.value() != ReadResult::frame) return got;
     const uint32_t len = header[0] | (header[1] << 8) | (header[2] << 16) | (static_cast<uint32_t>(header[3]) << 24);
     if (len > kMaxReplyFrameBytes) {
-        return kmes::Error{EPROTO, "eventd at " + path_ + " announced a reply frame of " + std::to_string(len) +
+        return base::Error{EPROTO, "eventd at " + path_ + " announced a reply frame of " + std::to_string(len) +
                                        " bytes, over eventctl's limit of " + std::to_string(kMaxReplyFrameBytes) +
                                        "; is that really eventd's query socket?"};
     }
     body.resize(len);
     got = read_exact(body);
     if (got && got.value() == ReadResult::closed) {
-        return kmes::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (0 of " +
+        return base::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (0 of " +
                                        std::to_string(len) + " bytes)"};
     }
     return got;

@@ -25,7 +25,7 @@ enum class ReadResult { frame, closed, interrupted };
 class Connection {
 public:
     // The error names the path and suggests --socket / $EVENTD_SOCKET / checking eventd runs.
-    static kmes::Result<Connection> open(const std::string& path);
+    static base::Result<Connection> open(const std::string& path);
 
     Connection(Connection&& other) noexcept;
     Connection& operator=(Connection&&) = delete;
@@ -33,16 +33,16 @@ public:
     ~Connection();
 
     // kInterrupted: Ctrl-C while blocked. A peer that already closed is an Error.
-    kmes::Result<ReadResult> send_frame(std::span<const uint8_t> body);
+    base::Result<ReadResult> send_frame(std::span<const uint8_t> body);
     // kClosed only at a frame boundary; a frame cut short is an Error.
-    kmes::Result<ReadResult> read_frame(std::vector<uint8_t>& body);
+    base::Result<ReadResult> read_frame(std::vector<uint8_t>& body);
     // The socket, for a shutdown() from another thread that must end a blocked read.
     int fd() const { return fd_; }
 
 private:
     Connection(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
     // Fills exactly out.size() bytes. kClosed if the peer closed before the first byte.
-    kmes::Result<ReadResult> read_exact(std::span<uint8_t> out);
+    base::Result<ReadResult> read_exact(std::span<uint8_t> out);
 
     int fd_ = -1;
     std::string path_;

@@ -17,17 +17,17 @@ namespace {
 // small enough that a wrong file (a log, a binary) is refused before it is sent anywhere.
 constexpr size_t kMaxCursorFileBytes = 4 << 20;
 
-kmes::Error not_a_cursor_file(const std::string& path, const std::string& why) {
-    return kmes::Error{EINVAL, "the cursor file " + path + " " + why +
+base::Error not_a_cursor_file(const std::string& path, const std::string& why) {
+    return base::Error{EINVAL, "the cursor file " + path + " " + why +
                                    "; is it the right file? (eventctl writes it; delete it to start from the oldest "
                                    "record)"};
 }
 
-kmes::Result<std::string> read_small_file(const std::string& path) {
+base::Result<std::string> read_small_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) return std::string();  // first run
-        return kmes::errno_error("cannot read the cursor file " + path);
+        return base::errno_error("cannot read the cursor file " + path);
     }
     std::string text;
     char chunk[65536];
@@ -37,7 +37,7 @@ kmes::Result<std::string> read_small_file(const std::string& path) {
         if (n < 0) {
             const int e = errno;
             ::close(fd);
-            return kmes::errno_error(e, "cannot read the cursor file " + path);
+            return base::errno_error(e, "cannot read the cursor file " + path);
         }
         if (n == 0 || text.size() > kMaxCursorFileBytes) break;
         text.append(chunk, static_cast<size_t>(n));
@@ -49,7 +49,7 @@ kmes::Result<std::string> read_small_file(const std::string& path) {
 
 }  // namespace
 
-kmes::Result<SavedCursor> load_cursor(const std::string& path) {
+base::Result<SavedCursor> load_cursor(const std::string& path) {
     auto text = read_small_file(path);
     if (!text) return text.error();
     SavedCursor saved;
@@ -76,7 +76,7 @@ std::optional<OutputMark> output_mark(int fd) {
     return OutputMark{st.st_dev, st.st_ino, static_cast<uint64_t>(st.st_size)};
 }
 
-kmes::Result<uint64_t> rewind_output(int fd, const SavedCursor& saved) {
+base::Result<uint64_t> rewind_output(int fd, const SavedCursor& saved) {
     const auto now = output_mark(fd);
     if (!now || !saved.output || now->dev != saved.output->dev || now->ino != saved.output->ino) return uint64_t{0};
     if (now->size < saved.output->size)
@@ -86,26 +86,26 @@ kmes::Result<uint64_t> rewind_output(int fd, const SavedCursor& saved) {
                      static_cast<unsigned long long>(now->size), static_cast<unsigned long long>(saved.output->size));
     if (now->size <= saved.output->size) return uint64_t{0};
     if (::ftruncate(fd, static_cast<off_t>(saved.output->size)) != 0)
-        return kmes::errno_error("cannot cut standard output back to where the saved cursor ends (" +
+        return base::errno_error("cannot cut standard output back to where the saved cursor ends (" +
                                  std::to_string(saved.output->size) + " bytes)");
     // Without O_APPEND the next write would land at the old offset, leaving a hole.
     ::lseek(fd, static_cast<off_t>(saved.output->size), SEEK_SET);
     return now->size - saved.output->size;
 }
 
-kmes::Status prepare_cursor(const std::string& path, const std::string& cursor, const std::optional<OutputMark>& output) {
+base::Status prepare_cursor(const std::string& path, const std::string& cursor, const std::optional<OutputMark>& output) {
     std::string content = cursor + "\n";
     if (output)
         content += "output " + std::to_string(output->dev) + " " + std::to_string(output->ino) + " " +
                    std::to_string(output->size) + "\n";
-    if (auto st = kmes::write_beside(path, content); !st)
-        return kmes::Error{st.error().code, "cannot save the cursor: " + st.error().message};
+    if (auto st = base::write_beside(path, content); !st)
+        return base::Error{st.error().code, "cannot save the cursor: " + st.error().message};
     return {};
 }
 
-kmes::Status commit_cursor(const std::string& path) {
-    if (auto st = kmes::replace_with_beside(path); !st)
-        return kmes::Error{st.error().code, "cannot save the cursor: " + st.error().message};
+base::Status commit_cursor(const std::string& path) {
+    if (auto st = base::replace_with_beside(path); !st)
+        return base::Error{st.error().code, "cannot save the cursor: " + st.error().message};
     return {};
 }
 

@@ -36,17 +36,17 @@ struct SavedCursor {
 
 // The saved cursor. Errors name the file: unreadable, larger than any cursor, or not in the
 // format above.
-kmes::Result<SavedCursor> load_cursor(const std::string& path);
+base::Result<SavedCursor> load_cursor(const std::string& path);
 
 // Standard output's mark when `fd` is a regular file; nullopt otherwise (a pipe, a terminal).
 std::optional<OutputMark> output_mark(int fd);
 
 // Cut `fd` (standard output) back to saved.output's size when it is the same regular file and
 // it is longer: the bytes a killed run wrote after its last saved cursor. Returns the bytes cut.
-kmes::Result<uint64_t> rewind_output(int fd, const SavedCursor& saved);
+base::Result<uint64_t> rewind_output(int fd, const SavedCursor& saved);
 
 // Saving one cursor: prepare() writes and fsyncs it beside FILE, commit() renames it over FILE.
-kmes::Status prepare_cursor(const std::string& path, const std::string& cursor, const std::optional<OutputMark>& output);
-kmes::Status commit_cursor(const std::string& path);
+base::Status prepare_cursor(const std::string& path, const std::string& cursor, const std::optional<OutputMark>& output);
+base::Status commit_cursor(const std::string& path);
 
 }  // namespace eventctl

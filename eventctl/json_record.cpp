@@ -60,10 +60,10 @@ struct JsonStyle {
 
 }  // namespace
 
-kmes::Status append_json_record(std::string& out, std::span<const uint8_t> record) {
+base::Status append_json_record(std::string& out, std::span<const uint8_t> record) {
     msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     if (auto st = append_walked_value<JsonStyle>(out, in, 0); !st) return st;
-    if (!in.at_end()) return kmes::Error{EPROTO, "bytes after the end of a record"};
+    if (!in.at_end()) return base::Error{EPROTO, "bytes after the end of a record"};
     return {};
 }
 

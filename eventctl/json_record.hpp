@@ -22,6 +22,6 @@ namespace eventctl {
 
 // Appends one compact line of JSON (no newline). The record was checked by parse_reply(); an
 // error is still returned, never a crash, if the bytes are not one well-formed msgpack value.
-kmes::Status append_json_record(std::string& out, std::span<const uint8_t> record);
+base::Status append_json_record(std::string& out, std::span<const uint8_t> record);
 
 }  // namespace eventctl

@@ -47,7 +47,7 @@ std::string socket_path(const std::optional<std::string>& option) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    kmes::cli::App app{eventctl::kHelpDescription, "eventctl"};
+    base::cli::App app{eventctl::kHelpDescription, "eventctl"};
     std::string query_arg, file_arg, socket_arg, format_arg = "pretty";
     bool show_version = false;
     auto* query_opt = app.add_option("QUERY", query_arg,

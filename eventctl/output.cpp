@@ -35,10 +35,10 @@ void Output::drain() {
     buffer_.clear();
 }
 
-kmes::Status Output::flush() {
+base::Status Output::flush() {
     drain();
     if (error_ != 0)
-        return kmes::Error{error_, std::string("cannot write to standard output: ") + std::strerror(error_)};
+        return base::Error{error_, std::string("cannot write to standard output: ") + std::strerror(error_)};
     return {};
 }
 

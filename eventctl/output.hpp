@@ -18,7 +18,7 @@ public:
 
     void write(std::string_view bytes);
     // Writes everything buffered; the first write error (kept) is returned from then on.
-    kmes::Status flush();
+    base::Status flush();
     // Ctrl-C interrupted a blocked write and the rest was dropped: what was buffered did not
     // all reach standard output (a saved cursor must not claim it did).
     bool stopped() const { return stopped_; }

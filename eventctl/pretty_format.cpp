@@ -88,8 +88,8 @@ std::optional<int64_t> next_integer(msgpack::Reader& in) {
     return std::nullopt;
 }
 
-kmes::Status expect_end(const msgpack::Reader& in) {
-    if (!in.at_end()) return kmes::Error{EPROTO, "bytes after the end of a record"};
+base::Status expect_end(const msgpack::Reader& in) {
+    if (!in.at_end()) return base::Error{EPROTO, "bytes after the end of a record"};
     return {};
 }
 
@@ -159,13 +159,13 @@ std::string pretty_key(std::string_view key) {
     return out;
 }
 
-kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> value) {
+base::Status append_pretty_value(std::string& out, std::span<const uint8_t> value) {
     msgpack::Reader in(value, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     if (auto st = append_walked_value<PrettyStyle>(out, in, 0); !st) return st;
     return expect_end(in);
 }
 
-kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record, TimeZone zone) {
+base::Status append_pretty_record(std::string& out, std::span<const uint8_t> record, TimeZone zone) {
     msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();
     if (!pairs) return pairs.error();
@@ -186,7 +186,7 @@ kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> rec
     return expect_end(in);
 }
 
-kmes::Result<std::vector<PrettyCell>> pretty_cells(std::span<const uint8_t> record, TimeZone zone) {
+base::Result<std::vector<PrettyCell>> pretty_cells(std::span<const uint8_t> record, TimeZone zone) {
     msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();
     if (!pairs) return pairs.error();

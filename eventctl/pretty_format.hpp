@@ -29,8 +29,8 @@ std::string pretty_key(std::string_view key);
 // well-formed msgpack value. In a record, the integer values of `timestamp` and of keys ending
 // in `_timestamp` (synthetic.gap's) are event times: written as RFC 3339 in `zone`
 // (time_text.hpp), unquoted.
-kmes::Status append_pretty_value(std::string& out, std::span<const uint8_t> value);
-kmes::Status append_pretty_record(std::string& out, std::span<const uint8_t> record, TimeZone zone = TimeZone::utc);
+base::Status append_pretty_value(std::string& out, std::span<const uint8_t> value);
+base::Status append_pretty_record(std::string& out, std::span<const uint8_t> record, TimeZone zone = TimeZone::utc);
 
 // One record's pairs as table cells (the pretty format's columns for homogeneous results,
 // record_writer.cpp): the same text as key=value, except that strings lose their quotes.
@@ -41,6 +41,6 @@ struct PrettyCell {
     bool numeric = false;
     bool null = false;  // nil: does not decide a column's alignment
 };
-kmes::Result<std::vector<PrettyCell>> pretty_cells(std::span<const uint8_t> record, TimeZone zone);
+base::Result<std::vector<PrettyCell>> pretty_cells(std::span<const uint8_t> record, TimeZone zone);
 
 }  // namespace eventctl

@@ -16,23 +16,23 @@ namespace {
 
 constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 
-kmes::Result<std::string> read_all(const std::string& path) {
+base::Result<std::string> read_all(const std::string& path) {
     if (path == "-") {
         std::ostringstream text;
         text << std::cin.rdbuf();
-        if (std::cin.bad()) return kmes::Error{EIO, "cannot read the query from standard input"};
+        if (std::cin.bad()) return base::Error{EIO, "cannot read the query from standard input"};
         return text.str();
     }
     std::ifstream in(path, std::ios::binary);
-    if (!in) return kmes::Error{errno, "cannot read the query file " + path + ": " + std::strerror(errno)};
+    if (!in) return base::Error{errno, "cannot read the query file " + path + ": " + std::strerror(errno)};
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) return kmes::Error{EIO, "cannot read the query file " + path + ": read error"};
+    if (in.bad()) return base::Error{EIO, "cannot read the query file " + path + ": read error"};
     return text;
 }
 
 }  // namespace
 
-kmes::Result<std::string> load_query(const std::optional<std::string>& argument,
+base::Result<std::string> load_query(const std::optional<std::string>& argument,
                                      const std::optional<std::string>& file) {
     std::string text;
     std::string origin;
@@ -53,7 +53,7 @@ kmes::Result<std::string> load_query(const std::optional<std::string>& argument,
         origin = "the query argument";
     }
     if (auto bad = find_invalid_utf8(text)) {
-        return kmes::Error{EILSEQ, origin + " is not valid UTF-8 at byte offset " +
+        return base::Error{EILSEQ, origin + " is not valid UTF-8 at byte offset " +
                                        std::to_string(bad->offset + skipped) + ": " + bad->what +
                                        (from_stream ? "; save it as UTF-8" : "")};
     }

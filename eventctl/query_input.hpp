@@ -11,7 +11,7 @@ namespace eventctl {
 
 // Exactly one of `argument` and `file` is set (main checks). "-" means standard input.
 // The text must be valid UTF-8; a leading UTF-8 byte-order mark in a file is dropped.
-kmes::Result<std::string> load_query(const std::optional<std::string>& argument,
+base::Result<std::string> load_query(const std::optional<std::string>& argument,
                                      const std::optional<std::string>& file);
 
 }  // namespace eventctl

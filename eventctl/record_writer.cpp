@@ -18,19 +18,19 @@
 namespace eventctl {
 namespace {
 
-kmes::Error undecodable(const kmes::Error& e) {
-    return kmes::Error{EPROTO, "eventd sent a record eventctl cannot decode: " + e.message};
+base::Error undecodable(const base::Error& e) {
+    return base::Error{EPROTO, "eventd sent a record eventctl cannot decode: " + e.message};
 }
 
 // jsonl and json write each record into one reused line: no allocation per record once it has
 // grown to the longest record.
-using AppendRecord = kmes::Status (*)(std::string& out, std::span<const uint8_t> record);
+using AppendRecord = base::Status (*)(std::string& out, std::span<const uint8_t> record);
 
 // jsonl: one line per record, the format's text followed by a newline.
 class LineWriter : public RecordWriter {
 public:
     LineWriter(Output& out, AppendRecord append) : out_(out), append_(append) {}
-    kmes::Status write(std::span<const uint8_t> record) override {
+    base::Status write(std::span<const uint8_t> record) override {
         line_.clear();
         if (auto st = append_(line_, record); !st) return undecodable(st.error());
         line_ += '\n';
@@ -59,7 +59,7 @@ public:
           all_fields_(options.all_fields),
           width_(options.width),
           names_(options.accounts) {}
-    kmes::Status write(std::span<const uint8_t> whole) override {
+    base::Status write(std::span<const uint8_t> whole) override {
         std::optional<std::vector<uint8_t>> compact;
         if (!all_fields_) compact = compact_record(whole, names_);
         const std::span<const uint8_t> record = compact ? std::span<const uint8_t>(*compact) : whole;
@@ -124,7 +124,7 @@ private:
     }
 
     // Lines from here on, starting with the records held.
-    kmes::Status release() {
+    base::Status release() {
         holding_ = false;
         for (const Held& held : held_)
             if (auto st = write_line(held.record, held.compact); !st) return st;
@@ -132,7 +132,7 @@ private:
         rows_.clear();
         return {};
     }
-    kmes::Status write_line(std::span<const uint8_t> record, bool compact) {
+    base::Status write_line(std::span<const uint8_t> record, bool compact) {
         line_.clear();
         if (auto st = append_pretty_record(line_, record, zone_); !st) return undecodable(st.error());
         const size_t width = compact ? width_.columns() : 0;
@@ -164,7 +164,7 @@ class JsonArrayWriter : public RecordWriter {
 public:
     explicit JsonArrayWriter(Output& out) : out_(out) {}
     void begin() override { out_.write("["); }
-    kmes::Status write(std::span<const uint8_t> record) override {
+    base::Status write(std::span<const uint8_t> record) override {
         line_.assign(any_ ? ",\n" : "\n");
         if (auto st = append_json_record(line_, record); !st) return undecodable(st.error());
         out_.write(line_);
@@ -182,7 +182,7 @@ private:
 class MsgpackWriter : public RecordWriter {
 public:
     explicit MsgpackWriter(Output& out) : out_(out) {}
-    kmes::Status write(std::span<const uint8_t> record) override {
+    base::Status write(std::span<const uint8_t> record) override {
         const auto len = static_cast<uint32_t>(record.size());
         const char header[4] = {static_cast<char>(len), static_cast<char>(len >> 8), static_cast<char>(len >> 16),
                                 static_cast<char>(len >> 24)};
@@ -200,13 +200,13 @@ class StatusWriter : public RecordWriter {
 public:
     using Render = std::string (*)(const std::vector<Json>&);
     StatusWriter(Output& out, Render render) : out_(out), render_(render) {}
-    kmes::Status write(std::span<const uint8_t> record) override {
+    base::Status write(std::span<const uint8_t> record) override {
         // parse_reply() has checked what nlohmann's decoder requires (a map, string keys) and
         // bounded the nesting it would recurse into (msgpack::kRecordMaxDepth).
         try {
             records_.push_back(Json::from_msgpack(record.begin(), record.end()));
         } catch (const Json::exception& e) {
-            return undecodable(kmes::Error{EPROTO, e.what()});
+            return undecodable(base::Error{EPROTO, e.what()});
         }
         return {};
     }

@@ -34,7 +34,7 @@ class RecordWriter {
 public:
     virtual ~RecordWriter() = default;
     virtual void begin() {}
-    virtual kmes::Status write(std::span<const uint8_t> record) = 0;
+    virtual base::Status write(std::span<const uint8_t> record) = 0;
     // From now on records come as they happen (a stream's live phase, a resumed stream): a
     // writer that holds records back writes them now, and every later one at once.
     virtual void live() {}

@@ -12,14 +12,14 @@ namespace {
 
 namespace msgpack = eventd::msgpack;
 
-kmes::Error bad_reply(const std::string& what) {
-    return kmes::Error{
+base::Error bad_reply(const std::string& what) {
+    return base::Error{
         EPROTO, "eventd sent a reply eventctl cannot read (" + what + "); are eventd and eventctl the same version?"};
 }
 
 }  // namespace
 
-kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
+base::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
     // Depth is counted from each record (skip() from depth 0): the frame's map and array add
     // two levels around records that may use all of kRecordMaxDepth.
     msgpack::Reader in(frame, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);  // records may carry any keys

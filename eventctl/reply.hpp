@@ -31,6 +31,6 @@ struct Reply {
 
 // Every record is checked to be a well-formed msgpack map with string keys, so that decoding it
 // later (after `end`) cannot fail.
-kmes::Result<Reply> parse_reply(std::span<const uint8_t> frame);
+base::Result<Reply> parse_reply(std::span<const uint8_t> frame);
 
 }  // namespace eventctl

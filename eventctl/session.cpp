@@ -33,7 +33,7 @@ public:
           cursor_file_(o.cursor_file),
           allow_gap_(o.allow_gap) {}
 
-    kmes::Result<SessionEnd> run(Connection& conn, const std::string& query) {
+    base::Result<SessionEnd> run(Connection& conn, const std::string& query) {
         std::optional<std::string> after;
         if (cursor_file_) {
             auto saved = load_cursor(*cursor_file_);
@@ -69,7 +69,7 @@ public:
             }
             auto reply = parse_reply(frame);
             if (!reply) return end_stream_with(reply.error());
-            if (reply->status == ReplyStatus::error) return end_stream_with(kmes::Error{EPROTO, reply->error});
+            if (reply->status == ReplyStatus::error) return end_stream_with(base::Error{EPROTO, reply->error});
             // A new cursor: through a pipe it is made ready before the records go out, so that
             // only the rename is left between them and the saved cursor (cursor_file.hpp).
             const bool saving = cursor_file_ && reply->cursor && *reply->cursor != saved_;
@@ -121,13 +121,13 @@ public:
 private:
     // The frame's records are flushed: its cursor replaces the saved one (for an output
     // file, with where the file ends now).
-    kmes::Status save(const std::string& cursor) {
+    base::Status save(const std::string& cursor) {
         if (out_.stopped()) return {};  // Ctrl-C dropped part of the batch: keep the old cursor
         if (output_is_file_) {
             // The records on disk before the cursor that says they are (a power loss must not
             // leave the cursor ahead of the file).
             if (::fdatasync(STDOUT_FILENO) != 0)
-                return kmes::errno_error("cannot sync the output file before saving the cursor");
+                return base::errno_error("cannot sync the output file before saving the cursor");
             if (auto st = prepare_cursor(*cursor_file_, cursor, output_mark(STDOUT_FILENO)); !st) return st;
         }
         if (auto st = commit_cursor(*cursor_file_); !st) return st;
@@ -135,7 +135,7 @@ private:
         return {};
     }
 
-    kmes::Status take_records(const std::vector<std::span<const uint8_t>>& records) {
+    base::Status take_records(const std::vector<std::span<const uint8_t>>& records) {
         for (const auto& r : records) {
             auto st = streaming_ ? writer_->write(r) : spool_.append(r);
             if (!st) return st;
@@ -144,12 +144,12 @@ private:
     }
 
     // `end` or `watch`: the spooled result goes out, as one piece.
-    kmes::Status commit() {
+    base::Status commit() {
         writer_->begin();
         return spool_.drain([this](std::span<const uint8_t> r) { return writer_->write(r); });
     }
 
-    kmes::Result<SessionEnd> finish() {
+    base::Result<SessionEnd> finish() {
         writer_->finish();
         if (auto st = out_.flush(); !st) return st.error();
         return SessionEnd::done;
@@ -157,23 +157,23 @@ private:
 
     // Ctrl-C: a stream ends cleanly (what is shown stays, a JSON array is closed); before the
     // result was committed, nothing is printed.
-    kmes::Result<SessionEnd> interrupted_end() {
+    base::Result<SessionEnd> interrupted_end() {
         if (!streaming_) return SessionEnd::interrupted_early;
         return finish();
     }
 
-    kmes::Error closed_error() {
+    base::Error closed_error() {
         if (streaming_) {
-            return end_stream_with(kmes::Error{EPIPE, "eventd at " + path_ + " closed the stream (eventd stopped?)"});
+            return end_stream_with(base::Error{EPIPE, "eventd at " + path_ + " closed the stream (eventd stopped?)"});
         }
-        return kmes::Error{EPIPE, "eventd at " + path_ +
+        return base::Error{EPIPE, "eventd at " + path_ +
                                       " closed the connection before the end of the result "
                                       "(eventd stopped or crashed?); nothing printed"};
     }
 
     // An error during a stream still closes what was started on stdout (the JSON array), so
     // the output shown so far stays well-formed; before that, stdout stays empty.
-    kmes::Error end_stream_with(kmes::Error error) {
+    base::Error end_stream_with(base::Error error) {
         if (streaming_) {
             writer_->finish();
             (void)out_.flush();
@@ -194,7 +194,7 @@ private:
 
 }  // namespace
 
-kmes::Result<SessionEnd> run_session(const SessionOptions& options) {
+base::Result<SessionEnd> run_session(const SessionOptions& options) {
     auto conn = Connection::open(options.socket_path);
     if (!conn) return conn.error();
     Session session(options);

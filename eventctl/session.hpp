@@ -38,6 +38,6 @@ enum class SessionEnd {
 
 // An Error is a failed connection, an eventd `error` frame or a broken reply: exit 1, message on
 // stderr (and nothing on stdout unless a stream had already started).
-kmes::Result<SessionEnd> run_session(const SessionOptions& options);
+base::Result<SessionEnd> run_session(const SessionOptions& options);
 
 }  // namespace eventctl

@@ -22,8 +22,8 @@ std::string temp_directory() {
     return dir != nullptr && *dir != '\0' ? dir : "/tmp";
 }
 
-kmes::Error spool_error(const std::string& dir, int code, const std::string& what) {
-    return kmes::Error{code, "cannot " + what + " the temporary spool file in " + dir + ": " + std::strerror(code) +
+base::Error spool_error(const std::string& dir, int code, const std::string& what) {
+    return base::Error{code, "cannot " + what + " the temporary spool file in " + dir + ": " + std::strerror(code) +
                                  "; set TMPDIR to a writable directory with free space"};
 }
 
@@ -33,7 +33,7 @@ Spool::~Spool() {
     if (fd_ >= 0) close(fd_);
 }
 
-kmes::Status Spool::create_file() {
+base::Status Spool::create_file() {
     directory_ = temp_directory();
     fd_ = open(directory_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd_ >= 0) return {};
@@ -45,7 +45,7 @@ kmes::Status Spool::create_file() {
     return {};
 }
 
-kmes::Status Spool::write_out() {
+base::Status Spool::write_out() {
     std::size_t done = 0;
     while (done < pending_.size()) {
         const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
@@ -58,14 +58,14 @@ kmes::Status Spool::write_out() {
 }
 
 // The records held in memory go to a new file; from then on pending_ only buffers writes.
-kmes::Status Spool::spill() {
+base::Status Spool::spill() {
     if (auto st = create_file(); !st) return st;
     if (auto st = write_out(); !st) return st;
     pending_.shrink_to_fit();  // give the 8 MiB back
     return {};
 }
 
-kmes::Status Spool::append(std::span<const uint8_t> record) {
+base::Status Spool::append(std::span<const uint8_t> record) {
     if (fd_ < 0 && pending_.size() + kHeaderSize + record.size() > kMemoryLimit) {
         if (auto st = spill(); !st) return st;
     }
@@ -79,11 +79,11 @@ kmes::Status Spool::append(std::span<const uint8_t> record) {
     return {};
 }
 
-kmes::Status Spool::drain(const std::function<kmes::Status(std::span<const uint8_t>)>& sink) {
+base::Status Spool::drain(const std::function<base::Status(std::span<const uint8_t>)>& sink) {
     return fd_ < 0 ? drain_memory(sink) : drain_file(sink);
 }
 
-kmes::Status Spool::drain_memory(const std::function<kmes::Status(std::span<const uint8_t>)>& sink) {
+base::Status Spool::drain_memory(const std::function<base::Status(std::span<const uint8_t>)>& sink) {
     std::size_t at = 0;
     for (uint64_t i = 0; i < count_; ++i) {
         const uint32_t len = read_length(pending_.data() + at);
@@ -96,7 +96,7 @@ kmes::Status Spool::drain_memory(const std::function<kmes::Status(std::span<cons
     return {};
 }
 
-kmes::Status Spool::drain_file(const std::function<kmes::Status(std::span<const uint8_t>)>& sink) {
+base::Status Spool::drain_file(const std::function<base::Status(std::span<const uint8_t>)>& sink) {
     if (auto st = write_out(); !st) return st;
     if (lseek(fd_, 0, SEEK_SET) != 0) return spool_error(directory_, errno, "rewind");
 
@@ -104,7 +104,7 @@ kmes::Status Spool::drain_file(const std::function<kmes::Status(std::span<const 
     std::vector<uint8_t> buf(kChunk);
     std::size_t begin = 0, end = 0;
     bool eof = false;
-    auto need = [&](std::size_t n) -> kmes::Result<bool> {
+    auto need = [&](std::size_t n) -> base::Result<bool> {
         while (end - begin < n) {
             if (eof) return false;
             if (begin > 0) {

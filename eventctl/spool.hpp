@@ -26,9 +26,9 @@ public:
     Spool(const Spool&) = delete;
     Spool& operator=(const Spool&) = delete;
 
-    kmes::Status append(std::span<const uint8_t> record);
+    base::Status append(std::span<const uint8_t> record);
     // Hands every record back in arrival order, then empties the spool.
-    kmes::Status drain(const std::function<kmes::Status(std::span<const uint8_t>)>& sink);
+    base::Status drain(const std::function<base::Status(std::span<const uint8_t>)>& sink);
 
     uint64_t count() const { return count_; }
 
@@ -36,11 +36,11 @@ public:
     static constexpr std::size_t kMemoryLimit = 8 * 1024 * 1024;
 
 private:
-    kmes::Status spill();
-    kmes::Status create_file();
-    kmes::Status write_out();
-    kmes::Status drain_memory(const std::function<kmes::Status(std::span<const uint8_t>)>& sink);
-    kmes::Status drain_file(const std::function<kmes::Status(std::span<const uint8_t>)>& sink);
+    base::Status spill();
+    base::Status create_file();
+    base::Status write_out();
+    base::Status drain_memory(const std::function<base::Status(std::span<const uint8_t>)>& sink);
+    base::Status drain_file(const std::function<base::Status(std::span<const uint8_t>)>& sink);
 
     int fd_ = -1;  // -1 while the records fit in memory
     std::string directory_;

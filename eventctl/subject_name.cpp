@@ -29,7 +29,7 @@ std::optional<std::string> SubjectNames::subject(std::optional<std::string_view>
                                                  std::optional<std::string_view> effective_token) {
     const auto guid_of = [](std::optional<std::string_view> text) -> std::optional<Guid> {
         if (!text) return std::nullopt;
-        return kmes::parse_guid(*text);
+        return base::parse_guid(*text);
     };
     const std::optional<Guid> real = guid_of(true_token);
     const std::optional<Guid> effective = guid_of(effective_token);
@@ -46,10 +46,10 @@ std::string SubjectNames::name_of(const Guid& token) {
     if (!loaded_) {
         loaded_ = true;
         for (LocalAccount& account : accounts_())
-            names_.try_emplace(kmes::token_guid(account.uid), std::move(account.name));  // a uid's first name
+            names_.try_emplace(base::token_guid(account.uid), std::move(account.name));  // a uid's first name
     }
     if (const auto it = names_.find(token); it != names_.end()) return it->second;
-    return kmes::guid_text(token).substr(0, kUnknownTokenDigits);
+    return base::guid_text(token).substr(0, kUnknownTokenDigits);
 }
 
 }  // namespace eventctl

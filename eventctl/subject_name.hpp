@@ -1,7 +1,7 @@
 // The subject of a record as a person reads it, for the default pretty view (issue 24 item 5;
 // compact_record.hpp). A record's subject is its header's true and effective token GUIDs (the
 // real and effective uid of the process it is about, DESIGN.md §2). A token is derived from its
-// uid (kmes::token_guid, base/identity_guid.hpp) and cannot be inverted, so eventctl derives the
+// uid (base::token_guid, base/identity_guid.hpp) and cannot be inverted, so eventctl derives the
 // tokens of the local accounts and looks the record's tokens up among them:
 //
 //   true token       effective token     subject

@@ -29,7 +29,7 @@ inline constexpr int kMaxKeyNesting = 4;
 
 // `key_nesting`: how many keys that are not strings enclose this value.
 template <class Style>
-kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, int depth, int key_nesting = 0) {
+base::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, int depth, int key_nesting = 0) {
     namespace msgpack = eventd::msgpack;
     auto next = in.next();
     if (!next) return next.error();
@@ -76,7 +76,7 @@ kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, 
                     // A key that is not a string (msgpack allows any): written as the string
                     // of its own text, 1 → "1", so that JSON output stays JSON.
                     if (key_nesting == kMaxKeyNesting) {
-                        return kmes::Error{EPROTO, "map keys that are not strings nest more than " +
+                        return base::Error{EPROTO, "map keys that are not strings nest more than " +
                                                        std::to_string(kMaxKeyNesting) + " deep inside each other"};
                     }
                     std::string key;
@@ -97,7 +97,7 @@ kmes::Status append_walked_value(std::string& out, eventd::msgpack::Reader& in, 
             out += ']';
             return {};
     }
-    return kmes::Error{EPROTO, "a msgpack item of unknown kind"};
+    return base::Error{EPROTO, "a msgpack item of unknown kind"};
 }
 
 }  // namespace eventctl

@@ -16,12 +16,12 @@ public:
     Reader(const json& doc, LoadedConfig& out) : doc_(doc), out_(out) {}
 
     // A required path: a non-empty absolute or relative string.
-    kmes::Status required_path(const char* key, std::string& target) {
+    base::Status required_path(const char* key, std::string& target) {
         if (!doc_.contains(key))
-            return kmes::Error{EINVAL, std::string("required configuration key ") + key + " is missing"};
+            return base::Error{EINVAL, std::string("required configuration key ") + key + " is missing"};
         const json& v = doc_[key];
         if (!v.is_string() || v.get<std::string>().empty())
-            return kmes::Error{EINVAL, std::string("required configuration key ") + key +
+            return base::Error{EINVAL, std::string("required configuration key ") + key +
                                            " must be a non-empty path string, got " + v.dump()};
         target = v.get<std::string>();
         return {};
@@ -61,8 +61,8 @@ private:
 
 }  // namespace
 
-kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const EventdConfig& in_force) {
-    if (!document.is_object()) return kmes::Error{EINVAL, "the configuration must be a JSON object"};
+base::Result<LoadedConfig> parse_eventd_config(const json& document, const EventdConfig& in_force) {
+    if (!document.is_object()) return base::Error{EINVAL, "the configuration must be a JSON object"};
     LoadedConfig out{EventdConfig{}, {}, {}};
     EventdConfig& c = out.config;
     const EventdConfig& k = in_force;
@@ -123,13 +123,13 @@ kmes::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     return out;
 }
 
-kmes::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& in_force) {
+base::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& in_force) {
     std::ifstream in(path);
-    if (!in) return kmes::Error{errno, "cannot read configuration " + path + ": " + std::strerror(errno)};
+    if (!in) return base::Error{errno, "cannot read configuration " + path + ": " + std::strerror(errno)};
     json document = json::parse(in, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
-    if (document.is_discarded()) return kmes::Error{EINVAL, path + " is not valid JSON"};
+    if (document.is_discarded()) return base::Error{EINVAL, path + " is not valid JSON"};
     auto loaded = parse_eventd_config(document, in_force);
-    if (!loaded) return kmes::Error{loaded.error().code, path + ": " + loaded.error().message};
+    if (!loaded) return base::Error{loaded.error().code, path + ": " + loaded.error().message};
     return loaded;
 }
 

@@ -74,8 +74,8 @@ struct LoadedConfig {
 
 // Read and validate `path`. An absent optional key takes its compiled-in default; an invalid
 // one keeps its value in `in_force` (the defaults at startup, DESIGN.md §8).
-kmes::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& in_force = {});
-kmes::Result<LoadedConfig> parse_eventd_config(const nlohmann::json& document, const EventdConfig& in_force = {});
+base::Result<LoadedConfig> load_eventd_config(const std::string& path, const EventdConfig& in_force = {});
+base::Result<LoadedConfig> parse_eventd_config(const nlohmann::json& document, const EventdConfig& in_force = {});
 
 // A runtime change of one tuning key (for synthetic.config_change).
 struct ConfigChange {

@@ -44,7 +44,7 @@ index::PolicySettings index_policy_settings(const EventdConfig& config);
 class Daemon {
 public:
     // Phases 1–7 of §10.1 except readiness, which main signals. Any failure: an Error, no threads left.
-    static kmes::Result<std::unique_ptr<Daemon>> start(const LoadedConfig& loaded);
+    static base::Result<std::unique_ptr<Daemon>> start(const LoadedConfig& loaded);
     ~Daemon();
 
     // §10.2 graceful shutdown. With dump (SIGQUIT) a diagnostic dump goes to stderr first.
@@ -82,12 +82,12 @@ private:
     explicit Daemon(const LoadedConfig& loaded);
 
     // daemon_startup.cpp
-    kmes::Status open_shards(uint32_t count);
-    kmes::Status attach_rings(std::vector<kmes::RingReader>& readers);
+    base::Status open_shards(uint32_t count);
+    base::Status attach_rings(std::vector<kmes::RingReader>& readers);
     // Collector mode (issue 12 part 3): the shards, fed by a Collector instead of drains.
-    kmes::Status start_collector_mode();
-    kmes::Status open_query_socket();
-    kmes::Status start_query_server();
+    base::Status start_collector_mode();
+    base::Status open_query_socket();
+    base::Status start_query_server();
 
     // daemon_runtime.cpp
     void retention_loop();

@@ -123,7 +123,7 @@ void Daemon::retention_loop() {
         retention_requested_ = false;
         lock.unlock();
         // An unexpected exception gives up this pass only; the next interval tries again.
-        kmes::run_guarded(
+        base::run_guarded(
             "retention", [this] { run_retention(); }, [](const std::string&) {});
     }
 }

@@ -83,7 +83,7 @@ void Daemon::shutdown(bool dump) {
     const store::EventRow record = synthetic::shutdown(boot_id_, last);
     for (auto& w : writers_) {
         const bool written = w->exclusive([&](store::ShardDb& db) {
-            kmes::Status s = db.begin();
+            base::Status s = db.begin();
             if (s) s = db.insert(record);
             if (s)
                 s = db.commit();
@@ -114,7 +114,7 @@ std::string Daemon::status_line() const {
 }
 
 void Daemon::dump_diagnostics() const {
-    spdlog::info("diagnostics: boot {} ({})", kmes::guid_text(boot_id_), restart_ ? "restart" : "new boot");
+    spdlog::info("diagnostics: boot {} ({})", base::guid_text(boot_id_), restart_ ? "restart" : "new boot");
     for (const auto& d : drains_) {
         const DrainStats& s = d->stats();
         spdlog::info("  cpu {}: events {}, skipped {}, gaps {} ({} lost), last sequence {}, resumed after {}", d->cpu(),

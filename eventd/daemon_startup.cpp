@@ -29,9 +29,9 @@
 
 namespace eventd {
 
-using kmes::Error;
-using kmes::Result;
-using kmes::Status;
+using base::Error;
+using base::Result;
+using base::Status;
 
 Daemon::Daemon(const LoadedConfig& loaded)
     : config_(loaded.config), present_(loaded.present), failure_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
@@ -65,7 +65,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
 
     // Phase 3: boot boundary. The KMES boot id keys every row (DESIGN.md §2).
     if (kmes_boot_id(d->boot_id_.data()) != 0)
-        return kmes::errno_error("cannot reach kmes-shimd at " + config.kmes_socket_path + " (kmes_boot_id)");
+        return base::errno_error("cannot reach kmes-shimd at " + config.kmes_socket_path + " (kmes_boot_id)");
     uint64_t capacity = 0;
     d->shim_watch_fd_ = kmes_attach(0, &capacity);  // only a liveness watch: failure is not fatal
     std::ifstream os_boot("/proc/sys/kernel/random/boot_id");
@@ -83,7 +83,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     for (const std::string& f : unreadable) spdlog::warn("sequence state of {} could not be read", f);
     for (const auto& [key, ranges] : d->accounted_)
         if (key.boot_id == d->boot_id_) d->restart_ = true;  // this boot was ingested before
-    spdlog::info("KMES boot {} ({}), {} CPU ring(s), {} shard(s)", kmes::guid_text(d->boot_id_),
+    spdlog::info("KMES boot {} ({}), {} CPU ring(s), {} shard(s)", base::guid_text(d->boot_id_),
                  d->restart_ ? "restart within the boot" : "new boot", cpus, shard_count);
 
     // Phase 5: the query socket and its server (accepting from here on; queries read the
@@ -121,7 +121,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     for (auto& drain : d->drains_) drain->start();
     d->index_policy_->start();
     d->retention_thread_ = std::thread([raw = d.get()] {
-        kmes::run_guarded(
+        base::run_guarded(
             "the retention thread", [raw] { raw->retention_loop(); },
             [raw](const std::string& why) { raw->fail(why); });
     });
@@ -142,7 +142,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
 // errors, configuration changes) carry a boot id drawn for this run, as a boot would.
 Status Daemon::start_collector_mode() {
     if (getrandom(boot_id_.data(), boot_id_.size(), 0) != ssize_t(boot_id_.size()))
-        return kmes::errno_error("getrandom for the collector's run id");
+        return base::errno_error("getrandom for the collector's run id");
     std::ifstream os_boot("/proc/sys/kernel/random/boot_id");
     std::getline(os_boot, os_boot_id_);
     const uint32_t shard_count =
@@ -151,7 +151,7 @@ Status Daemon::start_collector_mode() {
     std::vector<std::string> unreadable;
     accounted_ = store::load_sequence_state(config_.event_store_path, &unreadable);
     for (const std::string& f : unreadable) spdlog::warn("sequence state of {} could not be read", f);
-    spdlog::info("collector mode: run {}, {} shard(s), records from stream {} at {}", kmes::guid_text(boot_id_),
+    spdlog::info("collector mode: run {}, {} shard(s), records from stream {} at {}", base::guid_text(boot_id_),
                  shard_count, config_.collector->stream, config_.collector->nats_url);
     if (Status s = open_query_socket(); !s) return s;
     if (Status s = start_query_server(); !s) return s;
@@ -169,7 +169,7 @@ Status Daemon::start_collector_mode() {
     collector_->start();
     index_policy_->start();
     retention_thread_ = std::thread([this] {
-        kmes::run_guarded(
+        base::run_guarded(
             "the retention thread", [this] { retention_loop(); }, [this](const std::string& why) { fail(why); });
     });
     writers_.front()->post(
@@ -183,7 +183,7 @@ Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
     for (uint32_t cpu = 0;; ++cpu) {
         auto reader = kmes::RingReader::open(cpu, kmes::ReaderOptions{});  // from tail_pos (§2.2.2)
         if (!reader) {
-            if (reader.error().code == kmes::ErrorCode::invalid && cpu > 0) return {};  // past the last CPU
+            if (reader.error().code == base::ErrorCode::invalid && cpu > 0) return {};  // past the last CPU
             return Error{reader.error().code,
                          "cannot attach the KMES ring of cpu " + std::to_string(cpu) + ": " + reader.error().message};
         }
@@ -198,7 +198,7 @@ Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
 Status Daemon::open_shards(uint32_t count) {
     for (uint32_t index = 0; index < count; ++index) {
         auto db = store::ShardDb::open(config_.event_store_path, index);
-        if (!db && db.error().code != kmes::ErrorCode::protocol) {
+        if (!db && db.error().code != base::ErrorCode::protocol) {
             // A full disk, an I/O error, no memory or file descriptors: nothing is wrong with the
             // file, so it is not set aside — §11.1 takes a shard out of the write path only when
             // it fails the structural check ("SQLite corruption"), and a full disk is "Disk full".
@@ -246,7 +246,7 @@ Status Daemon::open_shards(uint32_t count) {
 Status Daemon::open_query_socket() {
     // §10.1 step 15: a stale socket of an earlier run is replaced; the socket accepts any local
     // user, authorisation is per query (§9).
-    auto fd = kmes::listen_unix_socket(
+    auto fd = base::listen_unix_socket(
         config_.query_socket_path,
         {.type = SOCK_STREAM, .backlog = 64, .setting = "QuerySocketPath", .daemon = "eventd"});
     if (!fd) return fd.error();

@@ -59,7 +59,7 @@ std::vector<json> Daemon::status_records() const {
     const auto now = std::chrono::system_clock::now();
     out.push_back(json{
         {"kind", "daemon"},
-        {"boot_id", kmes::guid_text(boot_id_)},
+        {"boot_id", base::guid_text(boot_id_)},
         {"started_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(started_at_.time_since_epoch()).count()},
         {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count()},
         {"mode", collector_ ? "collector" : "host"},

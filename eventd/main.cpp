@@ -20,7 +20,7 @@
 #include "test_hooks.hpp"
 
 int main(int argc, char** argv) {
-    kmes::cli::App app{
+    base::cli::App app{
         "eventd — drains every KMES per-CPU ring into sharded SQLite (WAL, synchronous=FULL),\n"
         "records every lost sequence range as a synthetic.gap, and resumes from the rings after a\n"
         "crash without storing anything twice, and answers queries (EVENTS, STREAM, STATUS) on its\n"
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("-V,--version", "eventd " EVENTD_VERSION " (eventd)", "print the version and exit");
     if (const auto parsed = app.parse(argc, argv); !parsed.go_on) return parsed.error.empty() ? parsed.exit_code : app.print_error();
 
-    kmes::set_up_daemon_log("eventd");  // journal priorities under systemd (base/daemon_log.hpp)
+    base::set_up_daemon_log("eventd");  // journal priorities under systemd (base/daemon_log.hpp)
 
     sigset_t signals;
     sigemptyset(&signals);
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
 
     // Phase 1 (§10.1): configuration. A missing or invalid required key is fatal.
-    kmes::FileWatch watch(config_path);
+    base::FileWatch watch(config_path);
     auto loaded = eventd::load_eventd_config(config_path);
     if (!loaded) {
         spdlog::critical("cannot start: {}", loaded.error().message);
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
     // Every file eventd creates is private, whatever umask it was started with (issue 23).
     eventd::store::restrict_file_creation();
     eventd::install_test_hooks_from_environment();  // test-only builds; see test_hooks.hpp
-    kmes::sync::install_throw_from_environment();   // and base/sync_point.hpp
+    base::sync::install_throw_from_environment();   // and base/sync_point.hpp
     auto daemon = eventd::Daemon::start(*loaded);
     if (!daemon) {
         spdlog::critical("cannot start: {}", daemon.error().message);

@@ -58,7 +58,7 @@ void install_test_hooks_from_environment() {
 #ifdef KMES_SYNC_POINTS
     spdlog::warn("test-only EVENTD_TEST_COMMIT_DELAY_FILE={}: every COMMIT waits the milliseconds it holds",
                  delay_file);
-    kmes::sync::set_callback("ShardWriter::commit_batch:before_commit", [path = std::string(delay_file)] {
+    base::sync::set_callback("ShardWriter::commit_batch:before_commit", [path = std::string(delay_file)] {
         uint32_t ms = 0;
         std::ifstream(path) >> ms;
         if (ms) std::this_thread::sleep_for(std::chrono::milliseconds(ms));

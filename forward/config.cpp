@@ -18,11 +18,11 @@ namespace {
 
 using json = nlohmann::json;
 
-kmes::Error bad(const std::string& key, const std::string& what) {
-    return kmes::Error{EINVAL, "eventd-forward configuration: " + key + " " + what};
+base::Error bad(const std::string& key, const std::string& what) {
+    return base::Error{EINVAL, "eventd-forward configuration: " + key + " " + what};
 }
 
-kmes::Status read_string(const json& doc, const std::string& key, std::string& out, bool path) {
+base::Status read_string(const json& doc, const std::string& key, std::string& out, bool path) {
     const json& v = doc.at(key);
     if (!v.is_string() || v.get<std::string>().empty())
         return bad(key, std::string("must be a non-empty ") + (path ? "path " : "") + "string, got " + v.dump());
@@ -30,7 +30,7 @@ kmes::Status read_string(const json& doc, const std::string& key, std::string& o
     return {};
 }
 
-kmes::Status read_u32(const json& doc, const std::string& key, uint32_t& out, uint32_t min, uint32_t max) {
+base::Status read_u32(const json& doc, const std::string& key, uint32_t& out, uint32_t min, uint32_t max) {
     const json& v = doc.at(key);
     if (!v.is_number_unsigned() || v.get<uint64_t>() < min || v.get<uint64_t>() > max)
         return bad(key, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
@@ -48,11 +48,11 @@ std::string machine_host_name() {
 
 }  // namespace
 
-kmes::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
-    if (!doc.is_object()) return kmes::Error{EINVAL, "eventd-forward configuration: must be a JSON object"};
+base::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
+    if (!doc.is_object()) return base::Error{EINVAL, "eventd-forward configuration: must be a JSON object"};
     LoadedForwardConfig loaded;
     ForwardConfig& c = loaded.config;
-    using Reader = std::function<kmes::Status()>;
+    using Reader = std::function<base::Status()>;
     const std::map<std::string, Reader> keys = {
         {"EventdSocketPath", [&] { return read_string(doc, "EventdSocketPath", c.eventd_socket_path, true); }},
         {"NatsUrl", [&] { return read_string(doc, "NatsUrl", c.nats_url, false); }},
@@ -136,19 +136,19 @@ std::string counting_query(const std::string& query) {
     return q + " COUNT";
 }
 
-kmes::Result<LoadedForwardConfig> load_forward_config(const std::string& path) {
+base::Result<LoadedForwardConfig> load_forward_config(const std::string& path) {
     std::ifstream in(path);
-    if (!in) return kmes::errno_error("cannot read the configuration " + path);
+    if (!in) return base::errno_error("cannot read the configuration " + path);
     std::stringstream text;
     text << in.rdbuf();
     json doc;
     try {
         doc = json::parse(text.str());
     } catch (const json::parse_error& e) {
-        return kmes::Error{EINVAL, "configuration " + path + " is not valid JSON: " + e.what()};
+        return base::Error{EINVAL, "configuration " + path + " is not valid JSON: " + e.what()};
     }
     auto loaded = parse_forward_config(doc);
-    if (!loaded) return kmes::Error{loaded.error().code, loaded.error().message + " (" + path + ")"};
+    if (!loaded) return base::Error{loaded.error().code, loaded.error().message + " (" + path + ")"};
     return loaded;
 }
 

@@ -38,7 +38,7 @@ struct LoadedForwardConfig {
 };
 
 // Parse and check a configuration document. EINVAL naming the key for anything wrong.
-kmes::Result<LoadedForwardConfig> parse_forward_config(const nlohmann::json& document);
+base::Result<LoadedForwardConfig> parse_forward_config(const nlohmann::json& document);
 
 // `query` with STREAM added unless it has one already (a keyword outside string literals,
 // any case): the forwarder always follows.
@@ -49,6 +49,6 @@ std::string streaming_query(const std::string& query);
 std::string counting_query(const std::string& query);
 
 // Read FILE and parse it. Errors name the file.
-kmes::Result<LoadedForwardConfig> load_forward_config(const std::string& path);
+base::Result<LoadedForwardConfig> load_forward_config(const std::string& path);
 
 }  // namespace eventd::forward

@@ -38,11 +38,11 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 // The persisted cursor: "" (from the oldest record) before the first one was saved.
-kmes::Result<std::string> load_cursor(const fs::path& file) {
+base::Result<std::string> load_cursor(const fs::path& file) {
     std::ifstream in(file);
     if (!in) {
         if (errno == ENOENT) return std::string();
-        return kmes::errno_error("cannot read " + file.string());
+        return base::errno_error("cannot read " + file.string());
     }
     std::string cursor;
     std::getline(in, cursor);
@@ -63,8 +63,8 @@ public:
     }
 
     // Persist `point` (fsync'd, atomic rename): from now on a new session resumes there.
-    kmes::Status save(const PersistPoint& point) {
-        if (auto st = kmes::write_file_atomically(fs::path(config_.state_directory) / kCursorFileName,
+    base::Status save(const PersistPoint& point) {
+        if (auto st = base::write_file_atomically(fs::path(config_.state_directory) / kCursorFileName,
                                                   point.cursor + "\n");
             !st)
             return st;
@@ -101,7 +101,7 @@ public:
     }
 
     // Rewrites the status file; a failure is logged (and returned for the start-up check).
-    kmes::Status write_status_now() {
+    base::Status write_status_now() {
         ForwardStatus copy;
         {
             std::lock_guard lock(mutex_);
@@ -130,7 +130,7 @@ public:
               // An unexpected exception fails the session (the reader is woken and sees the
               // failure); the cursor stays where it was last saved, and the next session
               // resumes from there.
-              kmes::run_guarded("cursor persister", [this] { run(); }, [this](const std::string& why) {
+              base::run_guarded("cursor persister", [this] { run(); }, [this](const std::string& why) {
                   window_.failed(why);
                   if (on_stall_) on_stall_();
               });
@@ -194,7 +194,7 @@ class LagProbe {
 public:
     // An unexpected exception ends the probing (logged): the lag keeps its last count.
     explicit LagProbe(State& state)
-        : state_(state), thread_([this] { kmes::run_guarded("lag probe", [this] { run(); }, [](const std::string&) {}); }) {}
+        : state_(state), thread_([this] { base::run_guarded("lag probe", [this] { run(); }, [](const std::string&) {}); }) {}
     ~LagProbe() {
         {
             std::lock_guard lock(mutex_);
@@ -270,7 +270,7 @@ public:
 
     // Runs until a signal (stopped) or a failure (the error says why). `made_progress`: some
     // cursor was persisted (the backoff starts over).
-    kmes::Result<SessionEnd> run(bool& made_progress, WindowCounters& totals) {
+    base::Result<SessionEnd> run(bool& made_progress, WindowCounters& totals) {
         const std::string resumed_after = state_.cursor();
         state_.update([](ForwardStatus& s) { s.caught_up = false; });
         state_.set_state("connecting");
@@ -314,19 +314,19 @@ public:
         std::vector<uint8_t> frame;
         for (;;) {
             auto got = conn->read_frame(frame);
-            if (auto failure = window_.failure()) return kmes::Error{EIO, *failure};
-            if (!got) return kmes::Error{got.error().code, "eventd: " + got.error().message};
+            if (auto failure = window_.failure()) return base::Error{EIO, *failure};
+            if (!got) return base::Error{got.error().code, "eventd: " + got.error().message};
             if (*got == eventctl::ReadResult::interrupted) {
                 // Let the acks of what was published arrive, so the cursor saved is the newest.
                 if (auto st = (*js)->complete(5000); !st) spdlog::warn("{}", st.error().message);
                 made_progress = true;
                 return SessionEnd::stopped;
             }
-            if (*got == eventctl::ReadResult::closed) return kmes::Error{EPIPE, "eventd closed the stream"};
+            if (*got == eventctl::ReadResult::closed) return base::Error{EPIPE, "eventd closed the stream"};
             auto reply = eventctl::parse_reply(frame);
             if (!reply) return reply.error();
             if (reply->status == eventctl::ReplyStatus::error)
-                return kmes::Error{EPROTO, "eventd: " + reply->error};
+                return base::Error{EPROTO, "eventd: " + reply->error};
             if (reply->status == eventctl::ReplyStatus::gap) {
                 spdlog::warn("{} records after the saved cursor are no longer in eventd ({}); publishing "
                              "synthetic.forward_gap",
@@ -353,7 +353,7 @@ public:
     }
 
 private:
-    kmes::Status publish_record(const RecordKeys& keys, std::span<const uint8_t> record) {
+    base::Status publish_record(const RecordKeys& keys, std::span<const uint8_t> record) {
         // Records come in runs of one type: the subject is escaped once per run.
         if (keys.event_type != subject_type_) {
             subject_type_ = keys.event_type;
@@ -363,7 +363,7 @@ private:
                                              {"Eventd-Boot", keys.boot_id.c_str()}};
         return js_->publish(subject_.c_str(), message_id(keys, record).c_str(), headers, record);
     }
-    kmes::Status publish(const std::vector<uint8_t>& record, const std::string& id) {
+    base::Status publish(const std::vector<uint8_t>& record, const std::string& id) {
         const JetStream::Header headers[] = {{"Eventd-Host", config_.host_name.c_str()}};
         return js_->publish(subject_for(config_.subject_prefix, config_.host_name, "synthetic.forward_gap").c_str(),
                             id.c_str(), headers, record);
@@ -380,15 +380,15 @@ private:
 
 }  // namespace
 
-kmes::Status run_forwarder(const ForwardConfig& config) {
+base::Status run_forwarder(const ForwardConfig& config) {
     std::error_code ec;
     fs::create_directories(config.state_directory, ec);
-    if (ec) return kmes::Error{ec.value(), "cannot create StateDirectory " + config.state_directory + ": " + ec.message()};
+    if (ec) return base::Error{ec.value(), "cannot create StateDirectory " + config.state_directory + ": " + ec.message()};
     auto cursor = load_cursor(fs::path(config.state_directory) / kCursorFileName);
     if (!cursor) return cursor.error();
     State state(config, *cursor);
     if (auto st = state.write_status_now(); !st)
-        return kmes::Error{st.error().code, "StateDirectory " + config.state_directory + " is not writable: " +
+        return base::Error{st.error().code, "StateDirectory " + config.state_directory + " is not writable: " +
                                                 st.error().message};
     sd_notify(0, "READY=1");
     spdlog::info("forwarding {} from {} to {} (stream {}, subjects {}.{}.>){}", config.query,
@@ -396,7 +396,7 @@ kmes::Status run_forwarder(const ForwardConfig& config) {
                  escape_token(config.host_name), cursor->empty() ? ", from the oldest record" : ", resuming");
 
     LagProbe lag_probe(state);
-    kmes::JitteredBackoff backoff(std::chrono::milliseconds(config.max_backoff_ms));
+    base::JitteredBackoff backoff(std::chrono::milliseconds(config.max_backoff_ms));
     WindowCounters totals;
     for (bool first = true;; first = false) {
         if (!first) state.update([](ForwardStatus& s) { ++s.reconnects; });

@@ -27,6 +27,6 @@ inline constexpr const char* kStatusFileName = "status.json";
 
 // Runs until a signal (eventctl/interrupt.hpp handlers installed by the caller) asks it to
 // stop. Errors: only what retrying cannot fix (the state directory unusable).
-kmes::Status run_forwarder(const ForwardConfig& config);
+base::Status run_forwarder(const ForwardConfig& config);
 
 }  // namespace eventd::forward

@@ -111,7 +111,7 @@ JetStream::JetStream(const ForwardConfig& config, AckWindow& window, std::functi
 
 JetStream::~JetStream() = default;
 
-kmes::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig& config, AckWindow& window,
+base::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig& config, AckWindow& window,
                                                            std::function<void()> on_failure) {
     std::unique_ptr<JetStream> self(new JetStream(config, window, std::move(on_failure)));
     Handles& h = *self->handles_;
@@ -167,7 +167,7 @@ kmes::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
     return self;
 }
 
-kmes::Status JetStream::ensure_stream(std::vector<std::string>& warnings) {
+base::Status JetStream::ensure_stream(std::vector<std::string>& warnings) {
     const std::string wildcard = config_.subject_prefix + ".>";
     jsStreamInfo* info = nullptr;
     jsErrCode code = static_cast<jsErrCode>(0);
@@ -223,13 +223,13 @@ void JetStream::on_ack(natsConnection*, natsSubscription*, natsMsg* msg, void* c
     }
 }
 
-kmes::Status JetStream::publish(const char* subject, const char* msg_id, std::span<const Header> headers,
+base::Status JetStream::publish(const char* subject, const char* msg_id, std::span<const Header> headers,
                                 std::span<const uint8_t> body) {
     using namespace std::chrono;
     const auto give_up = AckWindow::Clock::now() + milliseconds(config_.ack_timeout_ms);
     if (!window_.wait_for_room(config_.max_pending_acks, give_up)) {
         if (window_.fail_if_stalled(milliseconds(config_.ack_timeout_ms)) && on_failure_) on_failure_();
-        return kmes::Error{EIO, window_.failure().value_or("JetStream acknowledges nothing")};
+        return base::Error{EIO, window_.failure().value_or("JetStream acknowledges nothing")};
     }
     const uint64_t number = window_.reserve();
     char reply[96];
@@ -237,7 +237,7 @@ kmes::Status JetStream::publish(const char* subject, const char* msg_id, std::sp
                                 static_cast<unsigned long long>(number));
     if (n <= 0 || static_cast<size_t>(n) >= sizeof reply) {
         window_.cancel();
-        return kmes::Error{EINVAL, "the reply inbox " + handles_->inbox + " is too long"};
+        return base::Error{EINVAL, "the reply inbox " + handles_->inbox + " is too long"};
     }
     natsMsg* msg = nullptr;
     natsStatus s = natsMsg_Create(&msg, subject, reply, reinterpret_cast<const char*>(body.data()),
@@ -256,11 +256,11 @@ kmes::Status JetStream::publish(const char* subject, const char* msg_id, std::sp
     return {};
 }
 
-kmes::Status JetStream::complete(int64_t timeout_ms) {
+base::Status JetStream::complete(int64_t timeout_ms) {
     if (const natsStatus s = natsConnection_FlushTimeout(handles_->connection, timeout_ms); s != NATS_OK)
         return nats_error("cannot flush the connection to NATS", s);
     if (!window_.wait_drained(AckWindow::Clock::now() + std::chrono::milliseconds(timeout_ms)))
-        return kmes::Error{EIO, "acknowledgements did not all arrive: " +
+        return base::Error{EIO, "acknowledgements did not all arrive: " +
                                     window_.failure().value_or("none within " + std::to_string(timeout_ms) + " ms")};
     return {};
 }

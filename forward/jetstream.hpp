@@ -39,7 +39,7 @@ class JetStream {
 public:
     // Connect (AckTimeoutMs bounds the connect too), with the configured credentials and TLS.
     // `on_failure` runs on a nats.c thread when the session fails (to wake the reader).
-    static kmes::Result<std::unique_ptr<JetStream>> connect(const ForwardConfig& config, AckWindow& window,
+    static base::Result<std::unique_ptr<JetStream>> connect(const ForwardConfig& config, AckWindow& window,
                                                            std::function<void()> on_failure);
     ~JetStream();
     JetStream(const JetStream&) = delete;
@@ -49,7 +49,7 @@ public:
     // "<SubjectPrefix>.>", duplicate window DuplicateWindowSeconds) when missing. Warnings for a
     // stream that exists but whose duplicate window is shorter than DuplicateWindowSeconds or
     // whose subjects do not name the prefix.
-    kmes::Status ensure_stream(std::vector<std::string>& warnings);
+    base::Status ensure_stream(std::vector<std::string>& warnings);
 
     struct Header {
         const char* key;
@@ -57,10 +57,10 @@ public:
     };
     // Publish `body` asynchronously with the headers `Nats-Msg-Id: msg_id` and `headers`; blocks
     // while MaxPendingAcks are outstanding (at most AckTimeoutMs without an ack: then a failure).
-    kmes::Status publish(const char* subject, const char* msg_id, std::span<const Header> headers,
+    base::Status publish(const char* subject, const char* msg_id, std::span<const Header> headers,
                          std::span<const uint8_t> body);
     // Wait up to `timeout_ms` for every outstanding ack.
-    kmes::Status complete(int64_t timeout_ms);
+    base::Status complete(int64_t timeout_ms);
 
 private:
     JetStream(const ForwardConfig& config, AckWindow& window, std::function<void()> on_failure);

@@ -23,7 +23,7 @@ constexpr int kExitUsage = 2;
 }  // namespace
 
 int main(int argc, char** argv) {
-    kmes::cli::App app{"eventd-forward — publish eventd's events to NATS JetStream, exactly once, resuming after any\n"
+    base::cli::App app{"eventd-forward — publish eventd's events to NATS JetStream, exactly once, resuming after any\n"
                  "outage from a persisted cursor (docs/FORWARD.md).",
                  "eventd-forward"};
     std::string config_path = EVENTD_FORWARD_DEFAULT_CONFIG;
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     }
     // Its lines stay on stdout (the default logger); their form and journal priorities are the
     // other daemons' (base/daemon_log.hpp).
-    spdlog::set_formatter(kmes::daemon_log_formatter());
+    spdlog::set_formatter(base::daemon_log_formatter());
     auto loaded = eventd::forward::load_forward_config(config_path);
     if (!loaded) {
         std::fprintf(stderr, "eventd-forward: %s\n", loaded.error().message.c_str());
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
         return kExitOk;
     }
     for (const auto& w : loaded->warnings) spdlog::warn("{}: {}", config_path, w);
-    kmes::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
+    base::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
     if (!eventctl::install_interrupt_handlers()) {
         std::fprintf(stderr, "eventd-forward: cannot set up signal handling\n");
         return kExitFailure;

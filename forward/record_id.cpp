@@ -7,10 +7,10 @@
 
 namespace eventd::forward {
 
-kmes::Result<RecordKeys> record_keys(std::span<const uint8_t> record) {
+base::Result<RecordKeys> record_keys(std::span<const uint8_t> record) {
     msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();
-    if (!pairs) return kmes::Error{EINVAL, "a record is not a msgpack map"};
+    if (!pairs) return base::Error{EINVAL, "a record is not a msgpack map"};
     RecordKeys keys;
     bool have_type = false, have_boot = false, have_time = false;
     for (uint32_t i = 0; i < *pairs; ++i) {
@@ -29,7 +29,7 @@ kmes::Result<RecordKeys> record_keys(std::span<const uint8_t> record) {
         auto item = in.next();
         if (!item) return item.error();
         if (item->kind == msgpack::Kind::map || item->kind == msgpack::Kind::array)
-            return kmes::Error{EINVAL, "a record's " + std::string(k) + " is not a scalar"};
+            return base::Error{EINVAL, "a record's " + std::string(k) + " is not a scalar"};
         if (k == "event_type" && item->kind == msgpack::Kind::string) {
             keys.event_type = std::string(item->bytes);
             have_type = true;
@@ -49,7 +49,7 @@ kmes::Result<RecordKeys> record_keys(std::span<const uint8_t> record) {
         }
     }
     if (!have_type || !have_boot || !have_time)
-        return kmes::Error{EINVAL,
+        return base::Error{EINVAL,
                            "a record lacks event_type, boot_id or timestamp: the forwarder's Query must not SELECT "
                            "them away"};
     return keys;
@@ -63,7 +63,7 @@ std::string message_id(const RecordKeys& keys, std::span<const uint8_t> record) 
 }
 
 std::string stable_hash(std::string_view bytes) {
-    const uint64_t h = kmes::fnv1a64(kmes::kFnv1aOffsetBasis, bytes);
+    const uint64_t h = base::fnv1a64(base::kFnv1aOffsetBasis, bytes);
     static constexpr char kHex[] = "0123456789abcdef";
     std::string hex(16, '0');
     for (int i = 0; i < 16; ++i) hex[i] = kHex[(h >> (60 - 4 * i)) & 15];

@@ -30,7 +30,7 @@ struct RecordKeys {
 
 // The header fields of a record (a msgpack map as eventd sends it). EINVAL when event_type,
 // boot_id or timestamp is missing: the forwarder's query must not SELECT them away.
-kmes::Result<RecordKeys> record_keys(std::span<const uint8_t> record);
+base::Result<RecordKeys> record_keys(std::span<const uint8_t> record);
 
 // The subject of a record: nats/subject.hpp (shared with the collector).
 using nats::escape_token;

@@ -34,19 +34,19 @@ json to_json(const ForwardStatus& s) {
                 {"pid", s.pid}};
 }
 
-kmes::Status write_status(const std::string& dir, const ForwardStatus& status) {
-    return kmes::write_file_atomically(std::filesystem::path(dir) / "status.json", to_json(status).dump(2) + "\n");
+base::Status write_status(const std::string& dir, const ForwardStatus& status) {
+    return base::write_file_atomically(std::filesystem::path(dir) / "status.json", to_json(status).dump(2) + "\n");
 }
 
-kmes::Result<std::string> status_text(const std::string& dir, int64_t now_ns) {
+base::Result<std::string> status_text(const std::string& dir, int64_t now_ns) {
     const std::string path = dir + "/status.json";
     std::ifstream in(path);
-    if (!in) return kmes::errno_error("cannot read " + path + " (has eventd-forward run with this StateDirectory?)");
+    if (!in) return base::errno_error("cannot read " + path + " (has eventd-forward run with this StateDirectory?)");
     json s;
     try {
         s = json::parse(in);
     } catch (const json::exception& e) {
-        return kmes::Error{EINVAL, path + " is not a status eventd-forward wrote: " + e.what()};
+        return base::Error{EINVAL, path + " is not a status eventd-forward wrote: " + e.what()};
     }
     auto seconds_since = [&](const char* key) -> std::string {
         const int64_t t = s.value(key, int64_t(0));

@@ -38,10 +38,10 @@ int64_t wall_ns();
 nlohmann::json to_json(const ForwardStatus& status);
 
 // Write status.json in `dir` atomically.
-kmes::Status write_status(const std::string& dir, const ForwardStatus& status);
+base::Status write_status(const std::string& dir, const ForwardStatus& status);
 
 // The text `eventd-forward --status` prints for status.json in `dir` (an Error when it cannot
 // be read: the forwarder never ran with this StateDirectory, or no permission).
-kmes::Result<std::string> status_text(const std::string& dir, int64_t now_ns);
+base::Result<std::string> status_text(const std::string& dir, int64_t now_ns);
 
 }  // namespace eventd::forward

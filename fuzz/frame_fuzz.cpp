@@ -58,7 +58,7 @@ void check_request(std::span<const uint8_t> body) {
         if (position) {
             FUZZ_CHECK(eventd::store::encode_cursor(*position) == *text->after);  // canonical only
         } else {
-            FUZZ_CHECK(position.error().code == kmes::ErrorCode::invalid);
+            FUZZ_CHECK(position.error().code == base::ErrorCode::invalid);
         }
         // What the server does with it: no input opens under a key the input cannot know
         // (issue 23: cursors cannot be forged) — at most it names another store, and no file.
@@ -68,7 +68,7 @@ void check_request(std::span<const uint8_t> body) {
         if (opened) {
             FUZZ_CHECK(opened->store != here && opened->last_id.empty());
         } else {
-            FUZZ_CHECK(opened.error().code == kmes::ErrorCode::invalid);
+            FUZZ_CHECK(opened.error().code == base::ErrorCode::invalid);
         }
     }
 }

@@ -47,8 +47,8 @@ struct Shard {
 constexpr std::string_view kSqlWords[] = {"SELECT ", "FROM events", "msgpack_extract", "eventd_visible", "eventd_num_",
                                           "COLLATE",  "sqlite",      "SQLITE",          "ESCAPE",         "GROUP BY g"};
 
-void check_error(const kmes::Error& error, std::string_view text, const char* stage) {
-    FUZZ_CHECK_MSG(error.code == kmes::ErrorCode::invalid, std::string(stage) + ": " + error.message);
+void check_error(const base::Error& error, std::string_view text, const char* stage) {
+    FUZZ_CHECK_MSG(error.code == base::ErrorCode::invalid, std::string(stage) + ": " + error.message);
     for (std::string_view word : kSqlWords) {
         if (error.message.find(word) != std::string::npos && text.find(word) == std::string_view::npos)
             FUZZ_FAIL("an error message shows SQL", std::string(stage) + ": " + error.message);

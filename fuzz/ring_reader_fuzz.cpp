@@ -96,8 +96,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     kmes::ReaderOptions options;
     options.start = start_at_end ? kmes::StartAt::end : kmes::StartAt::tail;
     // The generation never changes here; a re-attach would be a reader bug.
-    options.reattach = [](uint32_t) -> kmes::Result<kmes::RingMapping> {
-        return kmes::Error{kmes::ErrorCode::stale, "no re-attach in the fuzz target"};
+    options.reattach = [](uint32_t) -> base::Result<kmes::RingMapping> {
+        return base::Error{base::ErrorCode::stale, "no re-attach in the fuzz target"};
     };
     kmes::RingReader reader(0, kmes::RingMapping(-1, ring.base, kCapacity, /*owns_mapping=*/false), options);
     if (seek) reader.seek_after_sequence(seek_after);

@@ -7,8 +7,8 @@
 namespace eventd::msgpack {
 namespace {
 
-kmes::Error malformed(std::size_t pos, const std::string& what) {
-    return kmes::Error{EPROTO, "malformed msgpack at byte " + std::to_string(pos) + ": " + what};
+base::Error malformed(std::size_t pos, const std::string& what) {
+    return base::Error{EPROTO, "malformed msgpack at byte " + std::to_string(pos) + ": " + what};
 }
 
 bool is_string_byte(uint8_t b) { return (b >= 0xa0 && b <= 0xbf) || (b >= 0xd9 && b <= 0xdb); }
@@ -21,7 +21,7 @@ bool Reader::next_is_map() const { return !at_end() && is_map_byte(bytes_[pos_])
 bool Reader::next_is_bool() const { return !at_end() && (bytes_[pos_] == 0xc2 || bytes_[pos_] == 0xc3); }
 bool Reader::next_is_string() const { return !at_end() && is_string_byte(bytes_[pos_]); }
 
-kmes::Result<uint64_t> Reader::big_endian(std::size_t width) {
+base::Result<uint64_t> Reader::big_endian(std::size_t width) {
     if (bytes_.size() - pos_ < width) return malformed(pos_, "truncated");
     uint64_t v = 0;
     for (std::size_t i = 0; i < width; ++i) v = (v << 8) | bytes_[pos_ + i];
@@ -29,14 +29,14 @@ kmes::Result<uint64_t> Reader::big_endian(std::size_t width) {
     return v;
 }
 
-kmes::Result<std::string_view> Reader::take(uint64_t n) {
+base::Result<std::string_view> Reader::take(uint64_t n) {
     if (bytes_.size() - pos_ < n) return malformed(pos_, "truncated: " + std::to_string(n) + " bytes announced");
     const std::size_t start = pos_;
     pos_ += static_cast<std::size_t>(n);
     return std::string_view(reinterpret_cast<const char*>(bytes_.data() + start), static_cast<std::size_t>(n));
 }
 
-kmes::Result<Item> Reader::next() {
+base::Result<Item> Reader::next() {
     if (at_end()) return malformed(pos_, "truncated, expected a value");
     const std::size_t at = pos_;
     last_item_ = at;
@@ -66,12 +66,12 @@ kmes::Result<Item> Reader::next() {
         return item;
     }
     // Forms with a length or value after the first byte.
-    auto length = [&](std::size_t width) -> kmes::Result<std::string_view> {
+    auto length = [&](std::size_t width) -> base::Result<std::string_view> {
         auto n = big_endian(width);
         if (!n) return n.error();
         return take(n.value());
     };
-    auto ext_body = [&](uint64_t n) -> kmes::Result<Item> {
+    auto ext_body = [&](uint64_t n) -> base::Result<Item> {
         auto type = big_endian(1);
         if (!type) return type.error();
         auto data = take(n);
@@ -177,14 +177,14 @@ kmes::Result<Item> Reader::next() {
     }
 }
 
-kmes::Result<uint32_t> Reader::map_header() {
+base::Result<uint32_t> Reader::map_header() {
     if (!next_is_map()) return malformed(pos_, at_end() ? "truncated, expected a map" : "expected a map");
     auto item = next();
     if (!item) return item.error();
     return item->count;
 }
 
-kmes::Result<uint32_t> Reader::array_header() {
+base::Result<uint32_t> Reader::array_header() {
     if (at_end() || !is_array_byte(bytes_[pos_]))
         return malformed(pos_, at_end() ? "truncated, expected an array" : "expected an array");
     auto item = next();
@@ -192,21 +192,21 @@ kmes::Result<uint32_t> Reader::array_header() {
     return item->count;
 }
 
-kmes::Result<std::string_view> Reader::string() {
+base::Result<std::string_view> Reader::string() {
     if (!next_is_string()) return malformed(pos_, at_end() ? "truncated, expected a string" : "expected a string");
     auto item = next();
     if (!item) return item.error();
     return item->bytes;
 }
 
-kmes::Status Reader::check_depth(int depth) const {
+base::Status Reader::check_depth(int depth) const {
     if (depth <= max_depth_) return {};
-    return kmes::Error{kmes::ErrorCode::too_deep, "msgpack nested deeper than " + std::to_string(max_depth_) +
+    return base::Error{base::ErrorCode::too_deep, "msgpack nested deeper than " + std::to_string(max_depth_) +
                                                       " levels (the container at byte " + std::to_string(last_item_) +
                                                       " opens level " + std::to_string(depth) + ")"};
 }
 
-kmes::Status Reader::skip(int depth) {
+base::Status Reader::skip(int depth) {
     auto item = next();
     if (!item) return item.error();
     if (item->kind != Kind::map && item->kind != Kind::array) return {};

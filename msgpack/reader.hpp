@@ -96,25 +96,25 @@ public:
 
     // The next item; for a map or an array only its header is consumed. Callers that walk
     // containers header by header check each one they open with check_depth.
-    kmes::Result<Item> next();
+    base::Result<Item> next();
 
-    kmes::Result<uint32_t> map_header();
-    kmes::Result<uint32_t> array_header();
-    kmes::Result<std::string_view> string();
+    base::Result<uint32_t> map_header();
+    base::Result<uint32_t> array_header();
+    base::Result<std::string_view> string();
 
     // OK when a container may open at `depth` (1 for the outermost); otherwise the too-deep
     // error, naming the limit and the position of the container just read.
-    kmes::Status check_depth(int depth) const;
+    base::Status check_depth(int depth) const;
 
     // Skips one value that sits inside `depth` open containers (0: a top-level value), so its
     // own containers open at depth + 1 and beyond. Map keys must be strings at every depth
     // (what nlohmann's decoder accepts) unless the reader was made with MapKeys::any; then a
     // key is skipped like any value. Recursion is bounded by max_depth.
-    kmes::Status skip(int depth = 0);
+    base::Status skip(int depth = 0);
 
 private:
-    kmes::Result<uint64_t> big_endian(std::size_t width);
-    kmes::Result<std::string_view> take(uint64_t n);
+    base::Result<uint64_t> big_endian(std::size_t width);
+    base::Result<std::string_view> take(uint64_t n);
 
     std::span<const uint8_t> bytes_;
     std::size_t pos_ = 0;
@@ -126,6 +126,6 @@ private:
 // Whether `error` (from a Reader) is the too-deep error rather than malformed bytes: the
 // frame decoder answers the two differently, and the error code keeps them apart:
 // ErrorCode::too_deep (ELOOP, the kernel's "too many levels") against ErrorCode::protocol.
-inline bool is_too_deep(const kmes::Error& error) { return error.code == kmes::ErrorCode::too_deep; }
+inline bool is_too_deep(const base::Error& error) { return error.code == base::ErrorCode::too_deep; }
 
 }  // namespace eventd::msgpack

@@ -5,15 +5,15 @@
 
 namespace eventd::nats {
 
-kmes::Error nats_error(const std::string& what, natsStatus s) {
+base::Error nats_error(const std::string& what, natsStatus s) {
     const char* last = nats_GetLastError(nullptr);
     std::string text = what + ": " + natsStatus_GetText(s);
     // nats.c's own text often repeats the status ("(conn.c:2088): No server available…").
     if (last && *last && !std::strstr(last, natsStatus_GetText(s))) text += " (" + std::string(last) + ")";
-    return kmes::Error{EIO, text};
+    return base::Error{EIO, text};
 }
 
-kmes::Status apply_auth(natsOptions* options, const ClientAuth& auth) {
+base::Status apply_auth(natsOptions* options, const ClientAuth& auth) {
     natsStatus s = NATS_OK;
     if (!auth.credentials_file.empty()) {
         s = natsOptions_SetUserCredentialsFromFiles(options, auth.credentials_file.c_str(), nullptr);

@@ -12,9 +12,9 @@
 namespace eventd::nats {
 
 // EIO with `what`, nats.c's status text and its last error when that adds something.
-kmes::Error nats_error(const std::string& what, natsStatus status);
+base::Error nats_error(const std::string& what, natsStatus status);
 
 // Credentials, NKey and TLS of `auth` on `options`; the error names the key whose file failed.
-kmes::Status apply_auth(natsOptions* options, const ClientAuth& auth);
+base::Status apply_auth(natsOptions* options, const ClientAuth& auth);
 
 }  // namespace eventd::nats

@@ -22,7 +22,7 @@ constexpr size_t kNonceBytes = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
 constexpr size_t kTagBytes = crypto_aead_xchacha20poly1305_ietf_ABYTES;
 static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES == 32);
 
-kmes::Error not_a_cursor(const std::string& why) {
+base::Error not_a_cursor(const std::string& why) {
     return {EINVAL, "not a cursor eventd wrote (" + why + "); use the `cursor` of an ok frame unchanged"};
 }
 
@@ -47,24 +47,24 @@ CursorKey CursorKey::random() {
     return k;
 }
 
-kmes::Result<CursorKey> CursorKey::load_or_create(const std::filesystem::path& dir) {
+base::Result<CursorKey> CursorKey::load_or_create(const std::filesystem::path& dir) {
     const std::filesystem::path path = dir / kCursorKeyFileName;
     std::ifstream in(path, std::ios::binary);
     if (in) {
         const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        const auto bytes = kmes::base64url_decode(text.substr(0, text.find('\n')));
+        const auto bytes = base::base64url_decode(text.substr(0, text.find('\n')));
         if (!bytes || bytes->size() != 32)
-            return kmes::Error{EIO, path.string() +
+            return base::Error{EIO, path.string() +
                                         " does not hold a cursor key (32 bytes, base64url); remove it "
                                         "to make a new one (issued cursors then become invalid)"};
         CursorKey k;
         std::memcpy(k.key_.data(), bytes->data(), 32);
         return k;
     }
-    if (errno != ENOENT) return kmes::errno_error("cannot read " + path.string());
+    if (errno != ENOENT) return base::errno_error("cannot read " + path.string());
     CursorKey k = random();
-    const std::string text = kmes::base64url_encode(std::span<const uint8_t>(k.key_.data(), k.key_.size())) + "\n";
-    if (auto s = kmes::write_file_atomically(path, text, 0600); !s) return s.error();
+    const std::string text = base::base64url_encode(std::span<const uint8_t>(k.key_.data(), k.key_.size())) + "\n";
+    if (auto s = base::write_file_atomically(path, text, 0600); !s) return s.error();
     return k;
 }
 
@@ -78,23 +78,23 @@ std::string CursorKey::seal(const StorePosition& position) const {
     unsigned long long sealed = 0;
     crypto_aead_xchacha20poly1305_ietf_encrypt(out.data() + kStoreIdBytes + kNonceBytes, &sealed, plain.data(),
                                                plain.size(), ad.data(), ad.size(), nullptr, nonce, key_.data());
-    return std::string(kVersion2) + kmes::base64url_encode(out);
+    return std::string(kVersion2) + base::base64url_encode(out);
 }
 
-kmes::Result<StorePosition> CursorKey::open(std::string_view text, const StoreId& here) const {
+base::Result<StorePosition> CursorKey::open(std::string_view text, const StoreId& here) const {
     const size_t dot = text.find('.');
     if (dot == std::string_view::npos || dot == 0) return not_a_cursor("no version prefix");
     const std::string_view version = text.substr(0, dot + 1);
     if (version == "1.")
-        return kmes::Error{EINVAL,
+        return base::Error{EINVAL,
                            "this cursor is of an older eventd (version 1, unsealed), which is no longer "
                            "accepted: resume from a cursor this eventd issued, or start again"};
     if (version != kVersion2)
-        return kmes::Error{EINVAL, "cursor version '" + std::string(text.substr(0, dot)) +
+        return base::Error{EINVAL, "cursor version '" + std::string(text.substr(0, dot)) +
                                        "' is not one this eventd reads (a cursor of a newer eventd?)"};
     // A bound before decoding: position_from_bytes refuses more than 65536 files anyway.
     if (text.size() > 2 * 1024 * 1024) return not_a_cursor("too long");
-    const auto bytes = kmes::base64url_decode(text.substr(kVersion2.size()));
+    const auto bytes = base::base64url_decode(text.substr(kVersion2.size()));
     if (!bytes) return not_a_cursor("not base64url");
     if (bytes->size() < kStoreIdBytes + kNonceBytes + kTagBytes) return not_a_cursor("wrong length");
     const unsigned char* store_id = bytes->data();

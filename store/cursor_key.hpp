@@ -32,7 +32,7 @@ class CursorKey {
 public:
     // The key of `dir`, created (atomically, durably, mode 0600) when the file does not exist.
     // Errors: the file cannot be read or written, or does not hold a key (EIO, naming it).
-    static kmes::Result<CursorKey> load_or_create(const std::filesystem::path& dir);
+    static base::Result<CursorKey> load_or_create(const std::filesystem::path& dir);
     // A key held only in memory (tests, benchmarks).
     static CursorKey random();
 
@@ -41,7 +41,7 @@ public:
     // store: a position naming that store and no file (the caller refuses it with the store
     // ids). EINVAL with the reason for anything else: not a cursor, an older form, altered or
     // forged (it does not authenticate under this store's key).
-    kmes::Result<StorePosition> open(std::string_view text, const StoreId& here) const;
+    base::Result<StorePosition> open(std::string_view text, const StoreId& here) const;
 
 private:
     CursorKey() = default;

@@ -173,10 +173,10 @@ int x_current_time_int64(sqlite3_vfs* vfs, sqlite3_int64* out) {
 
 }  // namespace
 
-kmes::Status install_fault_vfs(const std::string& control_file, std::function<void(const std::string&)> log) {
-    if (sqlite3_vfs_find(kName)) return kmes::Error{EEXIST, "the SQLite fault VFS is installed already"};
+base::Status install_fault_vfs(const std::string& control_file, std::function<void(const std::string&)> log) {
+    if (sqlite3_vfs_find(kName)) return base::Error{EEXIST, "the SQLite fault VFS is installed already"};
     sqlite3_vfs* real = sqlite3_vfs_find(nullptr);
-    if (!real) return kmes::Error{ENOENT, "no default SQLite VFS to wrap"};
+    if (!real) return base::Error{ENOENT, "no default SQLite VFS to wrap"};
     auto* s = new FaultState();  // lives as long as the process: SQLite keeps pointing at it
     s->real = real;
     s->control_file = control_file;
@@ -200,7 +200,7 @@ kmes::Status install_fault_vfs(const std::string& control_file, std::function<vo
     s->vfs.xGetLastError = x_get_last_error;
     s->vfs.xCurrentTimeInt64 = x_current_time_int64;
     if (const int rc = sqlite3_vfs_register(&s->vfs, 1); rc != SQLITE_OK)
-        return kmes::Error{EIO, std::string("sqlite3_vfs_register: ") + sqlite3_errstr(rc)};
+        return base::Error{EIO, std::string("sqlite3_vfs_register: ") + sqlite3_errstr(rc)};
     return {};
 }
 

@@ -29,7 +29,7 @@ struct FaultCounts {
 #ifdef KMES_SYNC_POINTS
 // Register the fault VFS as the default; call before any connection is opened. Once only.
 // `log` hears of every change of the control file's settings.
-kmes::Status install_fault_vfs(const std::string& control_file, std::function<void(const std::string&)> log);
+base::Status install_fault_vfs(const std::string& control_file, std::function<void(const std::string&)> log);
 // Faults injected so far.
 FaultCounts injected_faults();
 #endif

@@ -321,7 +321,7 @@ ExtractValue msgpack_extract(const uint8_t* data, size_t size, const std::vector
     return sql_value(*value);
 }
 
-kmes::Status register_msgpack_extract(sqlite3* db) {
+base::Status register_msgpack_extract(sqlite3* db) {
     int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
 #ifdef SQLITE_INNOCUOUS
     flags |= SQLITE_INNOCUOUS;
@@ -333,7 +333,7 @@ kmes::Status register_msgpack_extract(sqlite3* db) {
                                         nullptr, nullptr);
     }
     if (rc != SQLITE_OK) {
-        return kmes::Error{EIO, std::string("registering the payload field reader failed: ") + sqlite3_errstr(rc)};
+        return base::Error{EIO, std::string("registering the payload field reader failed: ") + sqlite3_errstr(rc)};
     }
     return {};
 }

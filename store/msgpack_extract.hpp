@@ -38,7 +38,7 @@ namespace eventd::store {
 //   msgpack_array_has(v, x): 1 when v is an extracted array (below) with an element equal to
 //   x — text compared ignoring ASCII case (as COLLATE NOCASE), numbers exactly (an integer
 //   and a float are equal only when they are the same number) — else 0; never NULL.
-kmes::Status register_msgpack_extract(sqlite3* db);
+base::Status register_msgpack_extract(sqlite3* db);
 
 // The first byte of a BLOB msgpack_extract returns. SQLite orders BLOBs by memcmp, so the kind
 // byte makes every byte string sort before every array and every array before every map, each

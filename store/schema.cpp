@@ -60,7 +60,7 @@ const std::vector<Column> kSequenceStateColumns = {
     {"last_sequence", "INTEGER", true, 0},
 };
 
-kmes::Error broken(const std::filesystem::path& file, const std::string& what) {
+base::Error broken(const std::filesystem::path& file, const std::string& what) {
     return {EPROTO, file.string() + ": not a valid eventd shard: " + what +
                      " (it will not be written; inspect it read-only or remove it)"};
 }
@@ -74,7 +74,7 @@ bool same_type(const std::string& declared, const char* expected) {
     return strcasecmp(declared.c_str(), expected) == 0;
 }
 
-kmes::Status verify_columns(sqlite3* db, const char* table, const std::vector<Column>& expected,
+base::Status verify_columns(sqlite3* db, const char* table, const std::vector<Column>& expected,
                             const std::filesystem::path& file) {
     // table_info takes no bound parameters; `table` is one of our constant names.
     auto stmt = prepare(db, (std::string("PRAGMA table_info(") + table + ")").c_str(), file);
@@ -101,7 +101,7 @@ kmes::Status verify_columns(sqlite3* db, const char* table, const std::vector<Co
     return {};
 }
 
-kmes::Status verify_timestamp_index(sqlite3* db, const std::filesystem::path& file) {
+base::Status verify_timestamp_index(sqlite3* db, const std::filesystem::path& file) {
     auto stmt =
         prepare(db, "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'idx_events_timestamp'", file);
     if (!stmt) return stmt.error();
@@ -123,7 +123,7 @@ kmes::Status verify_timestamp_index(sqlite3* db, const std::filesystem::path& fi
 
 }  // namespace
 
-kmes::Result<bool> has_no_tables(sqlite3* db, const std::filesystem::path& file) {
+base::Result<bool> has_no_tables(sqlite3* db, const std::filesystem::path& file) {
     auto stmt = prepare(db, "SELECT count(*) FROM sqlite_master", file);
     if (!stmt) return stmt.error();
     const int rc = sqlite3_step(stmt->get());
@@ -131,7 +131,7 @@ kmes::Result<bool> has_no_tables(sqlite3* db, const std::filesystem::path& file)
     return sqlite3_column_int64(stmt->get(), 0) == 0;
 }
 
-kmes::Result<bool> has_table(sqlite3* db, const char* name, const std::filesystem::path& file) {
+base::Result<bool> has_table(sqlite3* db, const char* name, const std::filesystem::path& file) {
     auto stmt = prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", file);
     if (!stmt) return stmt.error();
     sqlite3_bind_text(stmt->get(), 1, name, -1, SQLITE_STATIC);
@@ -141,20 +141,20 @@ kmes::Result<bool> has_table(sqlite3* db, const char* name, const std::filesyste
     return sqlite_error(db, rc, file, std::string("look up table ") + name);
 }
 
-kmes::Status set_durability(sqlite3* db, const std::filesystem::path& file) {
+base::Status set_durability(sqlite3* db, const std::filesystem::path& file) {
     auto stmt = prepare(db, "PRAGMA journal_mode=WAL", file);
     if (!stmt) return stmt.error();
     const int rc = sqlite3_step(stmt->get());
     if (rc != SQLITE_ROW) return sqlite_error(db, rc, file, "PRAGMA journal_mode=WAL");
     const std::string mode = text_column(stmt->get(), 0);
     if (!same_type(mode, "wal")) {
-        return kmes::Error{EIO, file.string() + ": SQLite refused WAL mode (journal_mode is '" + mode +
+        return base::Error{EIO, file.string() + ": SQLite refused WAL mode (journal_mode is '" + mode +
                                     "'); the event store needs a filesystem with shared-memory support"};
     }
     return exec(db, "PRAGMA synchronous=FULL", file);
 }
 
-kmes::Status create_schema(sqlite3* db, const std::filesystem::path& file) {
+base::Status create_schema(sqlite3* db, const std::filesystem::path& file) {
     if (auto s = set_durability(db, file); !s) return s;
     if (auto s = exec(db, "BEGIN IMMEDIATE", file); !s) return s;
     for (const char* sql :
@@ -173,7 +173,7 @@ kmes::Status create_schema(sqlite3* db, const std::filesystem::path& file) {
     return {};
 }
 
-kmes::Status verify_schema(sqlite3* db, const std::filesystem::path& file) {
+base::Status verify_schema(sqlite3* db, const std::filesystem::path& file) {
     // Version first: a newer version may legitimately have another structure (§3.1.4).
     if (auto s = verify_columns(db, "metadata", kMetadataColumns, file); !s) return s;
     auto stmt = prepare(db, "SELECT value FROM metadata WHERE key = 'schema_version'", file);
@@ -183,7 +183,7 @@ kmes::Status verify_schema(sqlite3* db, const std::filesystem::path& file) {
     if (rc != SQLITE_ROW) return sqlite_error(db, rc, file, "read schema_version");
     const std::string version = text_column(stmt->get(), 0);
     if (version != std::to_string(1)) {
-        return kmes::Error{EPROTO, file.string() + ": unknown schema_version '" + version +
+        return base::Error{EPROTO, file.string() + ": unknown schema_version '" + version +
                                        "' (this eventd writes version 1 only); it will not be written — "
                                        "migrate it administratively"};
     }
@@ -192,7 +192,7 @@ kmes::Status verify_schema(sqlite3* db, const std::filesystem::path& file) {
     return verify_timestamp_index(db, file);
 }
 
-kmes::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesystem::path& file) {
+base::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesystem::path& file) {
     auto stmt = prepare(db, "SELECT boot_id, cpu_id, first_sequence, last_sequence FROM sequence_state", file);
     if (!stmt) return stmt.error();
     SequenceState state;
@@ -216,7 +216,7 @@ kmes::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesyst
     return state;
 }
 
-kmes::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file) {
+base::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file) {
     // The id readers already gave this file while it had none (store_position.hpp).
     const FileId legacy = legacy_file_id(file.filename().string());
     static constexpr char kHex[] = "0123456789abcdef";
@@ -233,7 +233,7 @@ kmes::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file) {
     return {};
 }
 
-kmes::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesystem::path& file) {
+base::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesystem::path& file) {
     auto stmt = prepare(db, "SELECT value FROM metadata WHERE key = 'file_id'", file);
     if (!stmt) return stmt.error();
     const int rc = sqlite3_step(stmt->get());
@@ -252,7 +252,7 @@ kmes::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesys
     return std::optional<FileId>{id};
 }
 
-kmes::Result<int64_t> max_id_issued(sqlite3* db, const std::filesystem::path& file) {
+base::Result<int64_t> max_id_issued(sqlite3* db, const std::filesystem::path& file) {
     auto stmt = prepare(db,
                         "SELECT max(coalesce((SELECT max(id) FROM events), 0), "
                         "coalesce((SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'max_id_issued'), 0))",

@@ -43,11 +43,11 @@ std::optional<std::optional<uint32_t>> classify(std::string_view name) {
 
 }  // namespace
 
-kmes::Result<std::vector<ShardFile>> list_shard_files(const fs::path& dir) {
+base::Result<std::vector<ShardFile>> list_shard_files(const fs::path& dir) {
     std::vector<ShardFile> files;
     std::error_code ec;
     fs::directory_iterator it(dir, ec);
-    if (ec) return kmes::errno_error(ec.value(), "event store directory " + dir.string());
+    if (ec) return base::errno_error(ec.value(), "event store directory " + dir.string());
     for (fs::directory_iterator end; it != end; it.increment(ec)) {
         if (ec) break;
         const std::string name = it->path().filename().string();
@@ -58,7 +58,7 @@ kmes::Result<std::vector<ShardFile>> list_shard_files(const fs::path& dir) {
         if (!it->is_regular_file(type_ec)) continue;
         files.push_back({it->path(), name, *kind});
     }
-    if (ec) return kmes::errno_error(ec.value(), "reading event store directory " + dir.string());
+    if (ec) return base::errno_error(ec.value(), "reading event store directory " + dir.string());
     std::sort(files.begin(), files.end(), [](const ShardFile& a, const ShardFile& b) { return a.name < b.name; });
     return files;
 }
@@ -98,7 +98,7 @@ int on_progress(void* arg) {
 
 // Open `file` with URI `query`; read the schema so a file that is not a shard, or that
 // SQLite cannot read, fails here with its name rather than later inside a query.
-kmes::Result<detail::DbPtr> open_ro(const fs::path& file, const char* query, int* failed_rc) {
+base::Result<detail::DbPtr> open_ro(const fs::path& file, const char* query, int* failed_rc) {
     *failed_rc = SQLITE_OK;
     sqlite3* raw = nullptr;
     const std::string uri = detail::file_uri(file, query);
@@ -124,7 +124,7 @@ kmes::Result<detail::DbPtr> open_ro(const fs::path& file, const char* query, int
         return detail::sqlite_error(raw, prc, file, "reading the shard");
     }
     if (sqlite3_column_int(probe_raw, 0) != 1) {
-        return kmes::Error{
+        return base::Error{
             EIO, file.string() + ": not an event shard file (no event table); move it out of the store directory"};
     }
     return db;
@@ -132,7 +132,7 @@ kmes::Result<detail::DbPtr> open_ro(const fs::path& file, const char* query, int
 
 }  // namespace
 
-kmes::Result<ReadConnection> ReadConnection::open(const fs::path& file) {
+base::Result<ReadConnection> ReadConnection::open(const fs::path& file) {
     int rc = SQLITE_OK;
     auto db = open_ro(file, "mode=ro", &rc);
     // A WAL file needs its -shm; a reader that may not create one (read-only directory or
@@ -142,7 +142,7 @@ kmes::Result<ReadConnection> ReadConnection::open(const fs::path& file) {
     // descriptor left and read the file without its WAL — stale answers instead of an error.
     const bool shm_problem =
         ((rc & 0xff) == SQLITE_CANTOPEN || rc == SQLITE_READONLY_CANTINIT || rc == SQLITE_READONLY_DIRECTORY) &&
-        (!db.ok() && db.error().code != kmes::ErrorCode::too_many_files);
+        (!db.ok() && db.error().code != base::ErrorCode::too_many_files);
     std::error_code ec;
     if (!db && shm_problem && fs::is_regular_file(file, ec)) {
         int fallback_rc = SQLITE_OK;
@@ -154,7 +154,7 @@ kmes::Result<ReadConnection> ReadConnection::open(const fs::path& file) {
     state->db = std::move(*db);
     state->path = file;
     if (auto st = register_msgpack_extract(state->db.get()); !st) {
-        return kmes::Error{st.error().code, file.string() + ": " + st.error().message};
+        return base::Error{st.error().code, file.string() + ": " + st.error().message};
     }
     return ReadConnection(std::move(state));
 }

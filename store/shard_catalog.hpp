@@ -27,14 +27,14 @@ struct ShardFile {
 // higher-numbered file left from a larger earlier shard count) and
 // `shard-NNNN.quarantined-<t>[-k].db`. Skipped: eventd-meta.db, `-wal`/`-shm` side files,
 // anything not named shard-*.db, directories. A missing or unreadable directory → Error.
-kmes::Result<std::vector<ShardFile>> list_shard_files(const std::filesystem::path& dir);
+base::Result<std::vector<ShardFile>> list_shard_files(const std::filesystem::path& dir);
 
 // One read-only connection (file:…?mode=ro, never blocks a writer) with msgpack_extract
 // registered, a busy timeout and a small page cache. Movable, not copyable.
 class ReadConnection {
 public:
     // Error naming the file when it cannot be opened read-only.
-    static kmes::Result<ReadConnection> open(const std::filesystem::path& file);
+    static base::Result<ReadConnection> open(const std::filesystem::path& file);
 
     ReadConnection(ReadConnection&&) noexcept;
     ReadConnection& operator=(ReadConnection&&) noexcept;

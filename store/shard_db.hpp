@@ -31,9 +31,9 @@ struct sqlite3_stmt;
 
 namespace eventd::store {
 
-using kmes::Error;
-using kmes::Result;
-using kmes::Status;
+using base::Error;
+using base::Result;
+using base::Status;
 
 inline constexpr int kSchemaVersion = 1;
 

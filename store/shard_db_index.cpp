@@ -62,7 +62,7 @@ Status ShardDb::run_index_statement(const std::string& sql, const std::function<
     const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr);
     sqlite3_exec(db_, ("PRAGMA cache_size=" + std::to_string(cache_size)).c_str(), nullptr, nullptr, nullptr);
     sqlite3_progress_handler(db_, 0, nullptr, nullptr);
-    if (rc == SQLITE_INTERRUPT) return Error{kmes::ErrorCode::cancelled, path_.string() + ": " + sql + ": cancelled"};
+    if (rc == SQLITE_INTERRUPT) return Error{base::ErrorCode::cancelled, path_.string() + ": " + sql + ": cancelled"};
     if (rc != SQLITE_OK) return sqlite_error(db_, rc, path_, sql);
     return {};
 }

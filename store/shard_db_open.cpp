@@ -32,7 +32,7 @@ Status set_aside_orphans(const fs::path& path) {
         fs::path aside = path;
         aside += ".orphaned-" + std::to_string(std::time(nullptr)) + "-wal";
         fs::rename(wal, aside, ec);
-        if (ec) return kmes::errno_error(ec.value(), "set aside orphaned " + wal.string());
+        if (ec) return base::errno_error(ec.value(), "set aside orphaned " + wal.string());
     }
     fs::remove(shm, ec);
     return {};
@@ -54,7 +54,7 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
 
     std::error_code ec;
     const bool exists = fs::exists(path, ec);
-    if (ec) return kmes::errno_error(ec.value(), "stat " + path.string());
+    if (ec) return base::errno_error(ec.value(), "stat " + path.string());
     if (!exists) {
         if (auto s = set_aside_orphans(path); !s) return s.error();
     }

@@ -65,11 +65,11 @@ Result<std::string> quarantine_shard(const fs::path& dir, uint32_t index) {
         const fs::path from = with_suffix(path, suffix);
         if (!fs::exists(from, ec)) continue;
         fs::rename(from, with_suffix(target, suffix), ec);
-        if (ec) return kmes::errno_error(ec.value(), "quarantine: rename " + from.string());
+        if (ec) return base::errno_error(ec.value(), "quarantine: rename " + from.string());
     }
     fs::rename(path, target, ec);
-    if (ec) return kmes::errno_error(ec.value(), "quarantine: rename " + path.string() + " to " + name);
-    kmes::sync_directory(dir);
+    if (ec) return base::errno_error(ec.value(), "quarantine: rename " + path.string() + " to " + name);
+    base::sync_directory(dir);
     return name;
 }
 

@@ -26,16 +26,16 @@ struct SnapshotState {
     bool in_transaction = false;
 
     // What a failed SQLite call means to the reader (see the header).
-    kmes::Error error(int rc) const {
+    base::Error error(int rc) const {
         if ((rc & 0xff) == SQLITE_INTERRUPT) {
-            if (conn.cancelled()) return kmes::Error{ECANCELED, "reading " + file.name + " was cancelled"};
-            return kmes::Error{ETIMEDOUT, "reading " + file.name + " passed its deadline"};
+            if (conn.cancelled()) return base::Error{ECANCELED, "reading " + file.name + " was cancelled"};
+            return base::Error{ETIMEDOUT, "reading " + file.name + " passed its deadline"};
         }
         if (auto e = too_complex(conn.get(), rc)) return *e;
         if (detail::out_of_descriptors(conn.get(), rc))
-            return kmes::Error{EMFILE, "cannot read event store file " + file.name + ": out of file descriptors"};
+            return base::Error{EMFILE, "cannot read event store file " + file.name + ": out of file descriptors"};
         // sqlite3_errstr, not errmsg: the generic text never carries SQL or table names.
-        return kmes::Error{EIO, "cannot read event store file " + file.name + ": " + sqlite3_errstr(rc)};
+        return base::Error{EIO, "cannot read event store file " + file.name + ": " + sqlite3_errstr(rc)};
     }
 
     // SQLite refused the statement for its size, not for the file: a query error (EINVAL) that
@@ -43,9 +43,9 @@ struct SnapshotState {
     // (eventd/query/planner.hpp) keep queries below these; this is the backstop for what they
     // do not foresee. SQLite's messages for these cases are fixed texts (no SQL in them), so
     // they are matched here and the limit in force is read with sqlite3_limit.
-    static std::optional<kmes::Error> too_complex(sqlite3* db, int rc) {
+    static std::optional<base::Error> too_complex(sqlite3* db, int rc) {
         if ((rc & 0xff) == SQLITE_TOOBIG)
-            return kmes::Error{EINVAL,
+            return base::Error{EINVAL,
                                "query is too complex for the event store: a value or statement is larger "
                                "than SQLite's limit of " +
                                    std::to_string(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) + " bytes"};
@@ -70,7 +70,7 @@ struct SnapshotState {
             if (message.rfind(k.starts, 0) != 0) continue;
             std::string text = std::string("query is too complex for the event store: ") + k.what;
             if (k.limit >= 0) text += std::to_string(sqlite3_limit(db, k.limit, -1));
-            return kmes::Error{EINVAL, text + "; simplify it (use IN (…) for many values of one field)"};
+            return base::Error{EINVAL, text + "; simplify it (use IN (…) for many values of one field)"};
         }
         return std::nullopt;
     }
@@ -111,7 +111,7 @@ RowCursor& RowCursor::operator=(RowCursor&& other) noexcept {
 // A connection closed first (sqlite3_close_v2) waits for this finalize: either order is safe.
 RowCursor::~RowCursor() { sqlite3_finalize(stmt_); }
 
-kmes::Result<bool> RowCursor::next() {
+base::Result<bool> RowCursor::next() {
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
@@ -131,7 +131,7 @@ void RowCursor::reset() { sqlite3_reset(stmt_); }
 
 // --- ShardSnapshot --------------------------------------------------------------------------
 
-kmes::Result<ShardSnapshot> ShardSnapshot::open(const ShardFile& file, ReadOptions options) {
+base::Result<ShardSnapshot> ShardSnapshot::open(const ShardFile& file, ReadOptions options) {
     auto conn = ReadConnection::open(file.path);
     if (!conn) return conn.error();  // its code too: out of descriptors is not a broken file
     auto state = std::make_unique<SnapshotState>(SnapshotState{file, std::move(*conn), std::move(options)});
@@ -151,7 +151,7 @@ ShardSnapshot::~ShardSnapshot() {
 
 const ShardFile& ShardSnapshot::file() const { return state_->file; }
 
-kmes::Status ShardSnapshot::begin() {
+base::Status ShardSnapshot::begin() {
     SnapshotState& s = *state_;
     if (s.in_transaction) end();
     sqlite3* db = s.conn.get();
@@ -189,9 +189,9 @@ void ShardSnapshot::end() {
     s.in_transaction = false;
 }
 
-kmes::Result<RowCursor> ShardSnapshot::run(const ReadPlan& plan) { return run_sql(read_sql(plan)); }
+base::Result<RowCursor> ShardSnapshot::run(const ReadPlan& plan) { return run_sql(read_sql(plan)); }
 
-kmes::Result<std::vector<std::string>> ShardSnapshot::explain(const ReadPlan& plan) {
+base::Result<std::vector<std::string>> ShardSnapshot::explain(const ReadPlan& plan) {
     SqlText text = read_sql(plan);
     text.sql = "EXPLAIN QUERY PLAN " + text.sql;
     auto cursor = run_sql(text);
@@ -205,7 +205,7 @@ kmes::Result<std::vector<std::string>> ShardSnapshot::explain(const ReadPlan& pl
     }
 }
 
-kmes::Result<RowCursor> ShardSnapshot::run_sql(const SqlText& text) {
+base::Result<RowCursor> ShardSnapshot::run_sql(const SqlText& text) {
     SnapshotState& s = *state_;
     sqlite3_stmt* raw = nullptr;
     const int rc = sqlite3_prepare_v2(s.conn.get(), text.sql.c_str(), static_cast<int>(text.sql.size()), &raw, nullptr);
@@ -213,13 +213,13 @@ kmes::Result<RowCursor> ShardSnapshot::run_sql(const SqlText& text) {
         sqlite3_finalize(raw);
         if (auto e = SnapshotState::too_complex(s.conn.get(), rc)) return *e;
         // errstr, not errmsg: errors reach clients, and SQLite's message may quote the SQL.
-        return kmes::Error{EIO, "cannot query event store file " + s.file.name + ": " + sqlite3_errstr(rc)};
+        return base::Error{EIO, "cannot query event store file " + s.file.name + ": " + sqlite3_errstr(rc)};
     }
     bind_params(raw, text.params);
     return RowCursor(&s, raw);
 }
 
-kmes::Result<uint64_t> ShardSnapshot::count_events() {
+base::Result<uint64_t> ShardSnapshot::count_events() {
     ReadPlan plan;
     plan.shape = ReadPlan::Shape::count;
     auto cursor = run(plan);
@@ -229,14 +229,14 @@ kmes::Result<uint64_t> ShardSnapshot::count_events() {
     return static_cast<uint64_t>(*has ? cursor->row().integer(0) : 0);
 }
 
-kmes::Result<FileId> ShardSnapshot::file_id() {
+base::Result<FileId> ShardSnapshot::file_id() {
     auto stored = detail::read_file_id(state_->conn.get(), state_->file.path);
     if (!stored) return stored.error();
     if (*stored) return **stored;
     return legacy_file_id(state_->file.path.filename().string());
 }
 
-kmes::Result<int64_t> ShardSnapshot::max_id_issued() {
+base::Result<int64_t> ShardSnapshot::max_id_issued() {
     return detail::max_id_issued(state_->conn.get(), state_->file.path);
 }
 

@@ -54,7 +54,7 @@ public:
     ~RowCursor();
 
     // Step to the next row: true with row() valid, false when done.
-    kmes::Result<bool> next();
+    base::Result<bool> next();
     RowView row() const;
     // Live plans: the id range (after, up_to] the next run reads; restarts the statement.
     void set_id_range(int64_t after, int64_t up_to);
@@ -71,7 +71,7 @@ private:
 class ShardSnapshot {
 public:
     // Open `file` for reading. EIO naming the file when it cannot be opened as a shard.
-    static kmes::Result<ShardSnapshot> open(const ShardFile& file, ReadOptions options);
+    static base::Result<ShardSnapshot> open(const ShardFile& file, ReadOptions options);
 
     ShardSnapshot(ShardSnapshot&&) noexcept;
     ShardSnapshot& operator=(ShardSnapshot&&) noexcept;
@@ -80,28 +80,28 @@ public:
     const ShardFile& file() const;
 
     // Start a read transaction and read the watermark (largest id, 0 when empty).
-    kmes::Status begin();
+    base::Status begin();
     int64_t watermark() const;
     void end();
 
-    kmes::Result<RowCursor> run(const ReadPlan& plan);
+    base::Result<RowCursor> run(const ReadPlan& plan);
     // SQLite's EXPLAIN QUERY PLAN of run(plan), one detail line per step ("SEARCH events
     // USING INDEX idx_events_payload_user (<expr>=?)"): shows which index a query uses.
-    kmes::Result<std::vector<std::string>> explain(const ReadPlan& plan);
+    base::Result<std::vector<std::string>> explain(const ReadPlan& plan);
 
     // Rows in `events` (a whole-table count, for status).
-    kmes::Result<uint64_t> count_events();
+    base::Result<uint64_t> count_events();
 
     // The file's identity (store_position.hpp): its metadata file_id, or legacy_file_id of its
     // name for a file that no writer has opened since file ids exist.
-    kmes::Result<FileId> file_id();
+    base::Result<FileId> file_id();
     // The largest row id the file ever had (rows retention deleted included), as of the open
     // read transaction; at least watermark().
-    kmes::Result<int64_t> max_id_issued();
+    base::Result<int64_t> max_id_issued();
 
 private:
     explicit ShardSnapshot(std::unique_ptr<SnapshotState> state);
-    kmes::Result<RowCursor> run_sql(const SqlText& text);
+    base::Result<RowCursor> run_sql(const SqlText& text);
     std::unique_ptr<SnapshotState> state_;
 };
 

@@ -100,7 +100,7 @@ void visible_function(sqlite3_context* ctx, int, sqlite3_value** argv) {
 
 }  // namespace
 
-kmes::Status register_aggregate_functions(sqlite3* db) {
+base::Status register_aggregate_functions(sqlite3* db) {
     struct Fn {
         const char* name;
         void (*step)(sqlite3_context*, int, sqlite3_value**);
@@ -112,16 +112,16 @@ kmes::Status register_aggregate_functions(sqlite3* db) {
     for (const Fn& f : fns) {
         const int rc = sqlite3_create_function_v2(db, f.name, 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                                   nullptr, nullptr, f.step, f.final, nullptr);
-        if (rc != SQLITE_OK) return kmes::Error{EIO, std::string("cannot prepare aggregation: ") + sqlite3_errstr(rc)};
+        if (rc != SQLITE_OK) return base::Error{EIO, std::string("cannot prepare aggregation: ") + sqlite3_errstr(rc)};
     }
     return {};
 }
 
-kmes::Status register_visibility(sqlite3* db, const RowFilter* filter) {
+base::Status register_visibility(sqlite3* db, const RowFilter* filter) {
     const int rc =
         sqlite3_create_function_v2(db, "eventd_visible", 3, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                    const_cast<RowFilter*>(filter), visible_function, nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return kmes::Error{EIO, std::string("cannot prepare the access check: ") + sqlite3_errstr(rc)};
+    if (rc != SQLITE_OK) return base::Error{EIO, std::string("cannot prepare the access check: ") + sqlite3_errstr(rc)};
     return {};
 }
 

@@ -58,9 +58,9 @@ struct NumSumPartial {
 };
 
 // Register eventd_num_sum/min/max on `db`.
-kmes::Status register_aggregate_functions(sqlite3* db);
+base::Status register_aggregate_functions(sqlite3* db);
 
 // Register eventd_visible on `db`, calling `*filter` (which must outlive the connection).
-kmes::Status register_visibility(sqlite3* db, const RowFilter* filter);
+base::Status register_visibility(sqlite3* db, const RowFilter* filter);
 
 }  // namespace eventd::store

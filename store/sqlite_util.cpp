@@ -5,7 +5,7 @@
 
 namespace eventd::store::detail {
 
-kmes::Error sqlite_error(sqlite3* db, int rc, const std::filesystem::path& file, const std::string& what) {
+base::Error sqlite_error(sqlite3* db, int rc, const std::filesystem::path& file, const std::string& what) {
     const std::string text = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     const int primary = rc & 0xff;
     const int sys_errno = db ? sqlite3_system_errno(db) : 0;
@@ -33,13 +33,13 @@ bool out_of_descriptors(sqlite3* db, int rc) {
     return sys_errno == EMFILE || sys_errno == ENFILE;
 }
 
-kmes::Status exec(sqlite3* db, const char* sql, const std::filesystem::path& file) {
+base::Status exec(sqlite3* db, const char* sql, const std::filesystem::path& file) {
     const int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) return sqlite_error(db, rc, file, sql);
     return {};
 }
 
-kmes::Result<StmtPtr> prepare(sqlite3* db, const char* sql, const std::filesystem::path& file) {
+base::Result<StmtPtr> prepare(sqlite3* db, const char* sql, const std::filesystem::path& file) {
     sqlite3_stmt* raw = nullptr;
     // PERSISTENT: these statements live as long as the connection (PSD-008 §2.4.5).
     const int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);

@@ -1,5 +1,5 @@
 // Store-internal SQLite helpers: RAII owners for connections and statements, and the one
-// place that turns an SQLite result code into the project's Error (kmes::Result).
+// place that turns an SQLite result code into the project's Error (base::Result).
 #pragma once
 
 #include <sqlite3.h>
@@ -28,15 +28,15 @@ using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 // descriptors (errno EMFILE/ENFILE) becomes EMFILE saying so — a resource state, never a sign
 // that the file is broken (no caller may quarantine or skip a shard for it); everything else
 // EIO with SQLite's own text.
-kmes::Error sqlite_error(sqlite3* db, int rc, const std::filesystem::path& file, const std::string& what);
+base::Error sqlite_error(sqlite3* db, int rc, const std::filesystem::path& file, const std::string& what);
 
 // Run SQL without results (pragmas with no interesting answer, BEGIN/COMMIT, DDL).
 // Whether the last failure on `db` was the process running out of file descriptors.
 bool out_of_descriptors(sqlite3* db, int rc);
 
-kmes::Status exec(sqlite3* db, const char* sql, const std::filesystem::path& file);
+base::Status exec(sqlite3* db, const char* sql, const std::filesystem::path& file);
 
-kmes::Result<StmtPtr> prepare(sqlite3* db, const char* sql, const std::filesystem::path& file);
+base::Result<StmtPtr> prepare(sqlite3* db, const char* sql, const std::filesystem::path& file);
 
 // A `file:` URI for `path` with `query` appended ("mode=ro"), percent-encoding the characters
 // a URI path cannot carry literally.

@@ -16,9 +16,9 @@ inline constexpr const char* kStoreIdFileName = "store-id";
 
 // The store id of `dir`, created (atomically, durably) when the file does not exist yet. EIO
 // naming the file when it exists but does not hold a store id.
-kmes::Result<StoreId> load_or_create_store_id(const std::filesystem::path& dir);
+base::Result<StoreId> load_or_create_store_id(const std::filesystem::path& dir);
 
 // The store id of `dir` without creating it: ENOENT when eventd has not created it yet.
-kmes::Result<StoreId> read_store_id(const std::filesystem::path& dir);
+base::Result<StoreId> read_store_id(const std::filesystem::path& dir);
 
 }  // namespace eventd::store

@@ -17,7 +17,7 @@ constexpr size_t kFileEntryBytes = 16 + 8;
 // historical and quarantined files) and small enough that a hostile one costs nothing.
 constexpr size_t kMaxFiles = 65536;
 
-kmes::Error not_a_cursor(const std::string& why) {
+base::Error not_a_cursor(const std::string& why) {
     return {EINVAL, "not a cursor eventd wrote (" + why + "); use the `cursor` of an ok frame unchanged"};
 }
 
@@ -27,9 +27,9 @@ FileId legacy_file_id(std::string_view file_name) {
     // Two FNV-1a 64 hashes (different offset bases) of a prefixed name: stable across versions
     // and machines, which is all it needs — names within one store differ.
     FileId id{};
-    const uint64_t bases[2] = {kmes::kFnv1aOffsetBasis, kmes::kFnv1aSecondBasis};
+    const uint64_t bases[2] = {base::kFnv1aOffsetBasis, base::kFnv1aSecondBasis};
     for (int half = 0; half < 2; ++half) {
-        const uint64_t h = kmes::fnv1a64(kmes::fnv1a64(bases[half], "eventd-legacy-file:"), file_name);
+        const uint64_t h = base::fnv1a64(base::fnv1a64(bases[half], "eventd-legacy-file:"), file_name);
         for (int i = 0; i < 8; ++i) id[half * 8 + i] = uint8_t(h >> (8 * i));
     }
     return id;
@@ -47,23 +47,23 @@ std::vector<uint8_t> position_bytes(const StorePosition& position) {
 }
 
 std::string encode_cursor(const StorePosition& position) {
-    return std::string(kVersion1) + kmes::base64url_encode(position_bytes(position));
+    return std::string(kVersion1) + base::base64url_encode(position_bytes(position));
 }
 
-kmes::Result<StorePosition> decode_cursor(std::string_view text) {
+base::Result<StorePosition> decode_cursor(std::string_view text) {
     const size_t dot = text.find('.');
     if (dot == std::string_view::npos || dot == 0) return not_a_cursor("no version prefix");
     if (text.substr(0, dot + 1) != kVersion1) {
-        return kmes::Error{EINVAL, "cursor version '" + std::string(text.substr(0, dot)) +
+        return base::Error{EINVAL, "cursor version '" + std::string(text.substr(0, dot)) +
                                        "' is not one this eventd reads (a cursor of a newer eventd?)"};
     }
     if (text.size() - kVersion1.size() > (16 + kMaxFiles * kFileEntryBytes) * 4 / 3 + 4) return not_a_cursor("too long");
-    const auto bytes = kmes::base64url_decode(text.substr(kVersion1.size()));
+    const auto bytes = base::base64url_decode(text.substr(kVersion1.size()));
     if (!bytes) return not_a_cursor("not base64url");
     return position_from_bytes(*bytes);
 }
 
-kmes::Result<StorePosition> position_from_bytes(std::span<const uint8_t> bytes_in) {
+base::Result<StorePosition> position_from_bytes(std::span<const uint8_t> bytes_in) {
     const std::span<const uint8_t>* bytes = &bytes_in;
     if (bytes->size() > 16 + kMaxFiles * kFileEntryBytes) return not_a_cursor("too long");
     if (bytes->size() < 16 || (bytes->size() - 16) % kFileEntryBytes != 0) return not_a_cursor("wrong length");

@@ -47,7 +47,7 @@ FileId legacy_file_id(std::string_view file_name);
 // The body of the text form (store id, then file id and last id per file): what cursor_key.hpp
 // seals, and reads back (the same checks and errors as decode_cursor).
 std::vector<uint8_t> position_bytes(const StorePosition& position);
-kmes::Result<StorePosition> position_from_bytes(std::span<const uint8_t> bytes);
+base::Result<StorePosition> position_from_bytes(std::span<const uint8_t> bytes);
 
 // The clear form, "1." + base64url(position_bytes). Clients only ever see sealed cursors
 // (cursor_key.hpp); this form is what is sealed, and what tests write.
@@ -55,6 +55,6 @@ std::string encode_cursor(const StorePosition& position);
 
 // EINVAL with a message a person can act on ("not a cursor eventd wrote", "a cursor of a newer
 // eventd") for anything encode_cursor did not produce.
-kmes::Result<StorePosition> decode_cursor(std::string_view text);
+base::Result<StorePosition> decode_cursor(std::string_view text);
 
 }  // namespace eventd::store

@@ -17,17 +17,17 @@ std::string octal(unsigned mode) {
 }
 
 // Clear the forbidden bits of one path; "path: old -> new" when something changed.
-kmes::Result<std::optional<std::string>> tighten(const fs::path& path) {
+base::Result<std::optional<std::string>> tighten(const fs::path& path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) {
         if (errno == ENOENT) return std::optional<std::string>{};  // gone meanwhile (a -shm, say)
-        return kmes::errno_error("cannot inspect " + path.string());
+        return base::errno_error("cannot inspect " + path.string());
     }
     if (S_ISLNK(st.st_mode)) return std::optional<std::string>{};
     const unsigned mode = st.st_mode & 07777;
     if ((mode & kStoreForbiddenModeBits) == 0) return std::optional<std::string>{};
     const unsigned wanted = mode & ~kStoreForbiddenModeBits;
-    if (::chmod(path.c_str(), wanted) != 0) return kmes::errno_error("cannot make " + path.string() + " private");
+    if (::chmod(path.c_str(), wanted) != 0) return base::errno_error("cannot make " + path.string() + " private");
     return std::optional<std::string>{path.string() + ": " + octal(mode) + " -> " + octal(wanted)};
 }
 
@@ -38,10 +38,10 @@ void restrict_file_creation() {
     ::umask(old | kStoreForbiddenModeBits);
 }
 
-kmes::Result<std::vector<std::string>> make_store_private(const fs::path& dir) {
+base::Result<std::vector<std::string>> make_store_private(const fs::path& dir) {
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) return kmes::Error{ec.value(), "cannot create EventStorePath " + dir.string() + ": " + ec.message()};
+    if (ec) return base::Error{ec.value(), "cannot create EventStorePath " + dir.string() + ": " + ec.message()};
     std::vector<std::string> tightened;
     auto changed = tighten(dir);
     if (!changed) return changed.error();
@@ -51,7 +51,7 @@ kmes::Result<std::vector<std::string>> make_store_private(const fs::path& dir) {
         if (!entry) return entry.error();
         if (*entry) tightened.push_back(std::move(**entry));
     }
-    if (ec) return kmes::Error{ec.value(), "cannot list EventStorePath " + dir.string() + ": " + ec.message()};
+    if (ec) return base::Error{ec.value(), "cannot list EventStorePath " + dir.string() + ": " + ec.message()};
     return tightened;
 }
 

@@ -30,6 +30,6 @@ void restrict_file_creation();
 // every entry directly inside it (symbolic links are left alone: chmod would follow them).
 // Returns what had to be tightened, "path: 0644 -> 0640" each, for the caller to warn about.
 // Errors: the directory cannot be created, listed or changed (named in the message).
-kmes::Result<std::vector<std::string>> make_store_private(const std::filesystem::path& dir);
+base::Result<std::vector<std::string>> make_store_private(const std::filesystem::path& dir);
 
 }  // namespace eventd::store

@@ -24,7 +24,7 @@ namespace {
 
 // SO_PEERGROUPS (Linux ≥ 4.13): the supplementary groups the peer held at connect(), the
 // same snapshot as SO_PEERCRED. nullopt when the kernel does not know the option.
-kmes::Result<std::optional<std::vector<gid_t>>> peer_groups(int fd) {
+base::Result<std::optional<std::vector<gid_t>>> peer_groups(int fd) {
 #ifdef SO_PEERGROUPS
     std::vector<gid_t> groups(64);
     for (;;) {
@@ -38,7 +38,7 @@ kmes::Result<std::optional<std::vector<gid_t>>> peer_groups(int fd) {
             continue;
         }
         if (errno == ENOPROTOOPT) return std::optional<std::vector<gid_t>>();
-        return kmes::errno_error("cannot read the query client's groups (SO_PEERGROUPS)");
+        return base::errno_error("cannot read the query client's groups (SO_PEERGROUPS)");
     }
 #else
     (void)fd;
@@ -68,11 +68,11 @@ namespace detail {
 // /proc/<pid>/status fallback. The "Uid:" / "Gid:" lines (real, effective, saved, fs) must
 // still show the effective ids SO_PEERCRED reported; otherwise the pid may have been reused
 // by another process, whose groups must not be borrowed.
-kmes::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid) {
+base::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid) {
     const std::string path = "/proc/" + std::to_string(pid) + "/status";
     std::ifstream in(path);
     if (!in) {
-        return kmes::Error{ESRCH, "cannot read the query client's groups from " + path + " (the process has exited?)"};
+        return base::Error{ESRCH, "cannot read the query client's groups from " + path + " (the process has exited?)"};
     }
     std::vector<unsigned long> uids, gids, groups;
     bool have_groups = false;
@@ -88,13 +88,13 @@ kmes::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid) {
             ok = parse_ids(view.substr(7), groups);
             have_groups = true;
         }
-        if (!ok) return kmes::Error{EIO, "cannot parse " + path + ": unexpected line '" + line + "'"};
+        if (!ok) return base::Error{EIO, "cannot parse " + path + ": unexpected line '" + line + "'"};
     }
     if (uids.size() < 2 || gids.size() < 2 || !have_groups) {
-        return kmes::Error{EIO, "cannot read the query client's groups: " + path + " lacks Uid/Gid/Groups"};
+        return base::Error{EIO, "cannot read the query client's groups: " + path + " lacks Uid/Gid/Groups"};
     }
     if (uids[1] != uid || gids[1] != gid) {
-        return kmes::Error{
+        return base::Error{
             ESRCH, "query client pid " + std::to_string(pid) + " no longer has the credentials it connected with"};
     }
     return std::vector<gid_t>(groups.begin(), groups.end());
@@ -102,15 +102,15 @@ kmes::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid) {
 
 }  // namespace detail
 
-kmes::Result<Caller> caller_of(int connected_fd) {
+base::Result<Caller> caller_of(int connected_fd) {
     struct ucred credentials {};
     socklen_t length = sizeof(credentials);
     if (getsockopt(connected_fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
-        return kmes::errno_error("cannot read the query client's credentials (SO_PEERCRED)");
+        return base::errno_error("cannot read the query client's credentials (SO_PEERCRED)");
     }
     if (length != sizeof(credentials) || credentials.pid <= 0) {
         // A socket without a connected peer reports pid 0 and uid/gid -1: never a caller.
-        return kmes::Error{ENOTCONN, "the query socket has no peer credentials"};
+        return base::Error{ENOTCONN, "the query socket has no peer credentials"};
     }
     Caller caller;
     caller.pid = credentials.pid;

@@ -31,12 +31,12 @@ struct Caller {
 // "Groups:" (what the process holds now), accepted only when that file's effective
 // Uid/Gid still match the socket credentials (a recycled pid is refused). When the process is
 // gone already or anything is unreadable: an error (deny), never a guess.
-kmes::Result<Caller> caller_of(int connected_fd);
+base::Result<Caller> caller_of(int connected_fd);
 
 namespace detail {
 // The /proc fallback on its own (for tests): supplementary groups of `pid`, provided its
 // effective uid/gid are still `uid`/`gid`.
-kmes::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid);
+base::Result<std::vector<gid_t>> proc_groups(pid_t pid, uid_t uid, gid_t gid);
 }  // namespace detail
 
 }  // namespace eventd::access

@@ -113,7 +113,7 @@ std::string upper(std::string text) {
 CallerAccess::CallerAccess(Caller caller, std::shared_ptr<const Policy> policy)
     : caller_(std::move(caller)),
       policy_(policy ? std::move(policy) : Policy::deny_all()),
-      token_(kmes::token_guid(caller_.uid)) {
+      token_(base::token_guid(caller_.uid)) {
     sees_every_record_ = sees_every_record(*policy_, caller_);
 }
 
@@ -313,7 +313,7 @@ bool CallerAccess::may_read_any(const Query& q) const {
     });
 }
 
-kmes::Status CallerAccess::check_query(const Query& q) const {
+base::Status CallerAccess::check_query(const Query& q) const {
     if (unrestricted() || q.mode != query::Mode::events) return {};
 
     // Every field the query reads to decide which records or groups come out.
@@ -369,7 +369,7 @@ kmes::Status CallerAccess::check_query(const Query& q) const {
     for (const FieldUse& use : uses) {
         for (const auto& [pattern, grant] : relevant) {
             if (field_granted(grant, *use.field)) continue;
-            return kmes::Error{EACCES, "access denied: field '" + use.field->name + "' cannot be used in " +
+            return base::Error{EACCES, "access denied: field '" + use.field->name + "' cannot be used in " +
                                            use.clause + " for events of pattern '" + pattern + "'"};
         }
     }

@@ -70,7 +70,7 @@ public:
     // Errors name the pattern, the entry and what is wrong; the daemon then uses deny_all()
     // (fail closed, DESIGN.md §3.6). Unknown user/group names are not errors: the principal
     // is dropped (which never widens access) and a warning is kept in warnings().
-    static kmes::Result<std::shared_ptr<const Policy>> parse(const nlohmann::json& security);
+    static base::Result<std::shared_ptr<const Policy>> parse(const nlohmann::json& security);
     static std::shared_ptr<const Policy> deny_all();
 
     // Resolve the pattern for `event_type` and evaluate it for `caller`, for records of other
@@ -107,7 +107,7 @@ private:
 // "group:NAME", "everyone"), names resolved now. Unknown names drop their principal and add a
 // warning; anything else malformed is an error whose message starts with `where`. Shared by
 // Security.Admins and eventd-meta.db's admin_sd (eventd/index/admin_sd.hpp).
-kmes::Result<std::vector<Policy::Principal>> parse_principals(const nlohmann::json& list, const std::string& where,
+base::Result<std::vector<Policy::Principal>> parse_principals(const nlohmann::json& list, const std::string& where,
                                                               std::vector<std::string>& warnings);
 
 // One caller's view for the duration of one query or stream: caches grants per event type
@@ -152,7 +152,7 @@ public:
     // provably disjoint). Otherwise EACCES naming field, clause and pattern:
     // "access denied: field 'user' cannot be used in WHERE for events of pattern 'app'".
     // Root and STATUS queries: always ok (STATUS is authorised by is_admin()).
-    kmes::Status check_query(const query::Query& q) const;
+    base::Status check_query(const query::Query& q) const;
     // Can any record of `q`'s type pattern be visible to this caller (root; else some policy
     // pattern that can contribute records to it makes them visible)? Adaptive indexing counts
     // only such queries (issue 23 item 3).

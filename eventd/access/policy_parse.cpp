@@ -28,7 +28,7 @@ const json& default_admins() {
 
 std::string type_name(const json& value) { return value.type_name(); }
 
-kmes::Error invalid(std::string message) { return kmes::Error{EINVAL, std::move(message)}; }
+base::Error invalid(std::string message) { return base::Error{EINVAL, std::move(message)}; }
 
 bool has_space_or_control(std::string_view text) {
     return std::any_of(text.begin(), text.end(), [](char c) {
@@ -81,7 +81,7 @@ std::optional<uint32_t> parse_id(std::string_view digits) {
 enum class PrincipalPlace { event_entry, admin_list };
 
 // nullopt (no error) when a user or group name does not resolve: the principal is dropped.
-kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
+base::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
                                                                PrincipalPlace place,
                                                                std::vector<std::string>& warnings) {
     using Kind = Policy::Principal::Kind;
@@ -121,7 +121,7 @@ kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value
 
 }  // namespace
 
-kmes::Result<std::vector<Policy::Principal>> parse_principals(const json& list, const std::string& where,
+base::Result<std::vector<Policy::Principal>> parse_principals(const json& list, const std::string& where,
                                                               std::vector<std::string>& warnings) {
     if (!list.is_array()) return invalid(where + ": expected an array of principals, got " + type_name(list));
     std::vector<Policy::Principal> out;
@@ -135,7 +135,7 @@ kmes::Result<std::vector<Policy::Principal>> parse_principals(const json& list, 
 
 class PolicyParser {
 public:
-    kmes::Result<std::shared_ptr<const Policy>> run(const json& security) {
+    base::Result<std::shared_ptr<const Policy>> run(const json& security) {
         const json* root = &security;
         json defaulted;
         if (security.is_null()) {
@@ -162,7 +162,7 @@ public:
     }
 
 private:
-    kmes::Status parse_events(const json& events) {
+    base::Status parse_events(const json& events) {
         if (!events.is_object()) {
             return invalid(
                 "Security.Events: expected an object mapping event type patterns to lists of "
@@ -200,7 +200,7 @@ private:
         return {};
     }
 
-    kmes::Result<Policy::Entry> parse_entry(const json& entry, const std::string& where) {
+    base::Result<Policy::Entry> parse_entry(const json& entry, const std::string& where) {
         if (!entry.is_object()) {
             return invalid(where + ": expected an object like {\"allow\": [\"group:adm\"]}, got " + type_name(entry));
         }
@@ -258,7 +258,7 @@ private:
         return parsed;
     }
 
-    kmes::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where) {
+    base::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where) {
         auto parsed = access::parse_principal(value, where, PrincipalPlace::event_entry, policy_->warnings_);
         if (parsed.ok() && parsed.value() && parsed.value()->kind == Policy::Principal::Kind::self) {
             policy_->uses_self_ = true;
@@ -266,7 +266,7 @@ private:
         return parsed;
     }
 
-    kmes::Status parse_admins(const json& admins) {
+    base::Status parse_admins(const json& admins) {
         auto principals = parse_principals(admins, "Security.Admins", policy_->warnings_);
         if (!principals.ok()) return principals.error();
         policy_->admins_ = std::move(principals.value());
@@ -276,7 +276,7 @@ private:
     std::shared_ptr<Policy> policy_ = std::make_shared<Policy>();
 };
 
-kmes::Result<std::shared_ptr<const Policy>> Policy::parse(const nlohmann::json& security) {
+base::Result<std::shared_ptr<const Policy>> Policy::parse(const nlohmann::json& security) {
     return PolicyParser().run(security);
 }
 

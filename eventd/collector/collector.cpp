@@ -37,10 +37,10 @@ constexpr int64_t kRedeliveryDelayMs = 1000;   // a record whose commit failed c
 size_t shard_of(const HandoffItem& item, size_t shards) {
     if (!item.accounting) return 0;
     const store::EventRow& row = item.row;
-    uint64_t h = kmes::fnv1a64(kmes::kFnv1aOffsetBasis,
+    uint64_t h = base::fnv1a64(base::kFnv1aOffsetBasis,
                                std::string_view(reinterpret_cast<const char*>(row.boot_id.data()), row.boot_id.size()));
     const char cpu[2] = {static_cast<char>(item.accounting->cpu_id & 0xff), static_cast<char>(item.accounting->cpu_id >> 8)};
-    h = kmes::fnv1a64(h, std::string_view(cpu, sizeof cpu));
+    h = base::fnv1a64(h, std::string_view(cpu, sizeof cpu));
     return h % shards;
 }
 
@@ -79,7 +79,7 @@ void Collector::start() {
     thread_ = std::thread([this] {
         // An exception here is a bug: eventd fails (and systemd restarts it), as when a writer
         // thread dies — a collector that ingests nothing must not look healthy.
-        kmes::run_guarded(
+        base::run_guarded(
             "the collector", [this] { run(); },
             [this](const std::string& why) {
                 set_state("stopped", why);
@@ -114,7 +114,7 @@ bool Collector::wait_backoff(std::chrono::milliseconds wait) {
 
 void Collector::run() {
     // From 100 ms to MaxBackoffMs, jittered: collectors restarted together do not hammer NATS in step.
-    kmes::JitteredBackoff backoff(std::chrono::milliseconds(config_.max_backoff_ms));
+    base::JitteredBackoff backoff(std::chrono::milliseconds(config_.max_backoff_ms));
     while (!stopping_.load()) {
         session_ = std::make_unique<Session>();
         sessions_.fetch_add(1, std::memory_order_relaxed);
@@ -135,7 +135,7 @@ void Collector::run() {
 // One session: connect, bind the durable consumer (created or updated to the configured
 // acknowledgement settings), fetch until stopping or a failure.
 void Collector::run_session(Session& s) {
-    auto fail = [this](const kmes::Error& e) {
+    auto fail = [this](const base::Error& e) {
         // One line per new reason, not per attempt: an outage of NATS is one event in the log.
         if (e.message != last_logged_error_) spdlog::warn("collector: {}; trying again (with backoff)", e.message);
         last_logged_error_ = e.message;
@@ -185,14 +185,14 @@ void Collector::run_session(Session& s) {
     if (st == NATS_OK && info && info->Config &&
         (info->Config->AckPolicy != js_AckExplicit || info->Config->MaxDeliver > 0)) {
         jsConsumerInfo_Destroy(info);
-        return fail(kmes::Error{EINVAL, "consumer " + config_.durable + " of stream " + config_.stream +
+        return fail(base::Error{EINVAL, "consumer " + config_.durable + " of stream " + config_.stream +
                                             " does not acknowledge explicitly with unlimited deliveries, which "
                                             "exactly-once needs: delete it or choose another Durable"});
     }
     if (info) jsConsumerInfo_Destroy(info);
     if (st != NATS_OK) {
         if (code == JSStreamNotFoundErr)
-            return fail(kmes::Error{ENOENT, "stream " + config_.stream +
+            return fail(base::Error{ENOENT, "stream " + config_.stream +
                                                 " does not exist yet (no eventd-forward has created it)"});
         return fail(nats_error("cannot use consumer " + config_.durable + " of stream " + config_.stream, st));
     }
@@ -228,13 +228,13 @@ void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
     std::vector<std::vector<HandoffItem>> per_shard(writers_.size());
     for (natsMsg* msg : messages) {
         const char* host = nullptr;
-        kmes::Result<HandoffItem> item = kmes::Error{EINVAL, "no Eventd-Host header"};
+        base::Result<HandoffItem> item = base::Error{EINVAL, "no Eventd-Host header"};
         if (natsMsgHeader_Get(msg, kHostHeader, &host) == NATS_OK && host && *host) {
             const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
             item = item_from_record(std::span(data, static_cast<size_t>(natsMsg_GetDataLength(msg))), host);
             // NATS permissions are per subject: a host may publish only under its own name.
             if (item && natsMsg_GetSubject(msg) != nats::subject_for(config_.subject_prefix, host, item->row.event_type))
-                item = kmes::Error{EINVAL, "the subject is not " + config_.subject_prefix +
+                item = base::Error{EINVAL, "the subject is not " + config_.subject_prefix +
                                                ".<Eventd-Host>.<event_type> of the record (Eventd-Host " + host + ")"};
         }
         if (!item) {

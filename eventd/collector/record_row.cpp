@@ -16,7 +16,7 @@ namespace {
 using msgpack::Item;
 using msgpack::Kind;
 
-kmes::Error bad(const std::string& what) { return kmes::Error{EINVAL, "not an eventd record: " + what}; }
+base::Error bad(const std::string& what) { return base::Error{EINVAL, "not an eventd record: " + what}; }
 
 std::optional<uint64_t> as_unsigned(const Item& item) {
     if (item.kind == Kind::int_unsigned) return item.unsigned_value;
@@ -25,19 +25,19 @@ std::optional<uint64_t> as_unsigned(const Item& item) {
 }
 
 // One header field's value into the row. nil leaves an optional column NULL.
-kmes::Status read_header(std::string_view key, const Item& item, store::EventRow& row, bool& have_boot,
+base::Status read_header(std::string_view key, const Item& item, store::EventRow& row, bool& have_boot,
                          bool& have_time, bool& have_type) {
     const bool nil = item.kind == Kind::nil;
-    auto number = [&](uint64_t max) -> kmes::Result<std::optional<uint64_t>> {
+    auto number = [&](uint64_t max) -> base::Result<std::optional<uint64_t>> {
         if (nil) return std::optional<uint64_t>{};
         const auto v = as_unsigned(item);
         if (!v || *v > max) return bad(std::string(key) + " is not an integer from 0 to " + std::to_string(max));
         return std::optional<uint64_t>{*v};
     };
-    auto guid = [&]() -> kmes::Result<std::optional<kmes::Guid>> {
+    auto guid = [&]() -> base::Result<std::optional<kmes::Guid>> {
         if (nil) return std::optional<kmes::Guid>{};
         if (item.kind != Kind::string) return bad(std::string(key) + " is not a GUID string");
-        const auto g = kmes::parse_guid(item.bytes);
+        const auto g = base::parse_guid(item.bytes);
         if (!g) return bad(std::string(key) + " is not a GUID string");
         return std::optional<kmes::Guid>{*g};
     };
@@ -84,7 +84,7 @@ bool is_header(std::string_view key) {
 
 }  // namespace
 
-kmes::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std::string_view host) {
+base::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std::string_view host) {
     msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();
     if (!pairs) return bad("not a msgpack map");

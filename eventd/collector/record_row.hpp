@@ -29,6 +29,6 @@ namespace eventd::collector {
 
 // EINVAL (naming what is wrong) when `record` is not one msgpack map with boot_id (a GUID
 // string), timestamp (an integer) and event_type (a string) and header fields of their types.
-kmes::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std::string_view host);
+base::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std::string_view host);
 
 }  // namespace eventd::collector

@@ -11,17 +11,17 @@ namespace {
 
 using json = nlohmann::json;
 
-kmes::Error bad(const std::string& key, const std::string& what) {
-    return kmes::Error{EINVAL, "configuration key CollectorSource." + key + " " + what};
+base::Error bad(const std::string& key, const std::string& what) {
+    return base::Error{EINVAL, "configuration key CollectorSource." + key + " " + what};
 }
 
-kmes::Status read_string(const json& v, const std::string& key, std::string& out) {
+base::Status read_string(const json& v, const std::string& key, std::string& out) {
     if (!v.is_string() || v.get<std::string>().empty()) return bad(key, "must be a non-empty string, got " + v.dump());
     out = v.get<std::string>();
     return {};
 }
 
-kmes::Status read_u32(const json& v, const std::string& key, uint32_t& out, uint32_t min, uint32_t max) {
+base::Status read_u32(const json& v, const std::string& key, uint32_t& out, uint32_t min, uint32_t max) {
     // (A non-negative integer written in C++ is signed in nlohmann::json; from text, unsigned.)
     const bool count = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
     if (!count || v.get<uint64_t>() < min || v.get<uint64_t>() > max)
@@ -33,12 +33,12 @@ kmes::Status read_u32(const json& v, const std::string& key, uint32_t& out, uint
 
 }  // namespace
 
-kmes::Result<SourceConfig> parse_source_config(const json& v) {
+base::Result<SourceConfig> parse_source_config(const json& v) {
     if (!v.is_object())
-        return kmes::Error{EINVAL, "configuration key CollectorSource must be an object like {\"NatsUrl\": "
+        return base::Error{EINVAL, "configuration key CollectorSource must be an object like {\"NatsUrl\": "
                                    "\"nats://127.0.0.1:4222\"}, got " + v.dump()};
     SourceConfig c;
-    using Read = std::function<kmes::Status(const json&)>;
+    using Read = std::function<base::Status(const json&)>;
     const std::map<std::string, Read> keys = {
         {"NatsUrl", [&](const json& x) { return read_string(x, "NatsUrl", c.nats_url); }},
         {"Stream", [&](const json& x) { return read_string(x, "Stream", c.stream); }},

@@ -31,6 +31,6 @@ struct SourceConfig {
 
 // EINVAL naming `CollectorSource.<Key>` for anything wrong; unknown keys are errors too (a
 // typo in the one key that changes what eventd is should not pass silently).
-kmes::Result<SourceConfig> parse_source_config(const nlohmann::json& value);
+base::Result<SourceConfig> parse_source_config(const nlohmann::json& value);
 
 }  // namespace eventd::collector

@@ -6,10 +6,10 @@
 
 namespace eventd::index {
 
-kmes::Result<AdminSd> AdminSd::parse(std::string_view text, std::vector<std::string>& warnings) {
+base::Result<AdminSd> AdminSd::parse(std::string_view text, std::vector<std::string>& warnings) {
     const nlohmann::json list = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (list.is_discarded())
-        return kmes::Error{EINVAL, "admin_sd: not JSON (expected an array such as [\"group:adm\", \"user:alice\"])"};
+        return base::Error{EINVAL, "admin_sd: not JSON (expected an array such as [\"group:adm\", \"user:alice\"])"};
     auto principals = access::parse_principals(list, "admin_sd", warnings);
     if (!principals) return principals.error();
     AdminSd sd;

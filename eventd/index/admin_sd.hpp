@@ -21,7 +21,7 @@ class AdminSd {
 public:
     // The text of the meta row. Errors: not JSON, not an array, a malformed principal (the
     // message says which); unknown user/group names only drop their principal (warnings).
-    static kmes::Result<AdminSd> parse(std::string_view text, std::vector<std::string>& warnings);
+    static base::Result<AdminSd> parse(std::string_view text, std::vector<std::string>& warnings);
     static AdminSd defaults();  // ["group:adm"]
 
     bool allows(const access::Caller& caller) const;

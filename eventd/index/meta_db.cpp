@@ -43,16 +43,16 @@ std::string column_text(sqlite3_stmt* stmt, int i) {
 
 // Rename `path` and its side files to `to` (side files first, as store/shard_files.cpp does:
 // a crash in between leaves no -wal beside the name the new file takes).
-kmes::Status move_aside(const fs::path& path, const fs::path& to) {
+base::Status move_aside(const fs::path& path, const fs::path& to) {
     std::error_code ec;
     for (const char* side : {"-wal", "-shm"}) {
         const fs::path from = path.string() + side;
         if (!fs::exists(from, ec)) continue;
         fs::rename(from, to.string() + side, ec);
-        if (ec) return kmes::errno_error(ec.value(), "cannot rename " + from.string());
+        if (ec) return base::errno_error(ec.value(), "cannot rename " + from.string());
     }
     fs::rename(path, to, ec);
-    if (ec) return kmes::errno_error(ec.value(), "cannot rename " + path.string() + " to " + to.string());
+    if (ec) return base::errno_error(ec.value(), "cannot rename " + path.string() + " to " + to.string());
     return {};
 }
 
@@ -65,7 +65,7 @@ void remove_with_side_files(const fs::path& path) {
 
 std::string corrupt_name(int64_t now_ns) { return std::string(kMetaDbName) + ".corrupt-" + std::to_string(now_ns); }
 
-kmes::Result<MetaDb> MetaDb::connect(const fs::path& path) {
+base::Result<MetaDb> MetaDb::connect(const fs::path& path) {
     sqlite3* raw = nullptr;
     const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
     store::detail::DbPtr db(raw);
@@ -77,7 +77,7 @@ kmes::Result<MetaDb> MetaDb::connect(const fs::path& path) {
     return MetaDb(std::move(db), path);
 }
 
-kmes::Result<MetaDb::Opened> MetaDb::open_existing(const fs::path& path) {
+base::Result<MetaDb::Opened> MetaDb::open_existing(const fs::path& path) {
     auto db = connect(path);
     if (!db) return db.error();
     {
@@ -86,25 +86,25 @@ kmes::Result<MetaDb::Opened> MetaDb::open_existing(const fs::path& path) {
         const int rc = sqlite3_step(check->get());
         if (rc != SQLITE_ROW) return sqlite_error(db->db_.get(), rc, path, "quick_check");
         const std::string verdict = column_text(check->get(), 0);
-        if (verdict != "ok") return kmes::Error{EPROTO, path.string() + ": quick_check: " + verdict};
+        if (verdict != "ok") return base::Error{EPROTO, path.string() + ": quick_check: " + verdict};
     }
     auto contents = db->load();
     if (!contents) return contents.error();
     return Opened{std::move(*db), std::move(*contents), std::nullopt};
 }
 
-kmes::Result<MetaDb::Opened> MetaDb::create(const fs::path& path, int64_t now_ns) {
+base::Result<MetaDb::Opened> MetaDb::create(const fs::path& path, int64_t now_ns) {
     // Created empty with mode 0600 before SQLite sees it: SQLite gives a new database (and its
     // -wal/-shm, which copy the database's mode) 0644 less the umask.
     const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd < 0) return kmes::errno_error("cannot create " + path.string());
+    if (fd < 0) return base::errno_error("cannot create " + path.string());
     ::close(fd);
-    auto made = [&]() -> kmes::Result<Opened> {
+    auto made = [&]() -> base::Result<Opened> {
         auto db = connect(path);
         if (!db) return db.error();
         sqlite3* raw = db->db_.get();
         if (auto s = exec(raw, "BEGIN IMMEDIATE", path); !s) return s.error();
-        auto fail = [&](const kmes::Error& e) -> kmes::Error {
+        auto fail = [&](const base::Error& e) -> base::Error {
             sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
             return e;
         };
@@ -133,7 +133,7 @@ kmes::Result<MetaDb::Opened> MetaDb::create(const fs::path& path, int64_t now_ns
     return made;
 }
 
-kmes::Result<MetaDb::Opened> MetaDb::open(const fs::path& store_dir, int64_t now_ns) {
+base::Result<MetaDb::Opened> MetaDb::open(const fs::path& store_dir, int64_t now_ns) {
     const fs::path path = store_dir / kMetaDbName;
     std::error_code ec;
     if (!fs::exists(path, ec)) return create(path, now_ns);
@@ -141,7 +141,7 @@ kmes::Result<MetaDb::Opened> MetaDb::open(const fs::path& store_dir, int64_t now
     if (opened) return opened;
     // A full disk or an I/O error says nothing about the file: keep it (and admin_sd in it),
     // the caller tries again later. Only a damaged or unknown file is replaced.
-    if (opened.error().code != kmes::ErrorCode::protocol) return opened.error();
+    if (opened.error().code != base::ErrorCode::protocol) return opened.error();
     // §3.3.9: unknown version or unreadable → logged, recreated (adaptive state lost, not critical).
     const fs::path aside = store_dir / corrupt_name(now_ns);
     spdlog::error(
@@ -155,7 +155,7 @@ kmes::Result<MetaDb::Opened> MetaDb::open(const fs::path& store_dir, int64_t now
     return fresh;
 }
 
-kmes::Result<MetaContents> MetaDb::load() {
+base::Result<MetaContents> MetaDb::load() {
     sqlite3* raw = db_.get();
     MetaContents out;
     auto meta = prepare(raw, "SELECT key, value FROM meta", path_);
@@ -170,7 +170,7 @@ kmes::Result<MetaContents> MetaDb::load() {
     }
     if (rc != SQLITE_DONE) return sqlite_error(raw, rc, path_, "read meta");
     if (version != std::to_string(kMetaSchemaVersion))
-        return kmes::Error{EPROTO, path_.string() + ": unknown schema_version " +
+        return base::Error{EPROTO, path_.string() + ": unknown schema_version " +
                                        (version ? "'" + *version + "'" : "(missing)") + " (this eventd knows " +
                                        std::to_string(kMetaSchemaVersion) + ")"};
 
@@ -192,11 +192,11 @@ kmes::Result<MetaContents> MetaDb::load() {
     return out;
 }
 
-kmes::Status MetaDb::save(const std::map<std::string, FieldWindow>& counters,
+base::Status MetaDb::save(const std::map<std::string, FieldWindow>& counters,
                           const std::vector<DesiredIndex>& desired) {
     sqlite3* raw = db_.get();
     if (auto s = exec(raw, "BEGIN IMMEDIATE", path_); !s) return s;
-    auto fail = [&](const kmes::Error& e) -> kmes::Status {
+    auto fail = [&](const base::Error& e) -> base::Status {
         sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
         return e;
     };
@@ -231,7 +231,7 @@ kmes::Status MetaDb::save(const std::map<std::string, FieldWindow>& counters,
     return {};
 }
 
-kmes::Result<int64_t> MetaDb::pragma(const char* name) {
+base::Result<int64_t> MetaDb::pragma(const char* name) {
     auto stmt = prepare(db_.get(), (std::string("PRAGMA ") + name).c_str(), path_);
     if (!stmt) return stmt.error();
     const int rc = sqlite3_step(stmt->get());
@@ -239,7 +239,7 @@ kmes::Result<int64_t> MetaDb::pragma(const char* name) {
     return static_cast<int64_t>(sqlite3_column_int64(stmt->get(), 0));
 }
 
-kmes::Result<std::optional<std::string>> MetaDb::read_admin_sd() {
+base::Result<std::optional<std::string>> MetaDb::read_admin_sd() {
     auto stmt = prepare(db_.get(), "SELECT value FROM meta WHERE key = 'admin_sd'", path_);
     if (!stmt) return stmt.error();
     const int rc = sqlite3_step(stmt->get());

@@ -55,24 +55,24 @@ public:
     // Open <store_dir>/eventd-meta.db, recreating an unusable one (see the top of the file).
     // `now_ns` names a set-aside file and fills created_at. Errors: no usable file could be
     // created (the directory is not writable, the disk is full).
-    static kmes::Result<Opened> open(const std::filesystem::path& store_dir, int64_t now_ns);
+    static base::Result<Opened> open(const std::filesystem::path& store_dir, int64_t now_ns);
 
-    kmes::Result<MetaContents> load();
+    base::Result<MetaContents> load();
     // Replace both tables in one transaction.
-    kmes::Status save(const std::map<std::string, FieldWindow>& counters, const std::vector<DesiredIndex>& desired);
+    base::Status save(const std::map<std::string, FieldWindow>& counters, const std::vector<DesiredIndex>& desired);
     // The admin_sd row as stored now (an operator may have changed it with sqlite3); nullopt
     // when missing.
-    kmes::Result<std::optional<std::string>> read_admin_sd();
+    base::Result<std::optional<std::string>> read_admin_sd();
     const std::filesystem::path& path() const { return path_; }
     // A PRAGMA's value on this connection (tests check synchronous=NORMAL, which only the
     // connection knows).
-    kmes::Result<int64_t> pragma(const char* name);
+    base::Result<int64_t> pragma(const char* name);
 
 private:
     MetaDb(store::detail::DbPtr db, std::filesystem::path path) : db_(std::move(db)), path_(std::move(path)) {}
-    static kmes::Result<MetaDb> connect(const std::filesystem::path& path);
-    static kmes::Result<Opened> open_existing(const std::filesystem::path& path);
-    static kmes::Result<Opened> create(const std::filesystem::path& path, int64_t now_ns);
+    static base::Result<MetaDb> connect(const std::filesystem::path& path);
+    static base::Result<Opened> open_existing(const std::filesystem::path& path);
+    static base::Result<Opened> create(const std::filesystem::path& path, int64_t now_ns);
 
     store::detail::DbPtr db_;
     std::filesystem::path path_;

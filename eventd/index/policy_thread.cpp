@@ -42,7 +42,7 @@ std::unique_ptr<PolicyThread> PolicyThread::open(Options options) {
     {
         std::vector<std::string> warnings;
         auto sd = admin_text ? AdminSd::parse(*admin_text, warnings)
-                             : kmes::Result<AdminSd>(kmes::Error{EINVAL, "admin_sd: the meta row is missing"});
+                             : base::Result<AdminSd>(base::Error{EINVAL, "admin_sd: the meta row is missing"});
         for (const std::string& w : warnings) spdlog::warn("eventd-meta.db {}", w);
         if (!sd) spdlog::error("eventd-meta.db {}; using the default {}", sd.error().message, kDefaultAdminSd);
         p->admin_sd_ = std::make_shared<const AdminSd>(sd ? std::move(*sd) : AdminSd::defaults());
@@ -65,7 +65,7 @@ void PolicyThread::start() {
     if (running_ || stopping_) return;
     running_ = true;
     thread_ = std::thread([this] {
-        kmes::run_guarded(
+        base::run_guarded(
             "the index policy thread", [this] { run(); },
             [](const std::string&) {});  // adaptive indexing stops; ingestion and queries go on
         final_save();                    // on this thread: the only writer of eventd-meta.db
@@ -74,7 +74,7 @@ void PolicyThread::start() {
 
 void PolicyThread::final_save() {
     // Counters are kept across restarts (§3.3.9): what queries counted since the last pass.
-    kmes::run_guarded(
+    base::run_guarded(
         "the index policy (final save)",
         [this] {
             state_.add_counts(options_.counter->take(), options_.now_ns());
@@ -103,7 +103,7 @@ void PolicyThread::stop() {
         std::lock_guard lock(mutex_);
         left.swap(requests_);
     }
-    for (Request& r : left) r.done.set_value(kmes::Error{kmes::ErrorCode::cancelled, "eventd is shutting down"});
+    for (Request& r : left) r.done.set_value(base::Error{base::ErrorCode::cancelled, "eventd is shutting down"});
 }
 
 void PolicyThread::configure(const PolicySettings& settings) {
@@ -123,27 +123,27 @@ void PolicyThread::reload_admin_sd() {
     wake_.notify_all();
 }
 
-kmes::Status PolicyThread::index(const access::Caller& caller, const std::string& field,
+base::Status PolicyThread::index(const access::Caller& caller, const std::string& field,
                                  std::chrono::steady_clock::time_point deadline) {
-    std::future<kmes::Status> done;
+    std::future<base::Status> done;
     {
         std::lock_guard lock(mutex_);
         if (!admin_sd_->allows(caller))
-            return kmes::Error{kmes::ErrorCode::access_denied,
+            return base::Error{base::ErrorCode::access_denied,
                                "access denied: INDEX needs administrator rights (root, or a principal of admin_sd "
                                "in eventd-meta.db; default group adm)"};
-        if (stopping_) return kmes::Error{kmes::ErrorCode::cancelled, "eventd is shutting down"};
+        if (stopping_) return base::Error{base::ErrorCode::cancelled, "eventd is shutting down"};
         requests_.push_back(Request{field, {}});
         done = requests_.back().done.get_future();
     }
     wake_.notify_all();
     if (done.wait_until(deadline) != std::future_status::ready)
-        return kmes::Error{kmes::ErrorCode::timed_out,
+        return base::Error{base::ErrorCode::timed_out,
                            "INDEX " + field + ": the desired set was not saved within the query timeout"};
     try {
         return done.get();
     } catch (const std::future_error&) {  // the pass failed unexpectedly (logged by run_guarded)
-        return kmes::Error{kmes::ErrorCode::io, "INDEX " + field + ": the index policy failed; see eventd's log"};
+        return base::Error{base::ErrorCode::io, "INDEX " + field + ": the index policy failed; see eventd's log"};
     }
 }
 
@@ -167,16 +167,16 @@ void PolicyThread::run() {
             settings = settings_;
         }
         if (reread)
-            kmes::run_guarded(
+            base::run_guarded(
                 "the index policy (admin_sd)", [this] { read_admin_sd(); }, [](const std::string&) {});
         const bool due = SteadyClock::now() >= last_scheduled + settings.interval;
         if (due) last_scheduled = SteadyClock::now();
         if (due || !requests.empty()) {
             // An unexpected exception gives up this pass; its INDEX requests then get an error.
-            kmes::run_guarded(
+            base::run_guarded(
                 "the index policy", [&] { pass(requests, settings); }, [](const std::string&) {});
         } else {
-            kmes::run_guarded(
+            base::run_guarded(
                 "the index policy (status)", [&] { publish_status(settings); }, [](const std::string&) {});
         }
     }
@@ -208,13 +208,13 @@ void PolicyThread::pass(std::vector<Request>& requests, const PolicySettings& se
         }
     }
     last_pass_ns_ = now;
-    const kmes::Status saved = persist();
+    const base::Status saved = persist();
     // Status first: whoever got the INDEX answer sees the field in `eventctl status` too.
     publish_status(settings);
     answer(requests, saved);
 }
 
-kmes::Status PolicyThread::persist() {
+base::Status PolicyThread::persist() {
     if (!db_) {
         auto opened = MetaDb::open(options_.store_dir, options_.now_ns());
         if (opened) {
@@ -225,19 +225,19 @@ kmes::Status PolicyThread::persist() {
             db_problem_ = opened.error().message;
         }
     }
-    kmes::Status saved =
+    base::Status saved =
         db_ ? db_->save(state_.counters(), state_.desired())
-            : kmes::Status(kmes::Error{kmes::ErrorCode::io, "eventd-meta.db is not usable: " + db_problem_});
+            : base::Status(base::Error{base::ErrorCode::io, "eventd-meta.db is not usable: " + db_problem_});
     if (!saved) spdlog::warn("adaptive indexing state not saved: {}", saved.error().message);
     return saved;
 }
 
-void PolicyThread::answer(std::vector<Request>& requests, const kmes::Status& saved) {
+void PolicyThread::answer(std::vector<Request>& requests, const base::Status& saved) {
     for (Request& r : requests) {
         if (saved)
             r.done.set_value({});
         else
-            r.done.set_value(kmes::Error{saved.error().code, "INDEX " + r.field +
+            r.done.set_value(base::Error{saved.error().code, "INDEX " + r.field +
                                                                  ": in the desired set now, but it could not be "
                                                                  "saved to eventd-meta.db: " +
                                                                  saved.error().message});
@@ -249,7 +249,7 @@ void PolicyThread::read_admin_sd() {
     if (!db_) return;  // keeps the one in force
     auto text = db_->read_admin_sd();
     std::vector<std::string> warnings;
-    kmes::Result<AdminSd> sd = kmes::Error{EINVAL, "admin_sd: the meta row is missing"};
+    base::Result<AdminSd> sd = base::Error{EINVAL, "admin_sd: the meta row is missing"};
     if (!text)
         sd = text.error();
     else if (*text)

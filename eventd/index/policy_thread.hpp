@@ -82,7 +82,7 @@ public:
     // EVENTS INDEX <field> (§8.2.7) for `caller`: EACCES unless root or in admin_sd; otherwise
     // the field goes first in the desired set, which is recomputed, published and persisted
     // before this returns. Errors: the deadline passed, shutting down, the save failed.
-    kmes::Status index(const access::Caller& caller, const std::string& field,
+    base::Status index(const access::Caller& caller, const std::string& field,
                        std::chrono::steady_clock::time_point deadline);
 
     // eventctl status: {kind:"index_policy"} and one {kind:"index_field"} per counted field
@@ -93,7 +93,7 @@ public:
 private:
     struct Request {
         std::string field;
-        std::promise<kmes::Status> done;
+        std::promise<base::Status> done;
     };
 
     explicit PolicyThread(Options options);
@@ -104,9 +104,9 @@ private:
     void final_save();
     void read_admin_sd();
     // Save counters and set (reopening an unusable database first); logged when it fails.
-    kmes::Status persist();
+    base::Status persist();
     // INDEX requests get their answer: ok, or the field is desired but not saved.
-    static void answer(std::vector<Request>& requests, const kmes::Status& saved);
+    static void answer(std::vector<Request>& requests, const base::Status& saved);
     void publish_status(const PolicySettings& settings);
 
     Options options_;

@@ -60,7 +60,7 @@ void DrainThread::start() {
     thread_ = std::thread([this] {
         // A drain that stops is fatal either way (its ring is no longer read): the same path as
         // losing the ring, so main exits non-zero and eventd restarts.
-        kmes::run_guarded(
+        base::run_guarded(
             "drain thread of cpu " + std::to_string(cpu_), [this] { run(); },
             [this](const std::string& why) { on_fatal_(why); });
         ended_.store(true);

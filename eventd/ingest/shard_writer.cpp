@@ -10,7 +10,7 @@
 #include "base/thread_boundary.hpp"
 
 namespace eventd {
-using kmes::Status;
+using base::Status;
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSmoothing = 0.2;     // EWMA weight of a new observation
@@ -75,7 +75,7 @@ void ShardWriter::post(HandoffItem item) {
 
 void ShardWriter::start() {
     thread_ = std::thread([this] {
-        kmes::run_guarded(
+        base::run_guarded(
             "writer of shard " + std::to_string(db_->index()), [this] { run(); },
             [this](const std::string& why) {
                 if (hooks_.on_fatal) hooks_.on_fatal(why);

@@ -48,7 +48,7 @@ uint64_t now_ns() {
 EventRow startup(const Guid& boot_id, const std::string& os_boot_id, bool restart, uint32_t shard_count,
                  const std::vector<CpuSequence>& resume_points) {
     return make(boot_id, "synthetic.startup",
-                {{"boot_id", kmes::guid_text(boot_id)},
+                {{"boot_id", base::guid_text(boot_id)},
                  {"os_boot_id", os_boot_id},
                  {"restart", restart},
                  {"shard_count", shard_count},

@@ -20,7 +20,7 @@
 namespace eventd::query {
 namespace {
 
-using kmes::Error;
+using base::Error;
 using store::EventColumn;
 using store::ShardFile;
 using store::ShardSnapshot;
@@ -29,7 +29,7 @@ constexpr int kCheckEvery = 256;  // records between explicit deadline checks
 
 // The progress handler only runs inside SQLite; this covers the time spent between steps
 // (merging, the sink) and deadlines that have passed before a short statement runs.
-kmes::Status check_time(const ExecutionContext& ctx) {
+base::Status check_time(const ExecutionContext& ctx) {
     if (ctx.cancelled && ctx.cancelled->load(std::memory_order_relaxed)) return shutdown_error();
     if (std::chrono::steady_clock::now() > ctx.deadline) return timeout_error(ctx.timeout_ms);
     return {};
@@ -43,7 +43,7 @@ struct Shard {
 
 // Open one shard for the query: snapshot (open_snapshot), a stream's watermark, the planned
 // query. nullopt: a file the query may leave out.
-kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan& plan, const store::RowFilter& visible,
+base::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan& plan, const store::RowFilter& visible,
                                               ExecutionContext& ctx, StreamStart* start) {
     auto snapshot = open_snapshot(file, visible, ctx);
     if (!snapshot) return snapshot.error();
@@ -62,7 +62,7 @@ kmes::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan&
     auto cursor = (*snapshot)->run(plan.read);
     if (!cursor) {
         // A query SQLite refuses for its size (EINVAL) is the query's problem, not eventd's.
-        if (cursor.error().code == kmes::ErrorCode::invalid) {
+        if (cursor.error().code == base::ErrorCode::invalid) {
             spdlog::info("query refused by SQLite: {}", cursor.error().message);
         } else {
             spdlog::error("query: {}", cursor.error().message);
@@ -79,7 +79,7 @@ public:
         : query_(q), plan_(plan), ctx_(ctx), encoder_(q.select, *ctx.access) {}
 
     // Step `shard` once: true with its keys loaded when it has a row, false when done.
-    kmes::Result<bool> advance(Shard& shard) {
+    base::Result<bool> advance(Shard& shard) {
         auto has = shard.cursor->next();
         if (!has) return query_error(has.error(), ctx_);
         if (!*has) return false;
@@ -110,7 +110,7 @@ public:
         return compare_values(a.keys[n + 3], b.keys[n + 3], false);
     }
 
-    kmes::Status run(std::vector<Shard>& shards, const RecordSink& sink) {
+    base::Status run(std::vector<Shard>& shards, const RecordSink& sink) {
         std::vector<Shard*> heap;
         for (Shard& s : shards) {
             auto has = advance(s);
@@ -148,7 +148,7 @@ public:
     }
 
 private:
-    kmes::Status emit(Shard& shard, const RecordSink& sink) { return sink(encoder_.encode(shard.cursor->row())); }
+    base::Status emit(Shard& shard, const RecordSink& sink) { return sink(encoder_.encode(shard.cursor->row())); }
 
     const Query& query_;
     const Plan& plan_;
@@ -168,17 +168,17 @@ store::RowFilter caller_visibility(const ExecutionContext& ctx) {
 Error query_error(const Error& e, const ExecutionContext& ctx) {
     if (e.is_cancelled()) return shutdown_error();
     if (e.is_timed_out()) return timeout_error(ctx.timeout_ms);
-    if (e.code == kmes::ErrorCode::too_many_files) return out_of_descriptors_error();
+    if (e.code == base::ErrorCode::too_many_files) return out_of_descriptors_error();
     return e;
 }
 
-kmes::Result<std::optional<ShardSnapshot>> open_snapshot(const ShardFile& file, const store::RowFilter& visible,
+base::Result<std::optional<ShardSnapshot>> open_snapshot(const ShardFile& file, const store::RowFilter& visible,
                                                          ExecutionContext& ctx) {
     auto snapshot = ShardSnapshot::open(file, store::ReadOptions{ctx.deadline, ctx.cancelled, visible});
     if (!snapshot) {
         // Out of descriptors says nothing about the file (and may_skip_unreadable could not
         // even read its header then): the query fails rather than silently leave a shard out.
-        if (snapshot.error().code == kmes::ErrorCode::too_many_files) {
+        if (snapshot.error().code == base::ErrorCode::too_many_files) {
             spdlog::warn("query: cannot open event store file {}: {}", file.name, snapshot.error().message);
             return out_of_descriptors_error();
         }
@@ -200,7 +200,7 @@ kmes::Result<std::optional<ShardSnapshot>> open_snapshot(const ShardFile& file, 
     return std::optional<ShardSnapshot>{std::move(*snapshot)};
 }
 
-kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink) {
+base::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink) {
     assert(ctx.access != nullptr);
     if (q.mode != Mode::events) return Error{EINVAL, "only EVENTS queries run over the event store"};
     if (auto st = check_time(ctx); !st) return st.error();

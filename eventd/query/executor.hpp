@@ -31,7 +31,7 @@ namespace eventd::query {
 // Receives each result record in order, msgpack-encoded for the wire (§8.8; the bytes are
 // valid during the call). An error stops execution and is returned by execute() unchanged
 // (typically: the client is gone).
-using RecordSink = std::function<kmes::Status(std::span<const uint8_t> record)>;
+using RecordSink = std::function<base::Status(std::span<const uint8_t> record)>;
 
 struct ExecutionContext {
     std::filesystem::path store_dir;
@@ -51,7 +51,7 @@ struct StreamStart {
 // A store error in the query's words: its deadline and shutdown, not the shard's; running out
 // of file descriptors is eventd's momentary state, not the file's (and the query may be asked
 // again once connections close).
-kmes::Error query_error(const kmes::Error& e, const ExecutionContext& ctx);
+base::Error query_error(const base::Error& e, const ExecutionContext& ctx);
 
 // eventd_visible's answer for the caller of `ctx`: its type access, or empty (no filter asked)
 // for an unrestricted caller.
@@ -60,7 +60,7 @@ store::RowFilter caller_visibility(const ExecutionContext& ctx);
 // One shard file opened for a query and its read transaction begun (watermark read): deadline,
 // cancel flag, `visible` as eventd_visible. nullopt: a file the query may leave out
 // (store::may_skip_unreadable). Errors in the query's words (query_error).
-kmes::Result<std::optional<store::ShardSnapshot>> open_snapshot(const store::ShardFile& file,
+base::Result<std::optional<store::ShardSnapshot>> open_snapshot(const store::ShardFile& file,
                                                                const store::RowFilter& visible,
                                                                ExecutionContext& ctx);
 
@@ -70,6 +70,6 @@ kmes::Result<std::optional<store::ShardSnapshot>> open_snapshot(const store::Sha
 // shutdown_error: ErrorCode::cancelled — not a failure), a shard that cannot be read
 // (ErrorCode::io, or ErrorCode::protocol for a damaged one; naming the file), or the sink's own
 // error.
-kmes::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink);
+base::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const RecordSink& sink);
 
 }  // namespace eventd::query

@@ -34,7 +34,7 @@ std::optional<ino_t> inode_of(const fs::path& path) {
 
 }  // namespace
 
-kmes::Status read_after(RowCursor& rows, const store::FileId& file, int64_t& watermark, int64_t hi,
+base::Status read_after(RowCursor& rows, const store::FileId& file, int64_t& watermark, int64_t hi,
                         RowEncoder& encoder, const PositionedSink& sink) {
     if (hi <= watermark) return {};
     const int id_column = store::index_of(store::EventColumn::id);
@@ -80,7 +80,7 @@ struct LiveFeed::Impl {
     bool restricted = false;
     std::map<uint32_t, Connection> connections;
 
-    kmes::Status ensure_plan(bool want_restricted) {
+    base::Status ensure_plan(bool want_restricted) {
         if (plan && restricted == want_restricted) return {};
         auto p = plan_live(query, want_restricted);
         if (!p) return p.error();
@@ -92,7 +92,7 @@ struct LiveFeed::Impl {
 
     // The open snapshot for shard `index`, (re)opened when missing or the file was replaced.
     // nullptr without error: the shard file does not exist (nothing committed there yet).
-    kmes::Result<Connection*> connection(uint32_t index) {
+    base::Result<Connection*> connection(uint32_t index) {
         const std::string name = store::shard_file_name(index);
         const fs::path path = dir / name;
         const auto inode = inode_of(path);
@@ -133,7 +133,7 @@ LiveFeed& LiveFeed::operator=(LiveFeed&&) noexcept = default;
 
 const store::StorePosition& LiveFeed::position() const { return impl_->position; }
 
-kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& access, const PositionedSink& sink) {
+base::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& access, const PositionedSink& sink) {
     Impl& m = *impl_;
     const bool restricted = access.filters_rows();
     if (auto st = m.ensure_plan(restricted); !st) return st;
@@ -153,7 +153,7 @@ kmes::Status LiveFeed::read_new(uint32_t shard_index, access::CallerAccess& acce
     RowEncoder encoder(m.query.select, access);
     const auto known = m.position.last_id.find(c->file);
     int64_t watermark = known == m.position.last_id.end() ? 0 : known->second;  // 0: new to this stream
-    kmes::Status st = read_after(c->rows, c->file, watermark, c->snapshot.watermark(), encoder, sink);
+    base::Status st = read_after(c->rows, c->file, watermark, c->snapshot.watermark(), encoder, sink);
     if (st) {
         // Past ids issued and already deleted (none are stored above max(id) in this snapshot):
         // a cursor must not count them as lost.

@@ -35,13 +35,13 @@ struct StoredAt {
 
 // Receives each record of a stream's live phase (or catch-up) in order, msgpack-encoded for
 // the wire (valid during the call), with where it is stored. An error stops the read.
-using PositionedSink = std::function<kmes::Status(std::span<const uint8_t> record, const StoredAt& at)>;
+using PositionedSink = std::function<base::Status(std::span<const uint8_t> record, const StoredAt& at)>;
 
 // Reads the rows of `rows` (a live plan's cursor on file `file`) with watermark < id <= hi, in
 // id order, kLiveBatchRows per statement run, handing each to `sink`; the watermark ends at hi
 // (rows the filters rejected are never examined twice), or, when the sink or a step fails,
 // past the last row handed over.
-kmes::Status read_after(store::RowCursor& rows, const store::FileId& file, int64_t& watermark, int64_t hi,
+base::Status read_after(store::RowCursor& rows, const store::FileId& file, int64_t& watermark, int64_t hi,
                         RowEncoder& encoder, const PositionedSink& sink);
 
 class LiveFeed {
@@ -57,7 +57,7 @@ public:
     // above; advances the watermark past every row examined (matching or not). `access` is the
     // stream's CallerAccess (the server resets it when the policy is reloaded); visibility is
     // evaluated through it on every call. An error ends the stream.
-    kmes::Status read_new(uint32_t shard_index, access::CallerAccess& access, const PositionedSink& sink);
+    base::Status read_new(uint32_t shard_index, access::CallerAccess& access, const PositionedSink& sink);
 
     // Every file's watermark: the rows delivered or examined so far.
     const store::StorePosition& position() const;

@@ -47,7 +47,7 @@ nlohmann::json to_json(const SqlValue& v, const FieldRef* field) {
             const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(v.bytes.data()), v.bytes.size());
             if (field && !field->header) return extracted_value(bytes);
             if (guid && v.bytes.size() == 16)
-                return kmes::guid_text(
+                return base::guid_text(
                     std::span<const uint8_t, 16>(reinterpret_cast<const uint8_t*>(v.bytes.data()), 16));
             return nlohmann::json::binary(std::vector<uint8_t>(v.bytes.begin(), v.bytes.end()));
         }

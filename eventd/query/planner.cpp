@@ -29,7 +29,7 @@
 namespace eventd::query {
 namespace {
 
-using kmes::Error;
+using base::Error;
 using store::Predicate;
 using store::ReadField;
 using store::ReadOp;
@@ -139,7 +139,7 @@ ReadOp read_op(CompareOp op) {
     return ReadOp::eq;
 }
 
-kmes::Result<Predicate> check_ordering(const Comparison& c) {
+base::Result<Predicate> check_ordering(const Comparison& c) {
     const FieldKind kind = kind_of(c.field);
     const char* op = operator_text(c.op);
     if (c.values.size() != 1) return type_error(std::string("operator ") + op + " needs one value");
@@ -159,7 +159,7 @@ kmes::Result<Predicate> check_ordering(const Comparison& c) {
     return compare(c.field, read_op(c.op), {*num});
 }
 
-kmes::Result<Predicate> check_text_match(const Comparison& c) {
+base::Result<Predicate> check_text_match(const Comparison& c) {
     const FieldKind kind = kind_of(c.field);
     const char* op = operator_text(c.op);
     if (c.values.size() != 1) return type_error(std::string(op) + " needs one value");
@@ -175,12 +175,12 @@ kmes::Result<Predicate> check_text_match(const Comparison& c) {
 }
 
 // The parameter for one ==/!=/IN/NOT_IN value; *is_text set when it compares as a string.
-kmes::Result<SqlParam> equality_param(const FieldRef& f, const Literal& v, bool* is_text) {
+base::Result<SqlParam> equality_param(const FieldRef& f, const Literal& v, bool* is_text) {
     switch (kind_of(f)) {
         case FieldKind::guid: {
             const auto* text = std::get_if<std::string>(&v);
             std::optional<kmes::Guid> guid;
-            if (text) guid = kmes::parse_guid(*text);
+            if (text) guid = base::parse_guid(*text);
             if (!guid) return type_error("'" + literal_text(v) + "' is not a GUID (field " + f.name + ")");
             return SqlParam{SqlBlob{std::vector<uint8_t>(guid->begin(), guid->end())}};
         }
@@ -203,7 +203,7 @@ kmes::Result<SqlParam> equality_param(const FieldRef& f, const Literal& v, bool*
     return type_error("unsupported field " + f.name);
 }
 
-kmes::Result<Predicate> check_equality(const Comparison& c) {
+base::Result<Predicate> check_equality(const Comparison& c) {
     if (c.values.empty()) return type_error(std::string(operator_text(c.op)) + " needs a value");
     bool any_text = false;
     std::vector<SqlParam> params;
@@ -220,7 +220,7 @@ kmes::Result<Predicate> check_equality(const Comparison& c) {
 
 // HAS (array membership): only a payload value can be an array; its element must equal one
 // string (ASCII case ignored) or number (exactly) — store/msgpack_extract.hpp.
-kmes::Result<Predicate> check_membership(const Comparison& c) {
+base::Result<Predicate> check_membership(const Comparison& c) {
     if (c.values.size() != 1) return type_error("HAS needs one value");
     if (kind_of(c.field) != FieldKind::payload) {
         return type_error("HAS looks for an element of an array; field " + c.field.name +
@@ -231,7 +231,7 @@ kmes::Result<Predicate> check_membership(const Comparison& c) {
     return compare(c.field, ReadOp::has, {*numeric_param(v)});
 }
 
-kmes::Result<Predicate> check_comparison(const Comparison& c) {
+base::Result<Predicate> check_comparison(const Comparison& c) {
     switch (c.op) {
         case CompareOp::is_null:
         case CompareOp::is_not_null:
@@ -256,7 +256,7 @@ kmes::Result<Predicate> check_comparison(const Comparison& c) {
     return type_error("unsupported operator");
 }
 
-kmes::Result<Predicate> check_condition(const Condition& c) {
+base::Result<Predicate> check_condition(const Condition& c) {
     if (c.kind == Condition::Kind::compare) return check_comparison(c.comparison);
     Predicate p;
     p.kind = c.kind == Condition::Kind::all_of ? Predicate::Kind::all_of : Predicate::Kind::any_of;
@@ -269,7 +269,7 @@ kmes::Result<Predicate> check_condition(const Condition& c) {
 }
 
 // The filters: type pattern, SINCE/UNTIL (when `with_time`), every WHERE group, visibility.
-kmes::Status check_filters(const Query& q, bool restricted, bool with_time, ReadPlan& plan) {
+base::Status check_filters(const Query& q, bool restricted, bool with_time, ReadPlan& plan) {
     // A pattern of only `*` matches every type: no predicate.
     const auto& pattern = q.type_pattern;
     if (pattern && (pattern->empty() || pattern->find_first_not_of('*') != std::string::npos)) {
@@ -299,7 +299,7 @@ kmes::Status check_filters(const Query& q, bool restricted, bool with_time, Read
 
 bool text_possible(const FieldRef& f) { return kind_of(f) == FieldKind::text || kind_of(f) == FieldKind::payload; }
 
-kmes::Result<Plan> plan_plain(const Query& q, bool restricted) {
+base::Result<Plan> plan_plain(const Query& q, bool restricted) {
     Plan plan;
     ReadPlan& read = plan.read;
     read.shape = ReadPlan::Shape::rows;
@@ -352,7 +352,7 @@ std::vector<std::string> output_keys(const Aggregation& a) {
     return keys;
 }
 
-kmes::Result<Plan> plan_aggregate(const Query& q, bool restricted) {
+base::Result<Plan> plan_aggregate(const Query& q, bool restricted) {
     const Aggregation& a = q.aggregation;
     // An explicit SORT names output keys (decided semantics).
     const std::vector<std::string> keys = output_keys(a);
@@ -402,13 +402,13 @@ namespace {
 // Payload paths are written into SQL as literals (secondary_index.hpp payload_field_sql, so
 // expression indexes apply): only the identifier paths the lexer produces are allowed — a
 // query built some other way with a stranger name is refused, never quoted into the SQL.
-kmes::Status check_field_name(const FieldRef& f) {
+base::Status check_field_name(const FieldRef& f) {
     if (f.header) return {};
     if (store::is_valid_payload_path(read_field(f).payload_path.substr(2))) return {};
     return type_error("'" + f.name + "' is not a valid field name");
 }
 
-kmes::Status check_condition_names(const Condition& c) {
+base::Status check_condition_names(const Condition& c) {
     if (c.kind == Condition::Kind::compare) return check_field_name(c.comparison.field);
     for (const Condition& child : c.children)
         if (auto st = check_condition_names(child); !st) return st;
@@ -442,7 +442,7 @@ void measure(const Condition& c, Size& size) {
 
 Error too_complex(const std::string& what) { return Error{EINVAL, "query is too complex: " + what}; }
 
-kmes::Status check_size(const Query& q) {
+base::Status check_size(const Query& q) {
     Size size;
     for (const Condition& c : q.where) measure(c, size);
     if (size.conditions > kMaxWhereConditions)
@@ -465,7 +465,7 @@ kmes::Status check_size(const Query& q) {
     return {};
 }
 
-kmes::Status check_field_names(const Query& q) {
+base::Status check_field_names(const Query& q) {
     for (const Condition& c : q.where)
         if (auto st = check_condition_names(c); !st) return st;
     for (const SortKey& k : q.sort)
@@ -478,7 +478,7 @@ kmes::Status check_field_names(const Query& q) {
 
 }  // namespace
 
-kmes::Result<Plan> plan_query(const Query& q, bool restricted) {
+base::Result<Plan> plan_query(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be planned");
     if (auto st = check_size(q); !st) return st.error();
     if (auto st = check_field_names(q); !st) return st.error();
@@ -509,7 +509,7 @@ void bound_by_type_verdict(const Query& q, access::CallerAccess::Visibility visi
     read.where.erase(type);
 }
 
-kmes::Result<Plan> plan_live(const Query& q, bool restricted) {
+base::Result<Plan> plan_live(const Query& q, bool restricted) {
     if (q.mode != Mode::events) return type_error("only EVENTS queries can be streamed");
     if (auto st = check_size(q); !st) return st.error();
     if (auto st = check_field_names(q); !st) return st.error();

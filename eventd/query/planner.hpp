@@ -56,10 +56,10 @@ inline constexpr size_t kMaxGroupFields = 64;
 // Plan the initial (or only) result of `q`. `restricted`: add the visibility predicate
 // (every caller but root). Errors: EINVAL with the decided texts (no SQL in them), including
 // the size limits above.
-kmes::Result<Plan> plan_query(const Query& q, bool restricted);
+base::Result<Plan> plan_query(const Query& q, bool restricted);
 
 // Plan a stream's live reads: type pattern + WHERE + visibility, no SINCE/UNTIL/SORT/limits.
-kmes::Result<Plan> plan_live(const Query& q, bool restricted);
+base::Result<Plan> plan_live(const Query& q, bool restricted);
 
 // The exact type of a restricted caller's query (no `*` in its pattern), whose verdict is known
 // before any row is read (docs/ACCESS-CONTROL.md §6.1): `all` — every row of that type is

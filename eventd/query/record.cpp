@@ -161,7 +161,7 @@ json value_from_column(const store::RowView& row, int col, bool guid) {
             return std::string(row.text(col));
         case store::ValueType::blob: {
             const auto data = row.blob(col);
-            if (guid && data.size() == 16) return kmes::guid_text(std::span<const uint8_t, 16>(data.data(), 16));
+            if (guid && data.size() == 16) return base::guid_text(std::span<const uint8_t, 16>(data.data(), 16));
             return json::binary(std::vector<uint8_t>(data.begin(), data.end()));
         }
         case store::ValueType::null:

@@ -14,7 +14,7 @@
 namespace eventd::query {
 namespace {
 
-using kmes::Error;
+using base::Error;
 using store::EventColumn;
 using store::FileId;
 using store::StorePosition;
@@ -29,7 +29,7 @@ struct CatchUpFile {
 
 // `file` opened for the caller of `ctx` (open_snapshot) with its id and the position `wanted`
 // names for it. nullopt: a file the query may leave out.
-kmes::Result<std::optional<CatchUpFile>> open_file(const store::ShardFile& file, const store::RowFilter& visible,
+base::Result<std::optional<CatchUpFile>> open_file(const store::ShardFile& file, const store::RowFilter& visible,
                                                    ExecutionContext& ctx, const std::map<FileId, int64_t>& wanted) {
     auto snapshot = open_snapshot(file, visible, ctx);
     if (!snapshot) return snapshot.error();
@@ -44,7 +44,7 @@ kmes::Result<std::optional<CatchUpFile>> open_file(const store::ShardFile& file,
 }
 
 // The single number a count plan yields.
-kmes::Result<uint64_t> count_of(store::ShardSnapshot& snapshot, const store::ReadPlan& count) {
+base::Result<uint64_t> count_of(store::ShardSnapshot& snapshot, const store::ReadPlan& count) {
     auto rows = snapshot.run(count);
     if (!rows) return rows.error();
     auto has = rows->next();
@@ -62,7 +62,7 @@ store::Predicate id_compare(store::ReadOp op, int64_t value) {
 
 // Rows of `f` still stored with after < id <= issued (every type: deleted rows cannot be
 // filtered, so the gap is counted over all of them alike).
-kmes::Result<uint64_t> stored_after(CatchUpFile& f) {
+base::Result<uint64_t> stored_after(CatchUpFile& f) {
     store::ReadPlan count;
     count.shape = store::ReadPlan::Shape::count;
     count.bounds = {id_compare(store::ReadOp::gt, f.after), id_compare(store::ReadOp::le, f.issued)};
@@ -71,8 +71,8 @@ kmes::Result<uint64_t> stored_after(CatchUpFile& f) {
 
 // The start of the refusal for a cursor of another store.
 std::string another_store(const store::StoreId& cursor, const store::StoreId& here) {
-    return "this cursor belongs to another event store (" + kmes::guid_text(cursor) + "; this one is " +
-           kmes::guid_text(here) + ")";
+    return "this cursor belongs to another event store (" + base::guid_text(cursor) + "; this one is " +
+           base::guid_text(here) + ")";
 }
 
 }  // namespace
@@ -81,7 +81,7 @@ bool is_count_after(const Query& q) {
     return q.aggregation.kind == Aggregation::Kind::count && !q.stream;
 }
 
-kmes::Status check_resumable(const Query& q) {
+base::Status check_resumable(const Query& q) {
     std::vector<std::string> clauses;
     if (q.since_ns) clauses.push_back("SINCE");
     if (q.until_ns) clauses.push_back("UNTIL");
@@ -97,7 +97,7 @@ kmes::Status check_resumable(const Query& q) {
                              list + " (they shape an initial result, and a resumed stream has none)"};
 }
 
-kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
+base::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
                                    const std::optional<StorePosition>& from) {
     if (auto st = check_resumable(q); !st) return st.error();
     if (from && from->store != store) return Error{EINVAL, another_store(from->store, store) + ": nothing to count after it"};
@@ -123,9 +123,9 @@ kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const 
     return total;
 }
 
-kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
+base::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
                                    const std::optional<StorePosition>& from, bool allow_gap,
-                                   const std::function<kmes::Status(const Gap&)>& on_gap, const PositionedSink& sink) {
+                                   const std::function<base::Status(const Gap&)>& on_gap, const PositionedSink& sink) {
     if (auto st = check_resumable(q); !st) return st.error();
     auto plan = plan_live(q, ctx.access->filters_rows());
     if (!plan) return plan.error();

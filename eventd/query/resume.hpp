@@ -35,7 +35,7 @@ struct Gap {
 // Refused with EINVAL when `q` has a clause a resumed stream cannot honour (SINCE, UNTIL,
 // SORT, SKIP, TAKE, aggregates: they shape an initial result, and a resumed stream has none).
 // One exception: a bare COUNT without STREAM, which count_after answers.
-kmes::Status check_resumable(const Query& q);
+base::Status check_resumable(const Query& q);
 
 // Whether `q` (checked by check_resumable) asks how many records follow the cursor.
 bool is_count_after(const Query& q);
@@ -44,7 +44,7 @@ bool is_count_after(const Query& q);
 // all of them) — a follower's backlog, e.g. eventd-forward's lag in records. Refused like
 // catch_up for a cursor of another store (no allow_gap: a count against another store's
 // position means nothing).
-kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
+base::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
                                    const std::optional<store::StorePosition>& from);
 
 // The catch-up of `q` (mode events, checked by check_resumable and access) after `from`
@@ -52,8 +52,8 @@ kmes::Result<uint64_t> count_after(const Query& q, ExecutionContext& ctx, const 
 // phase starts, with the store id set. Errors: as execute(), plus EINVAL (ErrorCode::invalid)
 // for a cursor of another store or a position retention deleted, when !allow_gap — before
 // anything reached the sink or on_gap.
-kmes::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
+base::Result<StreamStart> catch_up(const Query& q, ExecutionContext& ctx, const store::StoreId& store,
                                    const std::optional<store::StorePosition>& from, bool allow_gap,
-                                   const std::function<kmes::Status(const Gap&)>& on_gap, const PositionedSink& sink);
+                                   const std::function<base::Status(const Gap&)>& on_gap, const PositionedSink& sink);
 
 }  // namespace eventd::query

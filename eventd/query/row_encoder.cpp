@@ -103,8 +103,8 @@ void put_column(std::vector<uint8_t>& out, const store::RowView& row, int col, b
         case store::ValueType::blob: {
             const auto data = row.blob(col);
             if (guid && data.size() == 16) {
-                char text[kmes::kGuidTextLength];
-                kmes::write_guid_text(std::span<const uint8_t, 16>(data.data(), 16), text);
+                char text[base::kGuidTextLength];
+                base::write_guid_text(std::span<const uint8_t, 16>(data.data(), 16), text);
                 mp::put_string(out, std::string_view(text, sizeof text));
             } else {
                 mp::put_binary(out, data);

@@ -17,8 +17,8 @@ inline std::string timeout_text(uint32_t timeout_ms) {
     return "query timed out after " + std::to_string(timeout_ms) + " ms (QueryTimeoutMs)";
 }
 
-inline kmes::Error timeout_error(uint32_t timeout_ms) {
-    return kmes::Error{kmes::ErrorCode::timed_out, timeout_text(timeout_ms)};
+inline base::Error timeout_error(uint32_t timeout_ms) {
+    return base::Error{base::ErrorCode::timed_out, timeout_text(timeout_ms)};
 }
 
 // eventd cannot open the shard files a query needs because it is at its RLIMIT_NOFILE (its
@@ -34,8 +34,8 @@ inline constexpr const char* kNoDescriptorForConnectionText =
     "eventd is out of file descriptors and cannot take this connection now; try again when fewer connections "
     "are open (or raise eventd's RLIMIT_NOFILE, LimitNOFILE= in its unit)";
 
-inline kmes::Error out_of_descriptors_error() { return kmes::Error{kmes::ErrorCode::too_many_files, kOutOfDescriptorsText}; }
+inline base::Error out_of_descriptors_error() { return base::Error{base::ErrorCode::too_many_files, kOutOfDescriptorsText}; }
 
-inline kmes::Error shutdown_error() { return kmes::Error{kmes::ErrorCode::cancelled, kShuttingDownText}; }
+inline base::Error shutdown_error() { return base::Error{base::ErrorCode::cancelled, kShuttingDownText}; }
 
 }  // namespace eventd::query

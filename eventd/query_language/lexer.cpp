@@ -86,7 +86,7 @@ public:
         char_pos_[text.size()] = chars + 1;
     }
 
-    kmes::Result<std::vector<Token>> run() {
+    base::Result<std::vector<Token>> run() {
         // Positions count characters, and error messages quote the text: both need UTF-8.
         if (auto bad = first_invalid_utf8(); bad < text_.size()) {
             char byte[8];
@@ -112,7 +112,7 @@ private:
         return Token{kind, std::string(text_.substr(begin, end - begin)), "", char_pos_[begin]};
     }
 
-    kmes::Result<Token> one(size_t i) const {
+    base::Result<Token> one(size_t i) const {
         const char c = text_[i];
         const char next = i + 1 < text_.size() ? text_[i + 1] : '\0';
         if (is_digit(c) || (c == '-' && is_digit(next))) return number(i);
@@ -165,7 +165,7 @@ private:
         return t;
     }
 
-    kmes::Result<Token> string(size_t i) const {
+    base::Result<Token> string(size_t i) const {
         const char quote = text_[i];
         std::string value;
         size_t j = i + 1;
@@ -211,12 +211,12 @@ private:
         return t;
     }
 
-    kmes::Result<Token> guid(size_t i) const {
+    base::Result<Token> guid(size_t i) const {
         size_t j = i + 1;
         while (j < text_.size() && text_[j] != '}' && j - i <= 37) ++j;
         const bool closed = j < text_.size() && text_[j] == '}';
         const std::string_view inner = text_.substr(i + 1, j - i - 1);
-        if (!closed || !kmes::parse_guid(inner)) {
+        if (!closed || !base::parse_guid(inner)) {
             Token bad = make(TokenKind::invalid, i, closed ? j + 1 : j);
             return parse_error(bad, "a GUID like {550e8400-e29b-41d4-a716-446655440000}");
         }
@@ -264,7 +264,7 @@ private:
 
 }  // namespace
 
-kmes::Result<std::vector<Token>> tokenize(std::string_view text) { return Lexer(text).run(); }
+base::Result<std::vector<Token>> tokenize(std::string_view text) { return Lexer(text).run(); }
 
 bool is_keyword(const Token& token, std::string_view keyword) {
     if (token.kind != TokenKind::word || token.text.size() != keyword.size()) return false;
@@ -294,12 +294,12 @@ std::string describe(const Token& token) {
     return out + "'";
 }
 
-kmes::Error parse_error(size_t position, std::string_view expected, std::string_view found) {
-    return kmes::Error{EINVAL, "parse error at position " + std::to_string(position) + ": expected " +
+base::Error parse_error(size_t position, std::string_view expected, std::string_view found) {
+    return base::Error{EINVAL, "parse error at position " + std::to_string(position) + ": expected " +
                                    std::string(expected) + ", found " + std::string(found)};
 }
 
-kmes::Error parse_error(const Token& found, std::string_view expected) {
+base::Error parse_error(const Token& found, std::string_view expected) {
     return parse_error(found.position, expected, describe(found));
 }
 

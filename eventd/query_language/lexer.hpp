@@ -35,7 +35,7 @@ struct Token {
 // The whole query as tokens, always ending with one `end` token (position = length + 1).
 // Errors (EINVAL, "parse error at position P: expected X, found Y") only for text that no
 // reading could make sense of: an unterminated string, an unknown escape, a malformed {GUID}.
-kmes::Result<std::vector<Token>> tokenize(std::string_view text);
+base::Result<std::vector<Token>> tokenize(std::string_view text);
 
 // Case-insensitive (ASCII) comparison of a word token with a keyword written in uppercase.
 bool is_keyword(const Token& token, std::string_view keyword);
@@ -45,7 +45,7 @@ std::string describe(const Token& token);
 
 // EINVAL "parse error at position P: expected X, found Y" (PSD-008 §8.6.1: parse errors say
 // where and what was expected).
-kmes::Error parse_error(size_t position, std::string_view expected, std::string_view found);
-kmes::Error parse_error(const Token& found, std::string_view expected);
+base::Error parse_error(size_t position, std::string_view expected, std::string_view found);
+base::Error parse_error(const Token& found, std::string_view expected);
 
 }  // namespace eventd::query

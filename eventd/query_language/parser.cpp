@@ -92,14 +92,14 @@ class Parser {
 public:
     Parser(std::vector<Token> tokens, int64_t now_ns) : tokens_(std::move(tokens)), now_ns_(now_ns) {}
 
-    kmes::Result<Query> run() {
+    base::Result<Query> run() {
         const Token& first = peek();
         if (first.kind == TokenKind::end) return parse_error(first, "EVENTS or STATUS");
         if (is_keyword(first, "LOGS") || is_keyword(first, "LOG")) {
-            return kmes::Error{EINVAL, "LOGS queries are not supported"};
+            return base::Error{EINVAL, "LOGS queries are not supported"};
         }
         if (is_keyword(first, "METRIC") || is_keyword(first, "METRICS")) {
-            return kmes::Error{EINVAL, "METRIC queries are not supported"};
+            return base::Error{EINVAL, "METRIC queries are not supported"};
         }
         if (is_keyword(first, "STATUS")) {
             advance();
@@ -131,7 +131,7 @@ private:
 
     // ---- clauses (§8.2, any order) ----
 
-    kmes::Status clauses() {
+    base::Status clauses() {
         bool pattern_allowed = true;  // only STREAM may stand between EVENTS and the pattern
         bool after_where = false;     // for the message: a WHERE may continue with AND/OR
         while (peek().kind != TokenKind::end) {
@@ -154,7 +154,7 @@ private:
         return {};
     }
 
-    kmes::Status type_pattern() {
+    base::Status type_pattern() {
         const Token& t = advance();
         std::string pattern = t.kind == TokenKind::string ? t.value : t.text;
         if (pattern.empty()) return parse_error(t, "an event type pattern such as kacs.* (not empty)");
@@ -162,7 +162,7 @@ private:
         return {};
     }
 
-    kmes::Status clause() {
+    base::Status clause() {
         const Token& keyword = advance();
         if (is_keyword(keyword, "STREAM")) {
             if (query_.stream) return duplicate(keyword);
@@ -186,26 +186,26 @@ private:
     }
 
     // §8.2.7: `EVENTS INDEX <field>`, alone — an administrative command, not a filter.
-    kmes::Status index_command() {
+    base::Status index_command() {
         constexpr std::string_view kAlone = "INDEX stands alone: EVENTS INDEX <field>, without other clauses";
-        if (next_ != 2) return kmes::Error{EINVAL, std::string(kAlone)};  // not right after EVENTS
+        if (next_ != 2) return base::Error{EINVAL, std::string(kAlone)};  // not right after EVENTS
         auto f = field("a field to index (a header column such as event_type, or a payload path such as user)");
         if (!f) return f.error();
         if (auto problem = candidate_problem(f->name))
-            return kmes::Error{EINVAL, "INDEX " + f->name + ": " + *problem};
+            return base::Error{EINVAL, "INDEX " + f->name + ": " + *problem};
         if (peek().kind != TokenKind::end) return parse_error(peek(), "end of query (" + std::string(kAlone) + ")");
         query_.mode = Mode::index;
         query_.index_field = std::move(f.value());
         return {};
     }
 
-    kmes::Error duplicate(const Token& keyword) {
+    base::Error duplicate(const Token& keyword) {
         std::string name = keyword.text;
         for (char& c : name) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
         return parse_error(keyword, "at most one " + name + " clause");
     }
 
-    kmes::Status time_bound(const Token& keyword, std::optional<int64_t>& slot) {
+    base::Status time_bound(const Token& keyword, std::optional<int64_t>& slot) {
         if (slot) return duplicate(keyword);
         auto t = time(kTime);
         if (!t) return t.error();
@@ -213,7 +213,7 @@ private:
         return {};
     }
 
-    kmes::Status count_limit(const Token& keyword, std::optional<uint64_t>& slot) {
+    base::Status count_limit(const Token& keyword, std::optional<uint64_t>& slot) {
         if (slot) return duplicate(keyword);
         const Token& t = peek();
         std::optional<int64_t> n;
@@ -224,7 +224,7 @@ private:
         return {};
     }
 
-    kmes::Status select() {
+    base::Status select() {
         do {
             auto f = field();
             if (!f) return f.error();
@@ -235,7 +235,7 @@ private:
         return {};
     }
 
-    kmes::Status sort(const Token& keyword) {
+    base::Status sort(const Token& keyword) {
         if (!query_.sort.empty()) return duplicate(keyword);
         do {
             auto f = field();
@@ -251,7 +251,7 @@ private:
         return {};
     }
 
-    kmes::Status count() {
+    base::Status count() {
         if (!accept("BY")) {
             query_.aggregation.kind = Aggregation::Kind::count;
             return {};
@@ -263,7 +263,7 @@ private:
         return {};
     }
 
-    kmes::Status top() {
+    base::Status top() {
         const Token& t = peek();
         std::optional<int64_t> n;
         if (t.kind == TokenKind::integer) n = integer_value(t.text);
@@ -278,7 +278,7 @@ private:
         return {};
     }
 
-    kmes::Status distinct() {
+    base::Status distinct() {
         auto f = field();
         if (!f) return f.error();
         query_.aggregation.kind = Aggregation::Kind::distinct;
@@ -286,7 +286,7 @@ private:
         return {};
     }
 
-    kmes::Status group() {
+    base::Status group() {
         Aggregation agg;
         agg.kind = Aggregation::Kind::group;
         do {
@@ -326,7 +326,7 @@ private:
     }
 
     // A header column or a dotted payload path (§8.1 field resolution).
-    kmes::Result<FieldRef> field(std::string_view expected = "a field name") {
+    base::Result<FieldRef> field(std::string_view expected = "a field name") {
         const Token& t = peek();
         bool ok = t.kind == TokenKind::word && t.text.find('*') == std::string::npos && t.text.front() != '.' &&
                   t.text.back() != '.' && t.text.find("..") == std::string::npos;
@@ -350,14 +350,14 @@ private:
 
     // ---- WHERE (§8.1) ----
 
-    kmes::Status where() {
+    base::Status where() {
         auto c = any_of(0);
         if (!c) return c.error();
         query_.where.push_back(std::move(c.value()));
         return {};
     }
 
-    kmes::Result<Condition> any_of(size_t depth) {
+    base::Result<Condition> any_of(size_t depth) {
         auto first = all_of(depth);
         if (!first) return first;
         if (!is_keyword(peek(), "OR")) return first;
@@ -372,7 +372,7 @@ private:
         return node;
     }
 
-    kmes::Result<Condition> all_of(size_t depth) {
+    base::Result<Condition> all_of(size_t depth) {
         auto first = primary(depth);
         if (!first) return first;
         if (!is_keyword(peek(), "AND")) return first;
@@ -387,7 +387,7 @@ private:
         return node;
     }
 
-    kmes::Result<Condition> primary(size_t depth) {
+    base::Result<Condition> primary(size_t depth) {
         if (peek().kind == TokenKind::lparen) {
             if (depth == kMaxNesting) {
                 return parse_error(peek(), "at most " + std::to_string(kMaxNesting) + " nested parentheses");
@@ -399,7 +399,7 @@ private:
             advance();
             return inner;
         }
-        if (is_cross_type()) return kmes::Error{EINVAL, "cross-type filters are not supported"};
+        if (is_cross_type()) return base::Error{EINVAL, "cross-type filters are not supported"};
         Condition node;
         node.kind = Condition::Kind::compare;
         auto f = field("a field name or '('");
@@ -424,7 +424,7 @@ private:
                is_keyword(t, "IS");
     }
 
-    kmes::Status comparison(Comparison& c) {
+    base::Status comparison(Comparison& c) {
         const Token& op = peek();
         if (op.kind == TokenKind::op) {
             if (op.text == "==")
@@ -466,7 +466,7 @@ private:
         return {};
     }
 
-    kmes::Status value_list(Comparison& c) {
+    base::Status value_list(Comparison& c) {
         if (peek().kind != TokenKind::lparen) return parse_error(peek(), "'(' starting the list of values");
         advance();
         do {
@@ -479,7 +479,7 @@ private:
         return {};
     }
 
-    kmes::Result<Literal> value() {
+    base::Result<Literal> value() {
         const Token& t = peek();
         switch (t.kind) {
             case TokenKind::string:
@@ -527,7 +527,7 @@ private:
 
     // ---- time literals (§8.1) ----
 
-    kmes::Result<int64_t> time(std::string_view expected) {
+    base::Result<int64_t> time(std::string_view expected) {
         const Token& t = peek();
         if (t.kind == TokenKind::duration) {
             advance();
@@ -567,7 +567,7 @@ private:
 
 }  // namespace
 
-kmes::Result<Query> parse(std::string_view text, int64_t now_ns) {
+base::Result<Query> parse(std::string_view text, int64_t now_ns) {
     auto tokens = tokenize(text);
     if (!tokens) return tokens.error();
     return Parser(std::move(tokens.value()), now_ns).run();

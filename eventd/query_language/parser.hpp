@@ -16,6 +16,6 @@ namespace eventd::query {
 //   "parse error at position 17: expected a comparison operator, found 'foo'"
 // (position = 1-based character offset) — never SQL, never internal names. LOGS, METRIC,
 // cross-type filters and INDEX parse far enough to say "… is not supported".
-kmes::Result<Query> parse(std::string_view text, int64_t now_ns);
+base::Result<Query> parse(std::string_view text, int64_t now_ns);
 
 }  // namespace eventd::query

@@ -12,14 +12,14 @@
 namespace eventd::server {
 namespace {
 
-kmes::Result<int> make_eventfd(const char* what) {
+base::Result<int> make_eventfd(const char* what) {
     const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd >= 0) return fd;
     const int code = errno;
     std::string message = std::string("cannot create the eventfd of ") + what;
     if (code == EMFILE || code == ENFILE)
         message += " (eventd is out of file descriptors: raise LimitNOFILE or close idle query connections)";
-    return kmes::errno_error(code, message);
+    return base::errno_error(code, message);
 }
 
 void bump(int fd) {
@@ -35,7 +35,7 @@ void drain(int fd) {
 
 }  // namespace
 
-kmes::Result<std::shared_ptr<StreamWake>> StreamWake::create(uint32_t shard_count) {
+base::Result<std::shared_ptr<StreamWake>> StreamWake::create(uint32_t shard_count) {
     auto fd = make_eventfd("a stream's wake-up");
     if (!fd) return fd.error();
     // Not make_shared: the constructor is private to this factory.
@@ -69,7 +69,7 @@ std::vector<uint32_t> StreamWake::take() {
     return out;
 }
 
-kmes::Result<std::unique_ptr<CommitSignal>> CommitSignal::create(uint32_t shard_count) {
+base::Result<std::unique_ptr<CommitSignal>> CommitSignal::create(uint32_t shard_count) {
     auto fd = make_eventfd("the commit signal");
     if (!fd) return fd.error();
     return std::unique_ptr<CommitSignal>(new CommitSignal(*fd, shard_count));

@@ -30,7 +30,7 @@ public:
     // Errors: no eventfd (EMFILE/ENFILE when eventd is out of file descriptors). Called on a
     // query worker thread, so it returns the failure rather than throwing (no exception
     // leaves a thread).
-    static kmes::Result<std::shared_ptr<StreamWake>> create(uint32_t shard_count);
+    static base::Result<std::shared_ptr<StreamWake>> create(uint32_t shard_count);
     ~StreamWake();
     StreamWake(const StreamWake&) = delete;
     StreamWake& operator=(const StreamWake&) = delete;
@@ -56,7 +56,7 @@ private:
 class CommitSignal {
 public:
     // Errors: no eventfd (out of file descriptors).
-    static kmes::Result<std::unique_ptr<CommitSignal>> create(uint32_t shard_count);
+    static base::Result<std::unique_ptr<CommitSignal>> create(uint32_t shard_count);
     ~CommitSignal();
     CommitSignal(const CommitSignal&) = delete;
     CommitSignal& operator=(const CommitSignal&) = delete;

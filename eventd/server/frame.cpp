@@ -45,7 +45,7 @@ struct RequestKeys {
 };
 
 // A string value into `out` (or mark it as the wrong type, skipping the value).
-kmes::Status read_string_value(msgpack::Reader& in, std::optional<std::string>& out, bool& wrong_type) {
+base::Status read_string_value(msgpack::Reader& in, std::optional<std::string>& out, bool& wrong_type) {
     out.reset();
     wrong_type = !in.next_is_string();
     if (wrong_type) return in.skip(1);
@@ -57,14 +57,14 @@ kmes::Status read_string_value(msgpack::Reader& in, std::optional<std::string>& 
 
 // The pairs of a request map; every value is checked and depth-bounded by the reader, the
 // values of unknown keys skipped.
-kmes::Status read_request_map(msgpack::Reader& in, RequestKeys& keys) {
+base::Status read_request_map(msgpack::Reader& in, RequestKeys& keys) {
     auto pairs = in.map_header();
     if (!pairs) return pairs.error();
     if (auto st = in.check_depth(1); !st) return st;
     for (uint32_t i = 0; i < pairs.value(); ++i) {
         auto key = in.string();
         if (!key) return key.error();
-        kmes::Status st;
+        base::Status st;
         bool ignored = false;
         if (key.value() == "query") {
             st = read_string_value(in, keys.query, ignored);
@@ -121,18 +121,18 @@ std::string oversized_request_message(uint64_t length, uint32_t max_bytes) {
            " (MaxQueryMessageBytes)";
 }
 
-kmes::Result<Request> decode_request(std::span<const uint8_t> body) {
+base::Result<Request> decode_request(std::span<const uint8_t> body) {
     msgpack::Reader in(body, kRequestMaxDepth);
     RequestKeys keys;
     const bool top_is_map = in.next_is_map();
     // A request that is not a map is still read to its end: invalid or too deep bytes say so.
-    const kmes::Status walked = top_is_map ? read_request_map(in, keys) : in.skip();
+    const base::Status walked = top_is_map ? read_request_map(in, keys) : in.skip();
     if (!walked && msgpack::is_too_deep(walked.error()))
-        return kmes::Error{EINVAL, "request nests deeper than " + std::to_string(kRequestMaxDepth) + " levels"};
-    if (!walked || !in.at_end()) return kmes::Error{EINVAL, "request is not valid msgpack"};
-    if (!top_is_map || !keys.query) return kmes::Error{EINVAL, "request must be a map with a string 'query'"};
-    if (keys.after_not_string) return kmes::Error{EINVAL, "request key 'after' must be a cursor string"};
-    if (keys.allow_gap_not_bool) return kmes::Error{EINVAL, "request key 'allow_gap' must be true or false"};
+        return base::Error{EINVAL, "request nests deeper than " + std::to_string(kRequestMaxDepth) + " levels"};
+    if (!walked || !in.at_end()) return base::Error{EINVAL, "request is not valid msgpack"};
+    if (!top_is_map || !keys.query) return base::Error{EINVAL, "request must be a map with a string 'query'"};
+    if (keys.after_not_string) return base::Error{EINVAL, "request key 'after' must be a cursor string"};
+    if (keys.allow_gap_not_bool) return base::Error{EINVAL, "request key 'allow_gap' must be true or false"};
     return Request{std::move(*keys.query), std::move(keys.after), keys.allow_gap.value_or(false)};
 }
 

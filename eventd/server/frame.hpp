@@ -77,7 +77,7 @@ struct Request {
 //   "request nests deeper than 32 levels"        (kRequestMaxDepth; read by msgpack::Reader)
 //   "request key 'after' must be a cursor string"
 //   "request key 'allow_gap' must be true or false"
-kmes::Result<Request> decode_request(std::span<const uint8_t> body);
+base::Result<Request> decode_request(std::span<const uint8_t> body);
 
 // Packs records into {status:"ok", records:[…]} frames of about `target_bytes`: a record is
 // encoded once, appended, and the frame is cut before the record that would take it past

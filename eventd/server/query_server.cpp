@@ -247,7 +247,7 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, Request requ
                                  std::thread([this, fd, done, caller = std::move(p->caller),
                                               request = std::move(request), ticket = std::move(p->ticket)]() mutable {
                                      // Only this query fails; the client is told if it can be.
-                                     kmes::run_guarded(
+                                     base::run_guarded(
                                          "query worker", [&] { run_session(shared, fd, caller, request, ticket); },
                                          [&](const std::string&) {
                                              shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -295,28 +295,28 @@ QueryServer::QueryServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 QueryServer::~QueryServer() { stop(); }
 
-kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions options) {
+base::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions options) {
     const int listen_fd = options.listen_fd;
     auto signal = CommitSignal::create(options.shard_count);
     if (!signal) {
         close(listen_fd);  // ours from the call on
-        return kmes::Error{signal.error().code, "query server: " + signal.error().message};
+        return base::Error{signal.error().code, "query server: " + signal.error().message};
     }
     auto cursor_key = store::CursorKey::load_or_create(options.store_dir);
     if (!cursor_key) {
         close(listen_fd);
-        return kmes::Error{cursor_key.error().code, "query server: " + cursor_key.error().message};
+        return base::Error{cursor_key.error().code, "query server: " + cursor_key.error().message};
     }
     auto impl = std::make_unique<Impl>(std::move(options));
     impl->shared.signal = std::move(*signal);
     impl->shared.cursor_key = std::move(*cursor_key);
     error_code ec;
     impl->acceptor.assign(stream_protocol(), listen_fd, ec);
-    if (ec) return kmes::Error{ec.value(), "query socket: cannot use the listening socket: " + ec.message()};
+    if (ec) return base::Error{ec.value(), "query socket: cannot use the listening socket: " + ec.message()};
     const int commit_fd = dup(impl->shared.signal->fd());
-    if (commit_fd < 0) return kmes::errno_error("query server: dup of the commit eventfd");
+    if (commit_fd < 0) return base::errno_error("query server: dup of the commit eventfd");
     impl->commits.assign(commit_fd, ec);
-    if (ec) return kmes::Error{ec.value(), "query server: cannot watch commits: " + ec.message()};
+    if (ec) return base::Error{ec.value(), "query server: cannot watch commits: " + ec.message()};
     impl->reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     Impl* raw = impl.get();
     asio::post(raw->io, [raw] {
@@ -329,7 +329,7 @@ kmes::Result<std::unique_ptr<QueryServer>> QueryServer::start(ServerOptions opti
         // the accept or commit handler, that loop) has ended; the log says which thread.
         for (bool done = false; !done;) {
             done = true;
-            kmes::run_guarded(
+            base::run_guarded(
                 "query server io thread", [raw] { raw->io.run(); }, [&](const std::string&) { done = false; });
         }
     });

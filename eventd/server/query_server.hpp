@@ -42,7 +42,7 @@ struct ServerOptions {
 class QueryServer {
 public:
     // Starts the io thread; accepting begins at once. Errors: the listening fd cannot be used.
-    static kmes::Result<std::unique_ptr<QueryServer>> start(ServerOptions options);
+    static base::Result<std::unique_ptr<QueryServer>> start(ServerOptions options);
     ~QueryServer();
     QueryServer(const QueryServer&) = delete;
     QueryServer& operator=(const QueryServer&) = delete;

@@ -135,7 +135,7 @@ private:
     void run_events(const query::Query& q, const Request& request);
     // The initial phase failed: the client hears why (unless it cannot hear anything any more),
     // counted as a timeout or an error (a shutdown is neither).
-    void report_initial_failure(const kmes::Error& error);
+    void report_initial_failure(const base::Error& error);
     bool finish_initial_frames();
     void follow(const query::Query& q, query::StreamStart start, access::CallerAccess& access, StreamWake& wake,
                 uint64_t generation);
@@ -146,8 +146,8 @@ private:
     bool send_checkpoint_if_due();
 
     // Initial phase: blocking sends bounded by the deadline.
-    kmes::Status send_initial(const std::vector<uint8_t>& frame);
-    kmes::Status drain_batcher_initial();
+    base::Status send_initial(const std::vector<uint8_t>& frame);
+    base::Status drain_batcher_initial();
     // The last frame of a session (end or error): a short grace, none while shutting down.
     void send_final(const std::vector<uint8_t>& frame);
     void fail(const std::string& message) { send_final(error_frame(message)); }
@@ -168,7 +168,7 @@ private:
     bool send_timed_out_ = false;
 };
 
-kmes::Status Session::send_initial(const std::vector<uint8_t>& frame) {
+base::Status Session::send_initial(const std::vector<uint8_t>& frame) {
     const Sent r = channel_.send_until(frame, deadline_);
     if (r == Sent::ok) return {};
     // The deadline passed while the client read too slowly: if no part of the frame went out,
@@ -176,12 +176,12 @@ kmes::Status Session::send_initial(const std::vector<uint8_t>& frame) {
     send_timed_out_ = r == Sent::timed_out || r == Sent::torn;
     torn_ = r == Sent::torn;
     client_gone_ = r == Sent::closed || r == Sent::would_block;
-    return kmes::Error{EPIPE, "the client stopped reading or left"};
+    return base::Error{EPIPE, "the client stopped reading or left"};
 }
 
-kmes::Status Session::drain_batcher_initial() {
+base::Status Session::drain_batcher_initial() {
     while (batcher_.has_frame())
-        if (kmes::Status s = send_initial(batcher_.next_frame()); !s) return s;
+        if (base::Status s = send_initial(batcher_.next_frame()); !s) return s;
     return {};
 }
 
@@ -234,13 +234,13 @@ void Session::run(const Request& request) {
 // desired set is persisted — the indexes themselves are built later, by the writers.
 void Session::run_index(const query::Query& q) {
     if (!shared_.index.add) return fail("INDEX is not available in this server");
-    if (kmes::Status s = shared_.index.add(caller_, q.index_field->name, deadline_); !s) {
+    if (base::Status s = shared_.index.add(caller_, q.index_field->name, deadline_); !s) {
         if (s.error().is_timed_out()) {
             shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
         } else if (!s.error().is_cancelled()) {
             shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
         }
-        if (s.error().code == kmes::ErrorCode::access_denied)
+        if (s.error().code == base::ErrorCode::access_denied)
             spdlog::info("EVENTS INDEX {} refused for {}: not an administrator", q.index_field->name,
                          caller_.user_name());
         return fail(s.error().message);
@@ -268,7 +268,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
     // Generation first: a reload between the two reads only causes a needless reset later.
     const uint64_t generation = shared_.policy_generation.load();
     access::CallerAccess access(caller_, shared_.policy->get());
-    const kmes::Status allowed = access.check_query(q);
+    const base::Status allowed = access.check_query(q);
     if (allowed && shared_.index.count && access.may_read_any(q))
         shared_.index.count(q, caller_, access.policy()->is_admin(caller_));
     // Cursors name the store (store_identity.hpp): without its id (a store eventd has not
@@ -277,8 +277,8 @@ void Session::run_events(const query::Query& q, const Request& request) {
     // A resumed query: its cursor and clauses are checked before any slot or file is taken.
     std::optional<store::StorePosition> from;
     if (request.after) {
-        kmes::Status ok = query::check_resumable(q);
-        if (ok && !store_id) ok = kmes::Error{store_id.error().code, "cannot resume: " + store_id.error().message};
+        base::Status ok = query::check_resumable(q);
+        if (ok && !store_id) ok = base::Error{store_id.error().code, "cannot resume: " + store_id.error().message};
         if (ok && !request.after->empty()) {
             auto opened = shared_.cursor_key->open(*request.after, *store_id);
             if (opened)
@@ -292,7 +292,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
         }
     }
     if (q.stream) {
-        if (kmes::Status s = ticket_.add_stream(limits_, shared_.counters); !s) return fail(s.error().message);
+        if (base::Status s = ticket_.add_stream(limits_, shared_.counters); !s) return fail(s.error().message);
     }
     if (!allowed) {
         shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -327,7 +327,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
     ctx.timeout_ms = limits_.query_timeout_ms;
     ctx.cancelled = &shared_.stopping;
     KMES_SYNC_POINT("Session::run_events:before_execute");
-    kmes::Result<query::StreamStart> start = query::StreamStart{};
+    base::Result<query::StreamStart> start = query::StreamStart{};
     if (request.after && query::is_count_after(q)) {
         // How many records follow the cursor (a follower's backlog): one record, then end.
         auto n = query::count_after(q, ctx, *store_id, from);
@@ -349,7 +349,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
         const auto on_gap = [this](const query::Gap& gap) { return send_initial(gap_frame(gap.lost, gap.detail)); };
         start = query::catch_up(q, ctx, *store_id, from, request.allow_gap, on_gap, sink);
     } else {
-        const query::RecordSink sink = [this](std::span<const uint8_t> record) -> kmes::Status {
+        const query::RecordSink sink = [this](std::span<const uint8_t> record) -> base::Status {
             batcher_.add_encoded(record);
             return drain_batcher_initial();
         };
@@ -376,7 +376,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
     follow(q, std::move(*start), access, *wake, generation);
 }
 
-void Session::report_initial_failure(const kmes::Error& error) {
+void Session::report_initial_failure(const base::Error& error) {
     if (send_timed_out_) {
         shared_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
         return fail(query::timeout_text(limits_.query_timeout_ms));  // unless the frame was cut
@@ -416,12 +416,12 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
     query::LiveFeed feed(q, shared_.store_dir, std::move(start.position));
     bool dropped = false;
     bool sent_records = false;
-    const query::PositionedSink sink = [&](std::span<const uint8_t> record, const query::StoredAt& at) -> kmes::Status {
+    const query::PositionedSink sink = [&](std::span<const uint8_t> record, const query::StoredAt& at) -> base::Status {
         batcher_.add_encoded(record, RecordBatcher::Stored{at.file, at.id});
         while (batcher_.has_frame()) {
             if (!send_live(batcher_.next_frame())) {
                 dropped = true;
-                return kmes::Error{EPIPE, "stream ended"};
+                return base::Error{EPIPE, "stream ended"};
             }
             sent_records = true;
         }
@@ -462,14 +462,14 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
             // Issue 23: the query is checked again, for the identity captured at connect. A
             // WHERE on a field the new policy hides would otherwise go on filtering on it —
             // an oracle for its values; such a stream ends before another row is read.
-            if (kmes::Status s = access.check_query(q); !s) {
+            if (base::Status s = access.check_query(q); !s) {
                 spdlog::info("stream of {} ended by a policy reload: {}", caller_.user_name(), s.error().message);
                 channel_.send_now(error_frame(std::string(kPolicyChangedText) + s.error().message));
                 return;
             }
         }
         for (uint32_t shard : shards) {
-            if (kmes::Status s = feed.read_new(shard, access, sink); !s) {
+            if (base::Status s = feed.read_new(shard, access, sink); !s) {
                 if (dropped) return;
                 spdlog::warn("stream of {} ended: {}", caller_.user_name(), s.error().message);
                 channel_.send_now(error_frame(s.error().message));
@@ -520,18 +520,18 @@ uint32_t usable_slots(uint32_t limit, uint32_t reserve, bool admin) {
 }
 }  // namespace
 
-kmes::Status Admissions::Ticket::add_stream(const ServerLimits& limits, QueryCounters& counters) {
+base::Status Admissions::Ticket::add_stream(const ServerLimits& limits, QueryCounters& counters) {
     if (!owner_ || streaming_) return {};
     std::lock_guard lock(owner_->mutex_);
     // The user's own limit first: when both hold, it is the one the user can act on.
     PerUser& mine = owner_->per_user_[uid_];
     if (uid_ != 0 && mine.streams >= limits.max_streaming_queries_per_user) {  // root is exempt
         counters.refused_streaming_per_user.fetch_add(1, std::memory_order_relaxed);
-        return kmes::Error{EBUSY, "too many concurrent streaming queries from this user"};
+        return base::Error{EBUSY, "too many concurrent streaming queries from this user"};
     }
     if (owner_->streaming_ >= usable_slots(limits.max_streaming_queries, limits.admin_reserved_queries, admin_)) {
         counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
-        return kmes::Error{EBUSY, "too many concurrent streaming queries"};
+        return base::Error{EBUSY, "too many concurrent streaming queries"};
     }
     ++mine.streams;
     ++owner_->streaming_;
@@ -554,18 +554,18 @@ void Admissions::Ticket::release() {
     streaming_ = false;
 }
 
-kmes::Result<Admissions::Ticket> Admissions::admit(uid_t uid, bool admin, const ServerLimits& limits,
+base::Result<Admissions::Ticket> Admissions::admit(uid_t uid, bool admin, const ServerLimits& limits,
                                                    QueryCounters& counters) {
     std::lock_guard lock(mutex_);
     if (active_ >= usable_slots(limits.max_concurrent_queries, limits.admin_reserved_queries, admin)) {
         counters.refused_concurrency.fetch_add(1, std::memory_order_relaxed);
-        return kmes::Error{EBUSY, "too many concurrent queries"};
+        return base::Error{EBUSY, "too many concurrent queries"};
     }
     PerUser& mine = per_user_[uid];
     if (uid != 0 && mine.connections >= limits.max_queries_per_user) {  // root is exempt
         if (mine.connections == 0) per_user_.erase(uid);
         counters.refused_per_user.fetch_add(1, std::memory_order_relaxed);
-        return kmes::Error{EBUSY, "too many concurrent queries from this user"};
+        return base::Error{EBUSY, "too many concurrent queries from this user"};
     }
     ++mine.connections;
     ++active_;

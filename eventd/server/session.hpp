@@ -76,7 +76,7 @@ public:
         Ticket& operator=(Ticket&& o) noexcept;
         ~Ticket() { release(); }
         // Take a streaming slot too, or the refusal text (counted in `counters`).
-        kmes::Status add_stream(const ServerLimits& limits, QueryCounters& counters);
+        base::Status add_stream(const ServerLimits& limits, QueryCounters& counters);
         void release();
 
     private:
@@ -89,7 +89,7 @@ public:
 
     // A slot for a new connection of `uid` (`admin`: may use the reserved slots), or the
     // refusal text.
-    kmes::Result<Ticket> admit(uid_t uid, bool admin, const ServerLimits& limits, QueryCounters& counters);
+    base::Result<Ticket> admit(uid_t uid, bool admin, const ServerLimits& limits, QueryCounters& counters);
     uint32_t active() const;
     uint32_t streaming() const;
 
@@ -112,7 +112,7 @@ struct IndexHooks {
     // filters on, within the caller's budget (eventd/index/field_counter.hpp).
     std::function<void(const query::Query&, const access::Caller&, bool admin)> count;
     // EVENTS INDEX: authorise `caller` against admin_sd, add `field`, return once persisted.
-    std::function<kmes::Status(const access::Caller& caller, const std::string& field,
+    std::function<base::Status(const access::Caller& caller, const std::string& field,
                                std::chrono::steady_clock::time_point deadline)>
         add;
 };

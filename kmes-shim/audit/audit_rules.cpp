@@ -43,7 +43,7 @@ std::optional<uint32_t> number(const std::string& text) {
 
 }  // namespace
 
-Result<RulesFile> parse_rules(const std::string& text, const std::string& name) {
+base::Result<RulesFile> parse_rules(const std::string& text, const std::string& name) {
     RulesFile out;
     std::istringstream in(text);
     int n = 0;
@@ -54,7 +54,7 @@ Result<RulesFile> parse_rules(const std::string& text, const std::string& name) 
         std::vector<std::string> words = split_words(line);
         if (words.empty()) continue;
         auto fail = [&](const std::string& why) {
-            return Error{EINVAL, name + " line " + std::to_string(n) + ": " + why};
+            return base::Error{EINVAL, name + " line " + std::to_string(n) + ": " + why};
         };
         const std::string& op = words[0];
         if (op == "-b" || op == "--backlog_wait_time") {
@@ -103,14 +103,14 @@ std::string read_all(int fd) {
 
 }  // namespace
 
-Status run_auditctl(const std::vector<std::string>& args, std::string* out) {
+base::Status run_auditctl(const std::vector<std::string>& args, std::string* out) {
     // stdout goes to a temporary file when wanted (read after exit: no two pipes to juggle).
     FILE* stdout_file = out ? tmpfile() : nullptr;
-    if (out && !stdout_file) return errno_error("temporary file for auditctl's output");
+    if (out && !stdout_file) return base::errno_error("temporary file for auditctl's output");
     int err[2];
     if (pipe2(err, O_CLOEXEC) != 0) {
         if (stdout_file) fclose(stdout_file);
-        return errno_error("pipe for auditctl");
+        return base::errno_error("pipe for auditctl");
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -131,7 +131,7 @@ Status run_auditctl(const std::vector<std::string>& args, std::string* out) {
     if (rc != 0) {
         close(err[0]);
         if (stdout_file) fclose(stdout_file);
-        return Error{rc, std::string("cannot run ") + kAuditctl + " (package auditd): " + strerror(rc)};
+        return base::Error{rc, std::string("cannot run ") + kAuditctl + " (package auditd): " + strerror(rc)};
     }
     std::string message = read_all(err[0]);
     close(err[0]);
@@ -146,27 +146,27 @@ Status run_auditctl(const std::vector<std::string>& args, std::string* out) {
     std::string line;
     for (const std::string& a : args) line += (line.empty() ? "" : " ") + a;
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-    return Error{EINVAL, "auditctl " + line + ": " + (message.empty() ? "failed" : message)};
+    return base::Error{EINVAL, "auditctl " + line + ": " + (message.empty() ? "failed" : message)};
 }
 
-Status LoadedRules::save() const {
+base::Status LoadedRules::save() const {
     std::string text;
     for (const auto& undo : undo_) {
         for (size_t i = 0; i < undo.size(); ++i) text += (i ? " " : "") + undo[i];
         text += '\n';
     }
-    return write_file_atomically(undo_file_, text, 0600);
+    return base::write_file_atomically(undo_file_, text, 0600);
 }
 
-Status LoadedRules::add(const std::vector<std::string>& args) {
+base::Status LoadedRules::add(const std::vector<std::string>& args) {
     // Undo first: a crash between the two leaves at worst an undo for a rule never added
     // (auditctl then says "No rule matches" and the leftover cleanup goes on).
     undo_.push_back(inverse_rule(args));
-    if (Status s = save(); !s) {
+    if (base::Status s = save(); !s) {
         undo_.pop_back();
         return s;
     }
-    if (Status s = run_auditctl(args); !s) {
+    if (base::Status s = run_auditctl(args); !s) {
         undo_.pop_back();
         (void)save();
         return s;
@@ -174,9 +174,9 @@ Status LoadedRules::add(const std::vector<std::string>& args) {
     return {};
 }
 
-Result<size_t> LoadedRules::delete_existing() {
+base::Result<size_t> LoadedRules::delete_existing() {
     std::string listing;
-    if (Status s = run_auditctl({"-l"}, &listing); !s) return s.error();
+    if (base::Status s = run_auditctl({"-l"}, &listing); !s) return s.error();
     std::vector<std::vector<std::string>> existing;
     std::istringstream in(listing);
     for (std::string line; std::getline(in, line);) {
@@ -186,12 +186,12 @@ Result<size_t> LoadedRules::delete_existing() {
     // The undo list runs backwards: pushed last to first, the rules come back first to last
     // (their order matters: the first matching rule decides), after the shim's own are gone.
     for (auto it = existing.rbegin(); it != existing.rend(); ++it) undo_.push_back(*it);
-    if (Status s = save(); !s) {
+    if (base::Status s = save(); !s) {
         undo_.resize(undo_.size() - existing.size());
         return s.error();
     }
     kept_for_restore_ += existing.size();
-    if (Status s = run_auditctl({"-D"}); !s) return s.error();
+    if (base::Status s = run_auditctl({"-D"}); !s) return s.error();
     return existing.size();
 }
 

@@ -36,13 +36,13 @@ struct RulesFile {
 };
 
 // Parse `text` (the contents of `name`). Errors name the file, the line and what is wrong.
-Result<RulesFile> parse_rules(const std::string& text, const std::string& name);
+base::Result<RulesFile> parse_rules(const std::string& text, const std::string& name);
 
 // The arguments that remove the rule `args` adds.
 std::vector<std::string> inverse_rule(const std::vector<std::string>& args);
 
 // Run auditctl with `args`; its stderr in the error. `out`: its stdout, when wanted.
-Status run_auditctl(const std::vector<std::string>& args, std::string* out = nullptr);
+base::Status run_auditctl(const std::vector<std::string>& args, std::string* out = nullptr);
 
 // Rules loaded by this process, removed (in reverse order) by remove_all() or the destructor.
 class LoadedRules {
@@ -54,10 +54,10 @@ public:
     LoadedRules& operator=(const LoadedRules&) = delete;
 
     // Add one rule (its undo is on disk before auditctl runs).
-    Status add(const std::vector<std::string>& args);
+    base::Status add(const std::vector<std::string>& args);
     // `-D`: delete every rule in the kernel, each one's re-addition kept in the undo list (on
     // disk before the rules go). Returns how many there were.
-    Result<size_t> delete_existing();
+    base::Result<size_t> delete_existing();
     void remove_all();
     // Rules added (the rules -D deleted, kept for putting back, are not counted).
     size_t size() const { return undo_.size() - kept_for_restore_; }
@@ -67,7 +67,7 @@ public:
     static size_t undo_leftovers(const std::filesystem::path& undo_file);
 
 private:
-    Status save() const;
+    base::Status save() const;
 
     std::filesystem::path undo_file_;
     std::vector<std::vector<std::string>> undo_;

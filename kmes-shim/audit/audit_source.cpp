@@ -61,15 +61,15 @@ constexpr size_t kMaxPendingBytes = 1024 * 1024;
 
 // The kernel's status (AUDIT_GET), asked on `fd` and awaited (records arriving meanwhile on a
 // daemon socket would be lost to this read: it is used before the socket is a daemon's).
-Result<audit_status> request_status(int fd) {
-    if (audit_request_status(fd) < 0) return errno_error("audit: AUDIT_GET");
+base::Result<audit_status> request_status(int fd) {
+    if (audit_request_status(fd) < 0) return base::errno_error("audit: AUDIT_GET");
     for (int tries = 0; tries < 64; ++tries) {
         audit_reply reply{};
         const int rc = audit_get_reply(fd, &reply, GET_REPLY_BLOCKING, 0);
-        if (rc < 0) return Error{-rc, "audit: no answer to AUDIT_GET"};
+        if (rc < 0) return base::Error{-rc, "audit: no answer to AUDIT_GET"};
         if (reply.type == AUDIT_GET && reply.status) return *reply.status;
     }
-    return Error{EIO, "audit: no AUDIT_GET answer among 64 messages"};
+    return base::Error{EIO, "audit: no AUDIT_GET answer among 64 messages"};
 }
 
 // Asks the kernel for its status (AUDIT_GET) without waiting for anything: the answer comes in
@@ -189,7 +189,7 @@ AuditSource::AuditSource(Emit emit, Report report, const AuditSettings& settings
 
 AuditSource::~AuditSource() { stop(); }
 
-Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& settings, Emit emit, Report report) {
+base::Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& settings, Emit emit, Report report) {
     std::unique_ptr<AuditSource> source(new AuditSource(std::move(emit), std::move(report), settings));
     auto kernel = std::make_unique<Kernel>();
     std::error_code ec;
@@ -198,7 +198,7 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
     // The kernel's state first: whether audit exists, and who holds the daemon role.
     const int control = audit_open();
     if (control < 0)
-        return Error{errno ? errno : EPROTONOSUPPORT,
+        return base::Error{errno ? errno : EPROTONOSUPPORT,
                      "audit: no audit netlink socket (kernel without audit, or booted with audit=0)"};
     clean_up_leftovers(settings.runtime_dir, control);
     auto status = request_status(control);
@@ -211,12 +211,12 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
     if (mode == Mode::automatic) mode = daemon_taken ? Mode::multicast : Mode::daemon;
     if (mode == Mode::daemon && daemon_taken) {
         audit_close(control);
-        return Error{EEXIST, "audit: another audit daemon is registered (pid " + std::to_string(status->pid) +
+        return base::Error{EEXIST, "audit: another audit daemon is registered (pid " + std::to_string(status->pid) +
                                  "); use Mode \"multicast\" or \"auto\" beside it"};
     }
     if (mode == Mode::daemon && status->enabled == 2) {
         audit_close(control);
-        return Error{EPERM,
+        return base::Error{EPERM,
                      "audit: the kernel's audit configuration is locked (enabled 2, auditctl -e 2); "
                      "use Mode \"multicast\""};
     }
@@ -224,21 +224,21 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
     if (mode == Mode::multicast) {
         audit_close(control);
         kernel->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_AUDIT);
-        if (kernel->fd < 0) return errno_error("audit: netlink socket");
+        if (kernel->fd < 0) return base::errno_error("audit: netlink socket");
         sockaddr_nl address{};
         address.nl_family = AF_NETLINK;
         if (bind(kernel->fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
-            return errno_error("audit: bind the netlink socket");
+            return base::errno_error("audit: bind the netlink socket");
         const int group = AUDIT_NLGRP_READLOG;
         if (setsockopt(kernel->fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) != 0)
-            return errno_error("audit: join the read-only multicast group (needs CAP_AUDIT_READ)");
+            return base::errno_error("audit: join the read-only multicast group (needs CAP_AUDIT_READ)");
     } else {
         // The rules file first: a file that does not parse changes nothing in the kernel.
         RulesFile parsed_rules;
         if (!settings.rules_file.empty()) {
             std::ifstream in(settings.rules_file);
             if (!in) {
-                Error unreadable = errno_error("audit: cannot read RulesFile " + settings.rules_file);
+                base::Error unreadable = base::errno_error("audit: cannot read RulesFile " + settings.rules_file);
                 audit_close(control);
                 return unreadable;
             }
@@ -259,10 +259,10 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
         const json orig = {{"enabled", status->enabled},
                            {"backlog_limit", status->backlog_limit},
                            {"backlog_wait_time", status->backlog_wait_time}};
-        if (Status s = write_file_atomically(kernel->settings_file, orig.dump() + "\n", 0600); !s) return s.error();
+        if (base::Status s = base::write_file_atomically(kernel->settings_file, orig.dump() + "\n", 0600); !s) return s.error();
         if (audit_set_pid(kernel->fd, static_cast<uint32_t>(getpid()), WAIT_YES) < 0) {
             std::filesystem::remove(kernel->settings_file, ec);
-            return Error{EEXIST, "audit: the kernel refused the daemon role (another audit daemon took it?)"};
+            return base::Error{EEXIST, "audit: the kernel refused the daemon role (another audit daemon took it?)"};
         }
         kernel->daemon = true;  // from here on, release() undoes everything
         audit_set_enabled(kernel->fd, 1);
@@ -271,17 +271,17 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
         kernel->rules = std::make_unique<LoadedRules>(settings.runtime_dir / kUndoFile);
         if (parsed_rules.delete_existing) {
             auto deleted = kernel->rules->delete_existing();
-            if (!deleted) return Error{deleted.error().code, settings.rules_file + ": -D: " + deleted.error().message};
+            if (!deleted) return base::Error{deleted.error().code, settings.rules_file + ": -D: " + deleted.error().message};
             if (*deleted)
                 spdlog::info("audit: -D deleted the {} rule(s) loaded before; they are put back when the shim stops",
                              *deleted);
         }
         // The shim's own syscalls are never audited (its writes would feed back).
-        if (Status s = kernel->rules->add({"-A", "exit,never", "-F", "pid=" + std::to_string(getpid())}); !s)
+        if (base::Status s = kernel->rules->add({"-A", "exit,never", "-F", "pid=" + std::to_string(getpid())}); !s)
             return s.error();
         for (const RuleLine& r : parsed_rules.rules) {
-            if (Status s = kernel->rules->add(r.args); !s)
-                return Error{s.error().code,
+            if (base::Status s = kernel->rules->add(r.args); !s)
+                return base::Error{s.error().code,
                              settings.rules_file + " line " + std::to_string(r.line) + ": " + s.error().message};
         }
         const int flags = fcntl(kernel->fd, F_GETFL);
@@ -300,18 +300,18 @@ Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& set
     source->mode_ = mode;
     source->kernel_ = std::move(kernel);
     source->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (source->wake_fd_ < 0) return errno_error("audit: eventfd");
+    if (source->wake_fd_ < 0) return base::errno_error("audit: eventfd");
     // As much may wait behind the socket as in it (ReceiveBufferBytes): record_queue.hpp.
     source->queue_ = std::make_unique<RecordQueue>(settings.receive_buffer_bytes);
     auto failed = [raw = source.get()](const std::string& why) {
         if (raw->report_) raw->report_(kAuditFailedEvent, {{"error", why}});
     };
     source->reader_ = std::thread([raw = source.get(), failed] {
-        kmes::run_guarded("audit reader", [raw] { raw->read(); }, failed);
+        base::run_guarded("audit reader", [raw] { raw->read(); }, failed);
         raw->queue_->close();  // the mapping thread ends when the reader does, however it ended
     });
     source->thread_ = std::thread([raw = source.get(), failed] {
-        kmes::run_guarded("audit source", [raw] { raw->run(); }, failed);
+        base::run_guarded("audit source", [raw] { raw->run(); }, failed);
     });
     spdlog::info("audit: {} mode{}", mode_name(mode),
                  mode == Mode::daemon ? ", " + std::to_string(source->kernel_->rules->size()) + " rule(s) loaded" : "");

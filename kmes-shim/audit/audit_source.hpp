@@ -69,7 +69,7 @@ public:
     // loads the rules where that applies, then starts the reader thread. Errors: audit is not
     // available (kernel booted with audit=0, no CAP_AUDIT_*), the daemon role is taken (mode
     // daemon), a rule is refused — with nothing left changed in the kernel.
-    static Result<std::unique_ptr<AuditSource>> start(const AuditSettings& settings, Emit emit, Report report);
+    static base::Result<std::unique_ptr<AuditSource>> start(const AuditSettings& settings, Emit emit, Report report);
     ~AuditSource();
     AuditSource(const AuditSource&) = delete;
     AuditSource& operator=(const AuditSource&) = delete;

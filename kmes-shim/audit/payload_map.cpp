@@ -29,13 +29,13 @@ void PayloadMap::put_key(std::string_view key, uint64_t hash) {
 }
 
 bool PayloadMap::add(std::string_view key) {
-    const uint64_t hash = kmes::fnv1a64(kmes::kFnv1aOffsetBasis, key);
+    const uint64_t hash = base::fnv1a64(base::kFnv1aOffsetBasis, key);
     if (taken(key, hash)) return false;
     put_key(key, hash);
     return true;
 }
 
-void PayloadMap::add_reserved(std::string_view key) { put_key(key, kmes::fnv1a64(kmes::kFnv1aOffsetBasis, key)); }
+void PayloadMap::add_reserved(std::string_view key) { put_key(key, base::fnv1a64(base::kFnv1aOffsetBasis, key)); }
 
 void PayloadMap::reserve(std::initializer_list<std::string_view> keys) {
     reserved_.insert(reserved_.end(), keys.begin(), keys.end());

@@ -14,21 +14,21 @@
 
 namespace kmes {
 
-Result<RingMapping> RingMapping::attach(uint32_t cpu) {
+base::Result<RingMapping> RingMapping::attach(uint32_t cpu) {
     uint64_t capacity = 0;
     uint64_t live_generation = 0;
     Guid boot_id{};
     int fd = detail::attach_ring(cpu, &capacity, &live_generation, boot_id.data());
-    if (fd < 0) return errno_error("kmes_attach(cpu " + std::to_string(cpu) + ")");
+    if (fd < 0) return base::errno_error("kmes_attach(cpu " + std::to_string(cpu) + ")");
     void* base = kmes_map(fd, capacity);
     if (base == nullptr) {
-        Error e = errno_error("kmes_map(cpu " + std::to_string(cpu) + ")");
+        base::Error e = base::errno_error("kmes_map(cpu " + std::to_string(cpu) + ")");
         close(fd);
         return e;
     }
     RingMapping mapping(fd, static_cast<uint8_t*>(base), capacity, true, live_generation);
     mapping.boot_id_ = boot_id;
-    if (Status s = mapping.verify(); !s) return s.error();
+    if (base::Status s = mapping.verify(); !s) return s.error();
     return mapping;
 }
 
@@ -65,13 +65,13 @@ void RingMapping::release() {
     base_ = nullptr;
 }
 
-Status RingMapping::verify() const {
+base::Status RingMapping::verify() const {
     const detail::RingView v = detail::view_of(base_, capacity_);
-    if (!v.magic_ok()) return Error{EPROTO, "ring magic is not \"KMESRING\""};
+    if (!v.magic_ok()) return base::Error{EPROTO, "ring magic is not \"KMESRING\""};
     if (v.version() != KMES_RING_VERSION)
-        return Error{EPROTO, "ring format version " + std::to_string(v.version()) + " is not supported (want 1)"};
+        return base::Error{EPROTO, "ring format version " + std::to_string(v.version()) + " is not supported (want 1)"};
     if (v.header_capacity() != capacity_)
-        return Error{EPROTO, "ring header capacity " + std::to_string(v.header_capacity()) +
+        return base::Error{EPROTO, "ring header capacity " + std::to_string(v.header_capacity()) +
                                  " differs from the attach capacity " + std::to_string(capacity_)};
     return {};
 }

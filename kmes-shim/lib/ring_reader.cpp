@@ -28,7 +28,7 @@ uint64_t live_generation_of(const RingMapping& m) {
 
 // ---- RingReader ----------------------------------------------------------------------------
 
-Result<RingReader> RingReader::open(uint32_t cpu, ReaderOptions options) {
+base::Result<RingReader> RingReader::open(uint32_t cpu, ReaderOptions options) {
     auto mapping = RingMapping::attach(cpu);
     if (!mapping) return mapping.error();
     return RingReader(cpu, std::move(*mapping), std::move(options));
@@ -141,27 +141,27 @@ inline std::optional<EventView> RingReader::read_one() {
     }
 }
 
-Result<std::optional<EventView>> RingReader::next() {
+base::Result<std::optional<EventView>> RingReader::next() {
     if (auto event = read_one()) return event;
     // §5.1.9.3 generation check after a drain cycle. Acquire pairs with the release increment
     // in ProducerRing::retire, which follows the old ring's last write_pos store: once the
     // bump is seen, one more drain reaches the frozen write_pos.
     if (view(mapping_).generation().load(std::memory_order_acquire) == generation_) return std::optional<EventView>{};
     if (auto event = read_one()) return event;  // finish the old ring first
-    if (Status s = switch_generation(); !s) return s.error();
+    if (base::Status s = switch_generation(); !s) return s.error();
     return read_one();
 }
 
-Status RingReader::switch_generation() {
+base::Status RingReader::switch_generation() {
     const uint64_t noted = last_sequence_;  // step 1
     auto fresh = options_.reattach(cpu_);   // steps 2–3
     if (!fresh) return fresh.error();
-    if (Status s = fresh->verify(); !s) return s;
+    if (base::Status s = fresh->verify(); !s) return s;
     // A ring of another KMES boot (the shim restarted): its sequences restarted at 1, so
     // resuming "after sequence N" would silently skip events. The caller must start over.
     const Guid unknown{};
     if (fresh->boot_id() != unknown && mapping_.boot_id() != unknown && fresh->boot_id() != mapping_.boot_id())
-        return Error{ESTALE, "kmes-shimd restarted (new KMES boot id): sequences restart at 1; open a new reader"};
+        return base::Error{ESTALE, "kmes-shimd restarted (new KMES boot id): sequences restart at 1; open a new reader"};
     mapping_ = std::move(*fresh);  // step 6: old fd closed, old ring unmapped
     // Step 4. If another swap retired the fresh ring already, its generation differs from
     // this value and the next check re-attaches again.

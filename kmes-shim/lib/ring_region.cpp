@@ -5,14 +5,14 @@
 
 namespace kmes::detail {
 
-Result<uint8_t*> map_ring_region(int producer_fd, int consumer_fd, int data_fd, uint64_t capacity, MapAccess access) {
+base::Result<uint8_t*> map_ring_region(int producer_fd, int consumer_fd, int data_fd, uint64_t capacity, MapAccess access) {
     const size_t total = KMES_MAP_SIZE(capacity);
     // Reserve the whole range first so the pieces land contiguously (MAP_FIXED inside our own
     // reservation can never clobber someone else's mapping). The data region is placed on a
     // 2 MiB boundary so a hugepage-backed ring (Hugepages, seed BH-005) can be mapped too.
     constexpr size_t kHugeAlign = 2u << 20;
     void* reserved = mmap(nullptr, total + kHugeAlign, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (reserved == MAP_FAILED) return errno_error("reserve ring address space");
+    if (reserved == MAP_FAILED) return base::errno_error("reserve ring address space");
     const auto start = reinterpret_cast<uintptr_t>(reserved);
     const uintptr_t data_at = (start + KMES_DATA_OFFSET + kHugeAlign - 1) & ~(kHugeAlign - 1);
     auto* base = reinterpret_cast<uint8_t*>(data_at - KMES_DATA_OFFSET);
@@ -41,7 +41,7 @@ Result<uint8_t*> map_ring_region(int producer_fd, int consumer_fd, int data_fd, 
         if (at == MAP_FAILED) {
             int saved = errno;
             munmap(base, total);
-            return errno_error(saved, "map ring piece at offset " + std::to_string(p.offset));
+            return base::errno_error(saved, "map ring piece at offset " + std::to_string(p.offset));
         }
     }
     return base;

@@ -10,11 +10,11 @@ Guid process_guid(const std::array<uint8_t, 16>& boot_id, pid_t pid, uint64_t st
     std::memcpy(process_key, boot_id.data(), 16);
     std::memcpy(process_key + 16, &pid32, 4);
     std::memcpy(process_key + 20, &start_time, 8);
-    return derive_guid("kmes.process", process_key);
+    return base::derive_guid("kmes.process", process_key);
 }
 
 Identity identity_of(const PeerCredentials& peer, const std::array<uint8_t, 16>& boot_id) {
-    return Identity{token_guid(peer.euid), token_guid(peer.ruid), process_guid(boot_id, peer.pid, peer.start_time)};
+    return Identity{base::token_guid(peer.euid), base::token_guid(peer.ruid), process_guid(boot_id, peer.pid, peer.start_time)};
 }
 
 }  // namespace kmes::shim

@@ -21,7 +21,7 @@
 using namespace kmes::shim;
 
 int main(int argc, char** argv) {
-    kmes::cli::App app{
+    base::cli::App app{
         "kmes-shimd — the KMES per-CPU event rings (the kernel's part of eventd's pipeline).\n"
         "Creates one shared-memory ring per CPU, accepts kmes_emit/kmes_attach over a Unix socket,\n"
         "and reloads its configuration on SIGHUP or when the file changes."};
@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("-V,--version", "kmes-shimd " EVENTD_VERSION " (eventd)", "print the version and exit");
     if (const auto parsed = app.parse(argc, argv); !parsed.go_on) return parsed.error.empty() ? parsed.exit_code : app.print_error();
 
-    kmes::set_up_daemon_log("kmes-shimd");  // journal priorities under systemd (base/daemon_log.hpp)
-    kmes::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
+    base::set_up_daemon_log("kmes-shimd");  // journal priorities under systemd (base/daemon_log.hpp)
+    base::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
 
     // Signals are taken synchronously through a signalfd by the main loop.
     sigset_t signals;
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
 
     // Watch before the first read: a change made after this point is seen by the main loop
     // (a watch set up after READY=1 would miss edits made right after readiness).
-    kmes::FileWatch watch(config_path);
+    base::FileWatch watch(config_path);
     if (!watch.watching())
         spdlog::warn("cannot watch the directory of {} for configuration changes; SIGHUP still reloads", config_path);
     ShimConfig defaults;

@@ -16,11 +16,11 @@ bool PeerCredentials::in_group(gid_t gid) const {
     return egid == gid || std::find(groups.begin(), groups.end(), gid) != groups.end();
 }
 
-Result<PeerCredentials> peer_credentials(int socket_fd) {
+base::Result<PeerCredentials> peer_credentials(int socket_fd) {
     PeerCredentials peer;
     ucred cred{};
     socklen_t len = sizeof cred;
-    if (getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return errno_error("SO_PEERCRED");
+    if (getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return base::errno_error("SO_PEERCRED");
     peer.pid = cred.pid;
     peer.euid = cred.uid;
     peer.ruid = cred.uid;
@@ -34,7 +34,7 @@ Result<PeerCredentials> peer_credentials(int socket_fd) {
             groups.resize(bytes / sizeof(gid_t));
             break;
         }
-        if (errno != ERANGE) return errno_error("SO_PEERGROUPS");
+        if (errno != ERANGE) return base::errno_error("SO_PEERGROUPS");
         groups.resize(bytes / sizeof(gid_t) + 1);
     }
     peer.groups = std::move(groups);

@@ -25,7 +25,7 @@ struct PeerCredentials {
     bool in_group(gid_t gid) const;
 };
 
-Result<PeerCredentials> peer_credentials(int socket_fd);
+base::Result<PeerCredentials> peer_credentials(int socket_fd);
 
 // /proc/<pid>/stat field 22: when the process started, in clock ticks since boot; nullopt when
 // the process is gone (or /proc unreadable).

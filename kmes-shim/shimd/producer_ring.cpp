@@ -14,13 +14,13 @@
 namespace kmes::shim {
 namespace {
 
-Result<int> make_memfd(const std::string& name, uint64_t size, bool hugepages) {
+base::Result<int> make_memfd(const std::string& name, uint64_t size, bool hugepages) {
     int fd = -1;
     if (hugepages) fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
     if (fd < 0) fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) return errno_error("memfd_create " + name);
+    if (fd < 0) return base::errno_error("memfd_create " + name);
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-        Error e = errno_error("size " + name + " to " + std::to_string(size) + " bytes");
+        base::Error e = base::errno_error("size " + name + " to " + std::to_string(size) + " bytes");
         close(fd);
         return e;
     }
@@ -31,16 +31,16 @@ Result<int> make_memfd(const std::string& name, uint64_t size, bool hugepages) {
 
 // A second, read-only file description of the same memfd: what consumers receive. A mapping
 // of it can never gain PROT_WRITE (mprotect fails with EACCES).
-Result<int> reopen_read_only(int fd) {
+base::Result<int> reopen_read_only(int fd) {
     std::string path = "/proc/self/fd/" + std::to_string(fd);
     int ro = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (ro < 0) return errno_error("reopen " + path + " read-only");
+    if (ro < 0) return base::errno_error("reopen " + path + " read-only");
     return ro;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint64_t capacity, uint64_t generation,
+base::Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint64_t capacity, uint64_t generation,
                                                            const RingOptions& options) {
     std::unique_ptr<ProducerRing> ring(new ProducerRing());
     ring->cpu_id_ = cpu_id;
@@ -77,7 +77,7 @@ Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint
 
     if (options.mlock) {
         // Prefault and pin the data pages so the first lap never takes page faults (BH-005).
-        if (mlock(ring->view_.data, capacity) != 0) return errno_error("mlock ring data (" + tag + ")");
+        if (mlock(ring->view_.data, capacity) != 0) return base::errno_error("mlock ring data (" + tag + ")");
     }
 
     // Producer page, cache line 0 (§5.1.6): written once, before any consumer can see it.

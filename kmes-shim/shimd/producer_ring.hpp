@@ -52,7 +52,7 @@ inline uint64_t event_size_of(const EventInput& e) {
 
 class ProducerRing {
 public:
-    static Result<std::unique_ptr<ProducerRing>> create(uint16_t cpu_id, uint64_t capacity, uint64_t generation,
+    static base::Result<std::unique_ptr<ProducerRing>> create(uint16_t cpu_id, uint64_t capacity, uint64_t generation,
                                                         const RingOptions& options);
     ~ProducerRing();
     ProducerRing(const ProducerRing&) = delete;

@@ -13,7 +13,7 @@ uint64_t realtime_ns() {
 }
 }  // namespace
 
-Result<std::unique_ptr<RingSet>> RingSet::create(uint32_t cpu_count, uint64_t capacity, const RingOptions& options) {
+base::Result<std::unique_ptr<RingSet>> RingSet::create(uint32_t cpu_count, uint64_t capacity, const RingOptions& options) {
     std::unique_ptr<RingSet> set(new RingSet());
     set->options_ = options;
     set->capacity_.store(capacity, std::memory_order_release);
@@ -66,7 +66,7 @@ uint32_t RingSet::write(uint32_t cpu, uint8_t origin_class, std::span<const Even
     return written;
 }
 
-Status RingSet::resize(uint64_t capacity) {
+base::Status RingSet::resize(uint64_t capacity) {
     std::lock_guard resize_lock(resize_mutex_);
     if (capacity == capacity_.load(std::memory_order_acquire)) return {};
     // Allocate every new ring before touching any CPU, so a failure changes nothing (§7.1.4).

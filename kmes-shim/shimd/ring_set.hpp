@@ -25,7 +25,7 @@ struct RingStats {
 
 class RingSet {
 public:
-    static Result<std::unique_ptr<RingSet>> create(uint32_t cpu_count, uint64_t capacity, const RingOptions& options);
+    static base::Result<std::unique_ptr<RingSet>> create(uint32_t cpu_count, uint64_t capacity, const RingOptions& options);
 
     uint32_t cpu_count() const { return static_cast<uint32_t>(slots_.size()); }
     uint64_t capacity() const { return capacity_.load(std::memory_order_acquire); }
@@ -44,7 +44,7 @@ public:
 
     // §5.1.9.4 swap of every CPU to `capacity`. All new rings are allocated first; if any
     // allocation fails nothing changes and the error is returned (§7.1.4).
-    Status resize(uint64_t capacity);
+    base::Status resize(uint64_t capacity);
 
     RingStats stats(uint32_t cpu);
 

@@ -29,9 +29,9 @@ Shim::Shim(const ShimConfig& config)
     config_.max_emit_rate = defaults.max_emit_rate;
 }
 
-Result<std::unique_ptr<Shim>> Shim::start(const ShimConfig& config) {
+base::Result<std::unique_ptr<Shim>> Shim::start(const ShimConfig& config) {
     std::unique_ptr<Shim> shim(new Shim(config));
-    if (getrandom(shim->boot_id_.data(), shim->boot_id_.size(), 0) != 16) return errno_error("getrandom(boot id)");
+    if (getrandom(shim->boot_id_.data(), shim->boot_id_.size(), 0) != 16) return base::errno_error("getrandom(boot id)");
 
     uint32_t cpus = config.cpus;
     if (cpus == 0) cpus = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
@@ -40,9 +40,9 @@ Result<std::unique_ptr<Shim>> Shim::start(const ShimConfig& config) {
     if (!rings) return rings.error();
     shim->rings_ = std::move(*rings);
 
-    if (Status s = shim->listen_on(config.socket_path); !s) return s.error();
+    if (base::Status s = shim->listen_on(config.socket_path); !s) return s.error();
     shim->acceptor_ = std::thread([raw = shim.get()] {
-        kmes::run_guarded("kmes-shimd acceptor", [raw] { raw->accept_loop(); },
+        base::run_guarded("kmes-shimd acceptor", [raw] { raw->accept_loop(); },
                           [raw](const std::string& why) { raw->fail(why); });
     });
     spdlog::info("kmes-shimd: {} rings of {} bytes, socket {}", cpus, KMES_DEFAULT_BUFFER_CAPACITY, config.socket_path);
@@ -110,7 +110,7 @@ void Shim::apply_registry(const ConfigLoad& loaded) {
 
     if (next.buffer_capacity != rings_->capacity()) {
         // §5.1.9.4 swap; on allocation failure the rings stay as they are (§7.1.4).
-        if (Status s = rings_->resize(next.buffer_capacity); !s) {
+        if (base::Status s = rings_->resize(next.buffer_capacity); !s) {
             spdlog::error("ring resize to {} bytes failed, keeping {}: {}", next.buffer_capacity, rings_->capacity(),
                           s.error().message);
             write_self_event("kmes.resize_failed", {{"key", "BufferCapacity"},

@@ -31,7 +31,7 @@ class Shim {
 public:
     // Boot (§6.1.3 step 1): rings at the compiled-in capacity, socket listening. `config`
     // supplies the start-only keys; its §6.1 keys are applied later by apply_registry().
-    static Result<std::unique_ptr<Shim>> start(const ShimConfig& config);
+    static base::Result<std::unique_ptr<Shim>> start(const ShimConfig& config);
     ~Shim();
 
     // §6.1.3 steps 2–3 and every later change: apply the valid values of `loaded` (limits
@@ -59,7 +59,7 @@ private:
     void write_self_event(std::string_view type, const nlohmann::json& payload);
 
     // shim_server.cpp
-    Status listen_on(const std::string& path);
+    base::Status listen_on(const std::string& path);
     void accept_loop();
     void reap_connections();  // connections_mutex_ held
     void serve(int fd);

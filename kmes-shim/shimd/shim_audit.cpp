@@ -118,8 +118,8 @@ void Shim::write_audit_events(std::span<const audit::AuditEvent> events) {
         // The subject's tokens and, while its process lives, its process GUID: its audit
         // events join the events it emits itself (identity.hpp).
         Identity& identity = identities.emplace_back();
-        if (event.euid) identity.effective_token = token_guid(*event.euid);
-        if (event.uid) identity.true_token = token_guid(*event.uid);
+        if (event.euid) identity.effective_token = base::token_guid(*event.euid);
+        if (event.uid) identity.true_token = base::token_guid(*event.uid);
         if (auto start = subject_start_time(event)) identity.process = process_guid(boot_id_, *event.pid, *start);
     }
     write();

@@ -31,8 +31,8 @@ wire::Reply error_reply(int code) {
 }
 }  // namespace
 
-Status Shim::listen_on(const std::string& path) {
-    auto fd = kmes::listen_unix_socket(
+base::Status Shim::listen_on(const std::string& path) {
+    auto fd = base::listen_unix_socket(
         path, {.type = SOCK_SEQPACKET, .backlog = 128, .setting = "SocketPath", .daemon = "kmes-shimd"});
     if (!fd) return fd.error();
     listen_fd_ = *fd;
@@ -85,7 +85,7 @@ void Shim::accept_loop() {
         c.fd = fd;
         c.thread = std::thread([this, &c] {
             // An unexpected error ends this connection only (the client sees it closed).
-            kmes::run_guarded("kmes-shimd connection", [this, &c] { serve(c.fd); }, [](const std::string&) {});
+            base::run_guarded("kmes-shimd connection", [this, &c] { serve(c.fd); }, [](const std::string&) {});
             c.done.store(true);
         });
     }

@@ -40,7 +40,7 @@ void show_binary_as_hex(nlohmann::ordered_json& value) {
 
 nlohmann::ordered_json guid_or_null(const EventView& event, const Guid& guid) {
     if (!event.has_identity()) return nullptr;
-    return guid_text(guid);
+    return base::guid_text(guid);
 }
 }  // namespace
 

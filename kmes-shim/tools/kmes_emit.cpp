@@ -198,7 +198,7 @@ int run(const Options& o, const std::vector<uint8_t>& payload) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    kmes::cli::App app{
+    base::cli::App app{
         "kmes-emit — emit events onto a KMES ring (through kmes-shimd), like a program calling\n"
         "kmes_emit()/kmes_emit_batch(). Every event of one run goes to the ring of the CPU the\n"
         "process starts on (it pins itself there); choose the ring with `taskset -c N kmes-emit ...`.\n"

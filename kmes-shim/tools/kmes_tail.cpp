@@ -79,11 +79,11 @@ std::optional<std::vector<uint32_t>> parse_cpu_list(const std::string& text) {
     return cpus;
 }
 
-void print_attach_error(uint32_t cpu, const kmes::Error& e, bool explicit_cpu) {
+void print_attach_error(uint32_t cpu, const base::Error& e, bool explicit_cpu) {
     std::fprintf(stderr, "kmes-tail: cannot read the ring of cpu %u: %s (%s)\n", cpu,
                  kmes::tools::errno_name(e.errno_value()).c_str(), e.message.c_str());
     std::string advice = kmes::tools::shim_advice(e.errno_value(), "attach");
-    if (e.code == kmes::ErrorCode::invalid && explicit_cpu)
+    if (e.code == base::ErrorCode::invalid && explicit_cpu)
         advice =
             "the shim has no ring for cpu " + std::to_string(cpu) + "; use --cpu all, or --info to list the rings.";
     if (!advice.empty()) std::fprintf(stderr, "kmes-tail: %s\n", advice.c_str());
@@ -111,7 +111,7 @@ std::optional<std::vector<RingReader>> open_readers(const std::vector<uint32_t>&
             readers.push_back(std::move(*reader));
             continue;
         }
-        if (reader.error().code == kmes::ErrorCode::invalid && cpu > 0) return readers;
+        if (reader.error().code == base::ErrorCode::invalid && cpu > 0) return readers;
         print_attach_error(cpu, reader.error(), false);
         return std::nullopt;
     }
@@ -134,7 +134,7 @@ struct CpuTail {
 // Read and print until the ring is empty, the reader reaches `until` (a write_pos of the
 // current generation), or we are stopping. Gaps in the per-CPU sequence (§5.1.8: events
 // lapped by the producer, or dropped for size with their sequence consumed) become gap lines.
-kmes::Status drain(CpuTail& t, TailOutput& out, std::optional<uint64_t> until) {
+base::Status drain(CpuTail& t, TailOutput& out, std::optional<uint64_t> until) {
     const uint64_t generation = t.reader.generation();
     while (!stopping(out)) {
         if (until && t.reader.generation() == generation && t.reader.read_pos() >= *until) return {};
@@ -150,7 +150,7 @@ kmes::Status drain(CpuTail& t, TailOutput& out, std::optional<uint64_t> until) {
     return {};
 }
 
-void print_read_error(const CpuTail& t, const kmes::Error& e) {
+void print_read_error(const CpuTail& t, const base::Error& e) {
     std::fprintf(stderr, "kmes-tail: reading the ring of cpu %u failed: %s (%s)\n", t.reader.cpu(),
                  kmes::tools::errno_name(e.errno_value()).c_str(), e.message.c_str());
     if (std::string advice = kmes::tools::shim_advice(e.errno_value(), "attach"); !advice.empty())
@@ -161,7 +161,7 @@ void print_read_error(const CpuTail& t, const kmes::Error& e) {
 // write_pos seen on entry, so a busy producer cannot keep us here forever.
 int print_once(std::vector<CpuTail>& tails, TailOutput& out) {
     for (CpuTail& t : tails) {
-        if (kmes::Status s = drain(t, out, t.reader.write_pos_now()); !s) {
+        if (base::Status s = drain(t, out, t.reader.write_pos_now()); !s) {
             print_read_error(t, s.error());
             return kExitError;
         }
@@ -176,7 +176,7 @@ int follow(std::vector<CpuTail>& tails, TailOutput& out) {
     for (CpuTail& t : tails) {
         threads.emplace_back([&t, &out, &failed] {
             while (!stopping(out) && !failed.load(std::memory_order_relaxed)) {
-                if (kmes::Status s = drain(t, out, std::nullopt); !s) {
+                if (base::Status s = drain(t, out, std::nullopt); !s) {
                     print_read_error(t, s.error());
                     failed.store(true, std::memory_order_relaxed);
                     return;
@@ -218,7 +218,7 @@ int print_info(std::vector<RingReader>& readers, TailOutput& out, bool json) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    kmes::cli::App app{
+    base::cli::App app{
         "kmes-tail — print the events in the KMES per-CPU rings, reading them directly from shared\n"
         "memory like any consumer (kmes_attach + kmes_map, the PSD-003 §5.1.9 read protocol). Events\n"
         "are only read, never removed: other consumers are unaffected.\n"

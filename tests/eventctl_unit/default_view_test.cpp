@@ -30,7 +30,7 @@ Bytes map_of_fields(const Fields& fields) {
 
 Bytes u64(uint64_t v) { return v < 128 ? Bytes{static_cast<uint8_t>(v)} : tagged(0xcf, v, 8); }
 
-Bytes token(uint32_t uid) { return str(kmes::guid_text(kmes::token_guid(uid))); }
+Bytes token(uint32_t uid) { return str(base::guid_text(base::token_guid(uid))); }
 
 // A record as eventd sends it: the header fields in the store's column order, then the payload's.
 // `true_token`, `effective_token`: a token GUID string, or nil.
@@ -188,7 +188,7 @@ TEST_CASE("default view: a record without a subject (null tokens) shows none", "
 }
 
 TEST_CASE("default view: the subject of a token no local account has is its first 8 hex digits", "[view]") {
-    const std::string stranger = kmes::guid_text(kmes::token_guid(4242));
+    const std::string stranger = base::guid_text(base::token_guid(4242));
     const Bytes record = whole_record("app.login", token(4242), token(4242), {{"user", str("bob")}});
     CHECK(run(Format::pretty, {record}, 0, default_view()) ==
           "timestamp=2023-11-14T22:13:20.125431867Z event_type=\"app.login\" subject=\"" + stranger.substr(0, 8) +
@@ -243,7 +243,7 @@ TEST_CASE("default view: the machine formats are never changed", "[view]") {
               run(format, {audit_execve(), audit_config_change()}, std::nullopt, {.all_fields = true}));
     }
     const std::string jsonl = run(Format::jsonl, {audit_execve()}, std::nullopt, default_view());
-    CHECK(jsonl.find("\"true_token_guid\":\"" + kmes::guid_text(kmes::token_guid(1000)) + "\"") != std::string::npos);
+    CHECK(jsonl.find("\"true_token_guid\":\"" + base::guid_text(base::token_guid(1000)) + "\"") != std::string::npos);
     CHECK(jsonl.find("subject") == std::string::npos);
 }
 

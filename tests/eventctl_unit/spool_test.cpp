@@ -44,7 +44,7 @@ std::vector<uint8_t> record(uint32_t i, std::size_t size) {
 template <class SizeOf>
 void require_drains_in_order(Spool& spool, uint32_t n, SizeOf size_of) {
     uint32_t next = 0;
-    const auto st = spool.drain([&](std::span<const uint8_t> r) -> kmes::Status {
+    const auto st = spool.drain([&](std::span<const uint8_t> r) -> base::Status {
         const auto expected = record(next, size_of(next));
         REQUIRE(std::vector<uint8_t>(r.begin(), r.end()) == expected);
         ++next;
@@ -70,7 +70,7 @@ TEST_CASE("an empty spool drains nothing", "[spool]") {
     Spool spool;
     int calls = 0;
     REQUIRE(spool
-                .drain([&](std::span<const uint8_t>) -> kmes::Status {
+                .drain([&](std::span<const uint8_t>) -> base::Status {
                     ++calls;
                     return {};
                 })
@@ -81,7 +81,7 @@ TEST_CASE("an empty spool drains nothing", "[spool]") {
 TEST_CASE("a result past 8 MiB moves to a temporary file", "[spool]") {
     TmpdirOverride tmp(kNoSuchDirectory);
     Spool spool;
-    kmes::Status st;
+    base::Status st;
     uint32_t i = 0;
     std::size_t bytes = 0;
     while (st.ok() && bytes <= Spool::kMemoryLimit) {
@@ -120,8 +120,8 @@ TEST_CASE("a sink error stops the drain and is returned", "[spool]") {
     Spool spool;
     for (uint32_t i = 0; i < 5; ++i) REQUIRE(spool.append(record(i, 10)).ok());
     int calls = 0;
-    const auto st = spool.drain([&](std::span<const uint8_t>) -> kmes::Status {
-        if (++calls == 2) return kmes::Error{EPIPE, "stop"};
+    const auto st = spool.drain([&](std::span<const uint8_t>) -> base::Status {
+        if (++calls == 2) return base::Error{EPIPE, "stop"};
         return {};
     });
     REQUIRE_FALSE(st.ok());

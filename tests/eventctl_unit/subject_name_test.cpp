@@ -13,7 +13,7 @@ namespace eventctl::test {
 namespace {
 
 // The token of `uid` as eventd sends it: GUID text.
-std::string token_of(uint32_t uid) { return kmes::guid_text(kmes::token_guid(uid)); }
+std::string token_of(uint32_t uid) { return base::guid_text(base::token_guid(uid)); }
 
 std::vector<LocalAccount> two_accounts() { return {{0, "root"}, {1000, "alice"}}; }
 

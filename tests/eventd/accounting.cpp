@@ -202,7 +202,7 @@ AccountingReport check_accounting(const StoreContents& store, const Guid& boot, 
     AccountingReport report = account(store, boot, highest, keep_timestamps);
     std::ostringstream text;
     for (const std::string& e : report.errors) text << "  " << e << '\n';
-    INFO("accounting of boot " << kmes::guid_text(boot) << ":\n" << report.summary() << "violations:\n" << text.str());
+    INFO("accounting of boot " << base::guid_text(boot) << ":\n" << report.summary() << "violations:\n" << text.str());
     CHECK(report.errors.empty());
     CHECK(report.stored() + report.lost() > 0);
     if (std::getenv("EVENTD_IT_VERBOSE"))  // numbers for a person reading the run

@@ -97,7 +97,7 @@ void exact_accounting_run(uint32_t shards) {
     REQUIRE(startups.size() == 1);
     const auto& startup = startups[0].payload;
     CHECK(startups[0].file == "shard-0000.db");
-    CHECK(startup["boot_id"] == kmes::guid_text(p.boot()));
+    CHECK(startup["boot_id"] == base::guid_text(p.boot()));
     CHECK(startup["os_boot_id"] == os_boot_id());
     CHECK(startup["restart"] == false);
     CHECK(startup["shard_count"] == shards);

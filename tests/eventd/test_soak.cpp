@@ -430,9 +430,9 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
             const bool other = e.rfind("duplicate row of another boot", 0) == 0;
             if (other && problems_seen.count(e)) continue;
             if (e.rfind("duplicate", 0) == 0) ++duplicates;
-            problem(other ? e : kmes::guid_text(boot) + ": " + e);
+            problem(other ? e : base::guid_text(boot) + ": " + e);
         }
-        per_boot << "  boot " << kmes::guid_text(boot) << " (" << what << "): stored " << report.stored() << ", lost "
+        per_boot << "  boot " << base::guid_text(boot) << " (" << what << "): stored " << report.stored() << ", lost "
                  << report.lost() << " in " << report.gap_records() << " gap record(s)\n";
     };
     audit(p.boot(), highest, "live");
@@ -441,13 +441,13 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
         uint64_t tail = 0;
         for (const auto& [cpu, last] : emitted) {
             const uint64_t have = top.count(cpu) ? top.at(cpu) : 0;
-            if (have > last) problem(kmes::guid_text(boot) + ": accounted beyond the highest emitted");
+            if (have > last) problem(base::guid_text(boot) + ": accounted beyond the highest emitted");
             tail += last > have ? last - have : 0;
         }
         tail_lost += tail;
         // A shim killed under a running eventd: eventd drained its frozen rings before it left.
         if (tail && old_boots_with_eventd.count(boot))
-            problem(kmes::guid_text(boot) + ": " + std::to_string(tail) +
+            problem(base::guid_text(boot) + ": " + std::to_string(tail) +
                     " event(s) left unread in the rings of a shim killed under a running eventd");
         audit(boot, top, old_boots_with_eventd.count(boot) ? "shim killed under eventd" : "shim killed");
         per_boot << "    unread when its shim was killed: " << tail << "\n";

@@ -50,7 +50,7 @@ std::shared_ptr<const Policy> policy(const json& security) {
 std::string parse_error(const json& security) {
     auto parsed = Policy::parse(security);
     REQUIRE_FALSE(parsed.ok());
-    CHECK(parsed.error().code == kmes::ErrorCode::invalid);
+    CHECK(parsed.error().code == base::ErrorCode::invalid);
     return parsed.error().message;
 }
 
@@ -403,7 +403,7 @@ TEST_CASE("check_query: an unreadable field in any filtering or grouping clause 
     auto rejected = [&](const q::Query& query) {
         auto status = auditor.check_query(query);
         REQUIRE_FALSE(status.ok());
-        CHECK(status.error().code == kmes::ErrorCode::access_denied);
+        CHECK(status.error().code == base::ErrorCode::access_denied);
         return status.error().message;
     };
     q::Query where = events("app.*");
@@ -609,8 +609,8 @@ std::span<const uint8_t> bytes(const std::array<uint8_t, 16>& guid) { return gui
 
 TEST_CASE("self: a record is the caller's own when its effective or true token is the caller's", "[access]") {
     CallerAccess alice(user(kAlice), policy(self_security()));
-    const auto mine = kmes::token_guid(kAlice);
-    const auto theirs = kmes::token_guid(kBob);
+    const auto mine = base::token_guid(kAlice);
+    const auto theirs = base::token_guid(kBob);
     CHECK(alice.owns(bytes(mine), bytes(theirs)));   // setuid program run by alice: euid bob
     CHECK(alice.owns(bytes(theirs), bytes(mine)));
     CHECK(alice.owns(bytes(mine), {}));
@@ -668,8 +668,8 @@ TEST_CASE("self: a deny of self hides the caller's own records and no one else's
     CHECK_FALSE(p->grant(user(kAlice), "app.x", true).visible);
     CallerAccess alice(user(kAlice), p);
     CHECK(alice.visibility("app.x") == Visibility::all);  // others' records: yes
-    CHECK_FALSE(alice.visible("app.x", bytes(kmes::token_guid(kAlice)), {}));
-    CHECK(alice.visible("app.x", bytes(kmes::token_guid(kBob)), {}));
+    CHECK_FALSE(alice.visible("app.x", bytes(base::token_guid(kAlice)), {}));
+    CHECK(alice.visible("app.x", bytes(base::token_guid(kBob)), {}));
 }
 
 TEST_CASE("self: only in event entries; a policy without it never compares tokens", "[access]") {
@@ -680,15 +680,15 @@ TEST_CASE("self: only in event entries; a policy without it never compares token
     auto p = policy(matrix_security());
     CHECK_FALSE(p->uses_self());
     CallerAccess alice(user(kAlice), p);
-    const auto mine = kmes::token_guid(kAlice);
+    const auto mine = base::token_guid(kAlice);
     CHECK_FALSE(alice.owns(bytes(mine), bytes(mine)));
 }
 
 TEST_CASE("self: the token eventd derives for a uid is the one kmes-shimd stamps", "[access]") {
     // The shim's identity stamps and eventd's caller token share base/identity_guid.cpp; this
     // pins the derivation (a stored format) to known bytes.
-    const auto guid = kmes::token_guid(1000);
-    char text[kmes::kGuidTextLength];
-    kmes::write_guid_text(std::span<const uint8_t, 16>(guid.data(), 16), text);
+    const auto guid = base::token_guid(1000);
+    char text[base::kGuidTextLength];
+    base::write_guid_text(std::span<const uint8_t, 16>(guid.data(), 16), text);
     CHECK(std::string(text, sizeof text) == "8fa17627-d8d9-8fef-8ee2-65ecd604e1a0");
 }

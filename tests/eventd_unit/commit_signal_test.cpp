@@ -169,10 +169,10 @@ TEST_CASE("stream wake: out of file descriptors is an error value, not an except
 
     CHECK(exhausted.fill_errno() == EMFILE);
     REQUIRE_FALSE(wake.ok());
-    CHECK(wake.error().code == kmes::ErrorCode::too_many_files);
+    CHECK(wake.error().code == base::ErrorCode::too_many_files);
     CHECK_THAT(wake.error().message, Catch::Contains("out of file descriptors"));
     REQUIRE_FALSE(signal.ok());
-    CHECK(signal.error().code == kmes::ErrorCode::too_many_files);
+    CHECK(signal.error().code == base::ErrorCode::too_many_files);
     // Descriptors back: it works again.
     CHECK(StreamWake::create(4).ok());
 }
@@ -187,7 +187,7 @@ TEST_CASE("commit signal: a commit between dispatch's eventfd read and its flag 
     REQUIRE(wait_readable(signal->fd(), 1000));
     // The writer of shard 1 commits inside dispatch's window (eventfd drained, flags not yet taken).
     bool fired = false;
-    kmes::sync::set_callback("CommitSignal::dispatch:after_drain", [&] {
+    base::sync::set_callback("CommitSignal::dispatch:after_drain", [&] {
         if (fired) return;
         fired = true;
         signal->notify(1);
@@ -196,7 +196,7 @@ TEST_CASE("commit signal: a commit between dispatch's eventfd read and its flag 
     // Either this dispatch took shard 1's flag, or the notify left the eventfd readable for the
     // next one: after the dispatches the eventfd asks for, both shards are marked.
     while (wait_readable(signal->fd(), 0)) signal->dispatch();
-    kmes::sync::clear_all();
+    base::sync::clear_all();
     REQUIRE(fired);
     REQUIRE(wait_readable(wake->fd(), 1000));
     std::vector<uint32_t> shards = wake->take();

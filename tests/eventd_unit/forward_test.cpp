@@ -209,7 +209,7 @@ TEST_CASE("forward ack window: acks from another thread, in any order, never per
 TEST_CASE("jittered backoff: from 100 ms, doubling to the cap, each wait in [half, whole]; reset starts over",
           "[forward]") {
     using std::chrono::milliseconds;
-    kmes::JitteredBackoff backoff(milliseconds(500));
+    base::JitteredBackoff backoff(milliseconds(500));
     for (const int64_t whole : {100, 200, 400, 500, 500}) {
         const auto wait = backoff.next().count();
         CHECK(wait >= whole / 2);
@@ -217,6 +217,6 @@ TEST_CASE("jittered backoff: from 100 ms, doubling to the cap, each wait in [hal
     }
     backoff.reset();
     CHECK(backoff.next().count() <= 100);
-    kmes::JitteredBackoff small(milliseconds(10));  // a cap below the first wait bounds it too
+    base::JitteredBackoff small(milliseconds(10));  // a cap below the first wait bounds it too
     CHECK(small.next().count() <= 10);
 }

@@ -377,7 +377,7 @@ TEST_CASE("policy thread: INDEX for admins only, answered after the save; stop s
         outsider.groups = {4242};
         const auto refused = policy->index(outsider, "user", kSoon());
         REQUIRE_FALSE(refused.ok());
-        CHECK(refused.error().code == kmes::ErrorCode::access_denied);
+        CHECK(refused.error().code == base::ErrorCode::access_denied);
         CHECK_THAT(refused.error().message, Catch::Contains("INDEX needs administrator rights"));
         REQUIRE(policy->index(root, "user", kSoon()).ok());
         CHECK(rig.published() == std::vector<std::string>{"user"});

@@ -110,7 +110,7 @@ std::string rendered(const std::string& text) { return render(parsed(text)); }
 std::string error_of(const std::string& text) {
     auto r = parse(text, kNow);
     if (r.ok()) return "no error, parsed as: " + render(r.value());
-    CHECK(r.error().code == kmes::ErrorCode::invalid);
+    CHECK(r.error().code == base::ErrorCode::invalid);
     return r.error().message;
 }
 

@@ -159,7 +159,7 @@ Query sorted(const std::string& name, bool desc = false) {
 }
 
 struct Run {
-    kmes::Result<StreamStart> result = StreamStart{};
+    base::Result<StreamStart> result = StreamStart{};
     std::vector<Record> records;
 };
 
@@ -173,7 +173,7 @@ Run run(const Query& q, const fs::path& dir, CallerAccess& access,
     ctx.deadline = deadline;
     ctx.timeout_ms = 5;
     ctx.cancelled = cancelled;
-    r.result = execute(q, ctx, [&](std::span<const uint8_t> rec) -> kmes::Status {
+    r.result = execute(q, ctx, [&](std::span<const uint8_t> rec) -> base::Status {
         r.records.push_back(json::from_msgpack(rec.begin(), rec.end()));
         return {};
     });
@@ -392,7 +392,7 @@ TEST_CASE("a query over the size limits is refused by the planner, naming the li
     split.stream = true;
     auto live = plan_live(split, false);
     REQUIRE_FALSE(live.ok());
-    CHECK(live.error().code == kmes::ErrorCode::invalid);
+    CHECK(live.error().code == base::ErrorCode::invalid);
 
     const std::string long_text(kMaxMatchTextBytes + 1, 'x');
     CHECK(error_of(run(where(cmp("user", CompareOp::contains, {long_text})), s.path())) ==
@@ -432,7 +432,7 @@ TEST_CASE("a read plan SQLite refuses as too complex is a query error naming SQL
     REQUIRE(snapshot->begin().ok());
     auto cursor = snapshot->run(plan);
     REQUIRE_FALSE(cursor.ok());
-    CHECK(cursor.error().code == kmes::ErrorCode::invalid);
+    CHECK(cursor.error().code == base::ErrorCode::invalid);
     CHECK(cursor.error().message ==
           "query is too complex for the event store: its conditions nest deeper than SQLite's expression depth "
           "limit of 1000; simplify it (use IN (…) for many values of one field)");
@@ -457,7 +457,7 @@ TEST_CASE("out of file descriptors, a query fails with that reason and leaves no
     exhausted.restore();
 
     REQUIRE_FALSE(starved.result.ok());
-    CHECK(starved.result.error().code == kmes::ErrorCode::too_many_files);
+    CHECK(starved.result.error().code == base::ErrorCode::too_many_files);
     CHECK(starved.result.error().message == kOutOfDescriptorsText);
     CHECK(starved.records.empty());
     bool saw_error = false;
@@ -672,7 +672,7 @@ TEST_CASE("a deadline is a timeout and the cancel flag a cancel, never another f
         run(Query{}, s.path(), root, std::chrono::steady_clock::now() + std::chrono::seconds(30), &cancelled);
     REQUIRE_FALSE(stopped.result.ok());
     CHECK(stopped.result.error().is_cancelled());
-    CHECK(stopped.result.error().code == kmes::ErrorCode::cancelled);
+    CHECK(stopped.result.error().code == base::ErrorCode::cancelled);
     CHECK(stopped.result.error().errno_value() == ECANCELED);  // what the C API would hand on
 }
 
@@ -696,9 +696,9 @@ TEST_CASE("a sink error stops the query and is returned", "[planner]") {
     ctx.access = &root;
     ctx.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     int calls = 0;
-    auto r = execute(Query{}, ctx, [&](std::span<const uint8_t>) -> kmes::Status {
+    auto r = execute(Query{}, ctx, [&](std::span<const uint8_t>) -> base::Status {
         ++calls;
-        return kmes::Error{EPIPE, "client gone"};
+        return base::Error{EPIPE, "client gone"};
     });
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message == "client gone");
@@ -756,7 +756,7 @@ TEST_CASE("a stream's live feed delivers rows committed after the snapshot, filt
     LiveFeed feed(q, s.path(), initial.result.value().position);
     CallerAccess root = root_access();
     std::vector<Record> got;
-    auto sink = [&](std::span<const uint8_t> r, const StoredAt&) -> kmes::Status {
+    auto sink = [&](std::span<const uint8_t> r, const StoredAt&) -> base::Status {
         got.push_back(json::from_msgpack(r.begin(), r.end()));
         return {};
     };

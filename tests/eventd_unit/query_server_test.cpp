@@ -135,18 +135,18 @@ TEST_CASE("a query cancelled by shutdown is not counted as failed in the queries
     std::promise<void> cancelled;
     std::shared_future<void> cancelled_future = cancelled.get_future().share();
     std::promise<void> executing;
-    kmes::sync::set_callback("Session::run_events:before_execute", [&, cancelled_future] {
+    base::sync::set_callback("Session::run_events:before_execute", [&, cancelled_future] {
         executing.set_value();
         cancelled_future.wait();
     });
-    kmes::sync::set_callback("QueryServer::stop:after_cancel", [&] { cancelled.set_value(); });
+    base::sync::set_callback("QueryServer::stop:after_cancel", [&] { cancelled.set_value(); });
 
     const int client = unix_socket(s.socket_path, false);
     const std::vector<uint8_t> request = server::encode_frame(json{{"query", "EVENTS app.login"}});
     REQUIRE(write(client, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
     executing.get_future().wait();
     s.server->stop();
-    kmes::sync::clear_all();
+    base::sync::clear_all();
 
     const std::optional<json> reply = read_frame(client);
     close(client);
@@ -186,9 +186,9 @@ TEST_CASE("every EVENTS query is counted for adaptive indexing, failing ones too
     hooks.add = [&](const access::Caller& caller, const std::string& field, std::chrono::steady_clock::time_point) {
         std::lock_guard lock(mutex);
         indexed.push_back(field);
-        if (!caller.is_root()) return kmes::Status(kmes::Error{EACCES, "no"});
-        return field == "refused" ? kmes::Status(kmes::Error{EACCES, "access denied: INDEX needs administrator rights"})
-                                  : kmes::Status();
+        if (!caller.is_root()) return base::Status(base::Error{EACCES, "no"});
+        return field == "refused" ? base::Status(base::Error{EACCES, "access denied: INDEX needs administrator rights"})
+                                  : base::Status();
     };
     Server s(hooks);
     CHECK(ask(s.socket_path, "EVENTS WHERE i == 1").back() == json({{"status", "end"}}));
@@ -213,7 +213,7 @@ TEST_CASE("a stream subscribes before its snapshot: a commit in between is deliv
     // The callback runs on the session's thread: it records a failure for this thread to check.
     std::mutex commit_mutex;
     std::string commit_error;
-    kmes::sync::set_callback("Session::run_events:before_execute", [&] {
+    base::sync::set_callback("Session::run_events:before_execute", [&] {
         const std::string error = try_commit_row(s.dir.path(), 2);
         std::lock_guard lock(commit_mutex);
         commit_error = error;
@@ -225,7 +225,7 @@ TEST_CASE("a stream subscribes before its snapshot: a commit in between is deliv
     REQUIRE(write(client, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
     bool watch = false;
     std::vector<int> initial = read_until_watch(client, watch);
-    kmes::sync::clear_all();
+    base::sync::clear_all();
     {
         std::lock_guard lock(commit_mutex);
         REQUIRE(commit_error == "");

@@ -34,7 +34,7 @@ std::vector<HandoffItem> events(uint64_t first, uint64_t last) {
 }
 
 struct SyncPoints {
-    ~SyncPoints() { kmes::sync::clear_all(); }
+    ~SyncPoints() { base::sync::clear_all(); }
 };
 
 }  // namespace
@@ -53,7 +53,7 @@ TEST_CASE("retention waits for the writer's open transaction and then sees its r
     std::promise<void> retention_asked;
     std::shared_future<void> asked = retention_asked.get_future().share();
     std::atomic<int> commits{0};
-    kmes::sync::set_callback("ShardWriter::commit_batch:before_commit", [&, asked] {
+    base::sync::set_callback("ShardWriter::commit_batch:before_commit", [&, asked] {
         if (commits.fetch_add(1) != 0) return;  // only the first batch is held
         in_transaction.set_value();
         asked.wait();

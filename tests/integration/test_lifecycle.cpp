@@ -142,8 +142,8 @@ TEST_CASE("lifecycle: a reader waiting on a ring wakes when the shim stops and n
     // The old ring is drained; re-attaching finds no shim: an error, not an endless empty ring.
     auto after = reader->next();
     REQUIRE_FALSE(after.ok());
-    CHECK((after.error().code == kmes::ErrorCode::not_found ||
-           after.error().code == kmes::ErrorCode::connection_refused));
+    CHECK((after.error().code == base::ErrorCode::not_found ||
+           after.error().code == base::ErrorCode::connection_refused));
 }
 
 TEST_CASE("lifecycle: a reader refuses to resume on the rings of a restarted shim (new boot id)", "[lifecycle]") {
@@ -162,7 +162,7 @@ TEST_CASE("lifecycle: a reader refuses to resume on the rings of a restarted shi
     // Resuming "after sequence 1" on the new boot would skip this event silently.
     auto next = reader->next();
     REQUIRE_FALSE(next.ok());
-    CHECK(next.error().code == kmes::ErrorCode::stale);
+    CHECK(next.error().code == base::ErrorCode::stale);
 }
 
 namespace {

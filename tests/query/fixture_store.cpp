@@ -39,7 +39,7 @@ std::vector<uint8_t> hex_bytes(const std::string& hex) {
 }
 
 kmes::Guid guid(const std::string& text) {
-    const auto g = kmes::parse_guid(text);
+    const auto g = base::parse_guid(text);
     if (!g) throw std::runtime_error("not a GUID: " + text);
     return *g;
 }

@@ -68,7 +68,7 @@ RunResult run_in_process(const fs::path& store, const std::string& text) {
     ctx.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     ctx.timeout_ms = 30000;
     std::string out;
-    const query::RecordSink sink = [&out](std::span<const uint8_t> record) -> kmes::Status {
+    const query::RecordSink sink = [&out](std::span<const uint8_t> record) -> base::Status {
         if (auto st = eventctl::append_json_record(out, record); !st) return st;
         out += '\n';
         return {};

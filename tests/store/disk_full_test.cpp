@@ -71,7 +71,7 @@ TEST_CASE("an insert that spills onto a full disk fails with ENOSPC and the stor
         }
         REQUIRE_FALSE(status.ok());
         CHECK(inserted < 60);
-        CHECK(status.error().code == kmes::ErrorCode::no_space);
+        CHECK(status.error().code == base::ErrorCode::no_space);
         CHECK_THAT(status.error().message, Catch::Contains("event store is full") && Catch::Contains("shard-0000.db"));
         db->rollback();
         CHECK_FALSE(db->in_transaction());
@@ -107,7 +107,7 @@ TEST_CASE("a commit that fails on a full disk during COMMIT itself reports ENOSP
     REQUIRE(db->account(boot, 0, 2, 400).ok());
     auto status = db->commit();
     REQUIRE_FALSE(status.ok());
-    CHECK(status.error().code == kmes::ErrorCode::no_space);
+    CHECK(status.error().code == base::ErrorCode::no_space);
     CHECK_THAT(status.error().message, Catch::Contains("event store is full"));
     CHECK_FALSE(db->in_transaction());
     CHECK(db->sequence_state().at({boot, 0}).ranges() == std::map<uint64_t, uint64_t>{{1, 1}});

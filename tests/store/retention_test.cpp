@@ -77,7 +77,7 @@ TEST_CASE("delete_oldest is refused inside the writer's open transaction", "[ret
     REQUIRE(db->begin().ok());
     auto deleted = db->delete_oldest(0, 10);
     REQUIRE_FALSE(deleted.ok());
-    CHECK(deleted.error().code == kmes::ErrorCode::invalid);
+    CHECK(deleted.error().code == base::ErrorCode::invalid);
     db->rollback();
 }
 

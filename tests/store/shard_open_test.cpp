@@ -27,7 +27,7 @@ std::string hex_of(const eventd::store::FileId& id) {
 }
 
 // shard-0000.db's file_id as a reader sees it (ShardSnapshot::file_id).
-kmes::Result<eventd::store::FileId> snapshot_file_id(const TempDir& dir) {
+base::Result<eventd::store::FileId> snapshot_file_id(const TempDir& dir) {
     auto snapshot = eventd::store::ShardSnapshot::open({dir / "shard-0000.db", "shard-0000.db", 0}, {});
     REQUIRE(snapshot);
     return snapshot->file_id();
@@ -196,7 +196,7 @@ TEST_CASE("an unknown schema_version is refused and the file left untouched", "[
 
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == kmes::ErrorCode::protocol);
+    CHECK(db.error().code == base::ErrorCode::protocol);
     CHECK_THAT(db.error().message, Catch::Contains("'2'") && Catch::Contains("shard-0000.db"));
     CHECK(read_file(dir / "shard-0000.db") == bytes);
 }
@@ -208,7 +208,7 @@ TEST_CASE("a shard that cannot be opened for a reason outside the file is not ca
     std::filesystem::create_directories(dir / "shard-0000.db");
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code != kmes::ErrorCode::protocol);
+    CHECK(db.error().code != base::ErrorCode::protocol);
 }
 
 TEST_CASE("a garbage file is refused as not a database", "[open]") {
@@ -216,7 +216,7 @@ TEST_CASE("a garbage file is refused as not a database", "[open]") {
     write_file(dir / "shard-0000.db", std::string(8192, '\x5a'));
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == kmes::ErrorCode::protocol);
+    CHECK(db.error().code == base::ErrorCode::protocol);
     CHECK_THAT(db.error().message, Catch::Contains("file is not a database") && Catch::Contains("shard-0000.db"));
     CHECK(read_file(dir / "shard-0000.db") == std::string(8192, '\x5a'));
 }
@@ -230,7 +230,7 @@ TEST_CASE("a shard without idx_events_timestamp is refused as broken", "[open]")
     }
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == kmes::ErrorCode::protocol);
+    CHECK(db.error().code == base::ErrorCode::protocol);
     CHECK_THAT(db.error().message, Catch::Contains("idx_events_timestamp"));
 }
 
@@ -256,7 +256,7 @@ TEST_CASE("a shard whose events table has other columns is refused as broken", "
     }
     auto db = ShardDb::open(dir.path(), 0);
     REQUIRE_FALSE(db.ok());
-    CHECK(db.error().code == kmes::ErrorCode::protocol);
+    CHECK(db.error().code == base::ErrorCode::protocol);
     CHECK_THAT(db.error().message, Catch::Contains("events column 2"));
 }
 
@@ -351,10 +351,10 @@ TEST_CASE("a shard that cannot be opened for lack of descriptors is reported as 
     exhausted.restore();
 
     REQUIRE_FALSE(existing.ok());
-    CHECK(existing.error().code == kmes::ErrorCode::too_many_files);
+    CHECK(existing.error().code == base::ErrorCode::too_many_files);
     CHECK_THAT(existing.error().message, Catch::Contains("out of file descriptors"));
     REQUIRE_FALSE(fresh.ok());
-    CHECK(fresh.error().code == kmes::ErrorCode::too_many_files);
+    CHECK(fresh.error().code == base::ErrorCode::too_many_files);
     // Untouched, and it opens once descriptors are back.
     CHECK(ShardDb::open(dir.path(), 0).ok());
 }

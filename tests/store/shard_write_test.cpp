@@ -175,12 +175,12 @@ TEST_CASE("ranges of different CPUs and boots are kept apart", "[write]") {
 TEST_CASE("calls outside their transaction are refused", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    CHECK(db->insert(kmes_row(guid(1), 0, 1, 1)).error().code == kmes::ErrorCode::invalid);
-    CHECK(db->account(guid(1), 0, 1, 1).error().code == kmes::ErrorCode::invalid);
-    CHECK(db->commit().error().code == kmes::ErrorCode::invalid);
+    CHECK(db->insert(kmes_row(guid(1), 0, 1, 1)).error().code == base::ErrorCode::invalid);
+    CHECK(db->account(guid(1), 0, 1, 1).error().code == base::ErrorCode::invalid);
+    CHECK(db->commit().error().code == base::ErrorCode::invalid);
     REQUIRE(db->begin().ok());
-    CHECK(db->begin().error().code == kmes::ErrorCode::invalid);
-    CHECK(db->account(guid(1), 0, 5, 4).error().code == kmes::ErrorCode::invalid);
+    CHECK(db->begin().error().code == base::ErrorCode::invalid);
+    CHECK(db->account(guid(1), 0, 5, 4).error().code == base::ErrorCode::invalid);
     db->rollback();
 }
 

@@ -29,23 +29,23 @@ FileId file_id(uint8_t first) {
 }  // namespace
 
 TEST_CASE("base64url: the RFC 4648 test vectors, without padding", "[cursor]") {
-    CHECK(kmes::base64url_encode(bytes_of("")) == "");
-    CHECK(kmes::base64url_encode(bytes_of("f")) == "Zg");
-    CHECK(kmes::base64url_encode(bytes_of("fo")) == "Zm8");
-    CHECK(kmes::base64url_encode(bytes_of("foo")) == "Zm9v");
-    CHECK(kmes::base64url_encode(bytes_of("foob")) == "Zm9vYg");
-    CHECK(kmes::base64url_encode(bytes_of("fooba")) == "Zm9vYmE");
-    CHECK(kmes::base64url_encode(bytes_of("foobar")) == "Zm9vYmFy");
-    CHECK(kmes::base64url_encode(std::vector<uint8_t>{0xfb, 0xff}) == "-_8");  // the url-safe characters
-    CHECK(kmes::base64url_decode("Zm9vYmE") == bytes_of("fooba"));
-    CHECK(kmes::base64url_decode("-_8") == std::vector<uint8_t>{0xfb, 0xff});
+    CHECK(base::base64url_encode(bytes_of("")) == "");
+    CHECK(base::base64url_encode(bytes_of("f")) == "Zg");
+    CHECK(base::base64url_encode(bytes_of("fo")) == "Zm8");
+    CHECK(base::base64url_encode(bytes_of("foo")) == "Zm9v");
+    CHECK(base::base64url_encode(bytes_of("foob")) == "Zm9vYg");
+    CHECK(base::base64url_encode(bytes_of("fooba")) == "Zm9vYmE");
+    CHECK(base::base64url_encode(bytes_of("foobar")) == "Zm9vYmFy");
+    CHECK(base::base64url_encode(std::vector<uint8_t>{0xfb, 0xff}) == "-_8");  // the url-safe characters
+    CHECK(base::base64url_decode("Zm9vYmE") == bytes_of("fooba"));
+    CHECK(base::base64url_decode("-_8") == std::vector<uint8_t>{0xfb, 0xff});
 }
 
 TEST_CASE("base64url: what no encoder writes is refused", "[cursor]") {
-    CHECK_FALSE(kmes::base64url_decode("Zm9vYg=="));  // padding
-    CHECK_FALSE(kmes::base64url_decode("Zm9v+g"));    // the standard alphabet's '+'
-    CHECK_FALSE(kmes::base64url_decode("Zm9vY"));     // 4k+1 characters
-    CHECK_FALSE(kmes::base64url_decode("Zh"));        // "f" is "Zg": bits left over in the tail
+    CHECK_FALSE(base::base64url_decode("Zm9vYg=="));  // padding
+    CHECK_FALSE(base::base64url_decode("Zm9v+g"));    // the standard alphabet's '+'
+    CHECK_FALSE(base::base64url_decode("Zm9vY"));     // 4k+1 characters
+    CHECK_FALSE(base::base64url_decode("Zh"));        // "f" is "Zg": bits left over in the tail
 }
 
 TEST_CASE("base64url: random bytes round-trip", "[cursor]") {
@@ -54,7 +54,7 @@ TEST_CASE("base64url: random bytes round-trip", "[cursor]") {
         std::vector<uint8_t> b(size_t(rng() % 70));
         for (auto& x : b) x = uint8_t(rng());
         INFO("length " << b.size());
-        CHECK(kmes::base64url_decode(kmes::base64url_encode(b)) == b);
+        CHECK(base::base64url_decode(base::base64url_encode(b)) == b);
     }
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("a cursor eventd did not write is refused with a reason, never misread
         auto r = decode_cursor(text);
         INFO(std::string(text));
         REQUIRE_FALSE(r);
-        CHECK(r.error().code == kmes::ErrorCode::invalid);
+        CHECK(r.error().code == base::ErrorCode::invalid);
         return r.error().message;
     };
     CHECK_THAT(refused(""), Catch::Contains("not a cursor"));
@@ -103,19 +103,19 @@ TEST_CASE("a cursor eventd did not write is refused with a reason, never misread
         raw.insert(raw.end(), f.begin(), f.end());
         for (int i = 0; i < 8; ++i) raw.push_back(i == 0 ? 5 : 0);
     }
-    CHECK_THAT(refused("1." + kmes::base64url_encode(raw)), Catch::Contains("out of order"));
+    CHECK_THAT(refused("1." + base::base64url_encode(raw)), Catch::Contains("out of order"));
     std::vector<uint8_t> zero(16, 1);
     const FileId f = file_id(1);
     zero.insert(zero.end(), f.begin(), f.end());
     zero.insert(zero.end(), 8, 0);
-    CHECK_THAT(refused("1." + kmes::base64url_encode(zero)), Catch::Contains("below 1"));
+    CHECK_THAT(refused("1." + base::base64url_encode(zero)), Catch::Contains("below 1"));
 }
 
 TEST_CASE("a store id is created once, durably, and read back the same", "[cursor]") {
     store_test::TempDir dir;
     auto missing = eventd::store::read_store_id(dir.path());
     REQUIRE_FALSE(missing);
-    CHECK(missing.error().code == kmes::ErrorCode::not_found);
+    CHECK(missing.error().code == base::ErrorCode::not_found);
 
     auto created = eventd::store::load_or_create_store_id(dir.path());
     REQUIRE(created);

@@ -30,7 +30,7 @@ std::string warning_line(bool journal) {
     else
         unsetenv("JOURNAL_STREAM");
     spdlog::drop("daemon-log-test");
-    kmes::set_up_daemon_log("daemon-log-test");
+    base::set_up_daemon_log("daemon-log-test");
     spdlog::warn("the disk is nearly full");
     spdlog::default_logger()->flush();
     dup2(saved, STDERR_FILENO);

@@ -17,22 +17,22 @@ const kmes::Guid kExample = {0x55, 0x0e, 0x84, 0x00, 0xe2, 0x9b, 0x41, 0xd4,
 }  // namespace
 
 TEST_CASE("guid_text writes the bytes in order, lowercase, 8-4-4-4-12", "[guid]") {
-    CHECK(kmes::guid_text(kExample) == "550e8400-e29b-41d4-a716-446655440000");
-    CHECK(kmes::guid_text(kmes::Guid{}) == "00000000-0000-0000-0000-000000000000");
+    CHECK(base::guid_text(kExample) == "550e8400-e29b-41d4-a716-446655440000");
+    CHECK(base::guid_text(kmes::Guid{}) == "00000000-0000-0000-0000-000000000000");
     kmes::Guid all_ff;
     all_ff.fill(0xff);
-    CHECK(kmes::guid_text(all_ff) == "ffffffff-ffff-ffff-ffff-ffffffffffff");
-    char out[kmes::kGuidTextLength + 1] = {};
-    out[kmes::kGuidTextLength] = '!';
-    kmes::write_guid_text(kExample, out);
-    CHECK(std::string(out, kmes::kGuidTextLength) == "550e8400-e29b-41d4-a716-446655440000");
-    CHECK(out[kmes::kGuidTextLength] == '!');  // exactly 36 characters, no terminator
+    CHECK(base::guid_text(all_ff) == "ffffffff-ffff-ffff-ffff-ffffffffffff");
+    char out[base::kGuidTextLength + 1] = {};
+    out[base::kGuidTextLength] = '!';
+    base::write_guid_text(kExample, out);
+    CHECK(std::string(out, base::kGuidTextLength) == "550e8400-e29b-41d4-a716-446655440000");
+    CHECK(out[base::kGuidTextLength] == '!');  // exactly 36 characters, no terminator
 }
 
 TEST_CASE("parse_guid reads the standard form in any case, braces optional", "[guid]") {
-    CHECK(kmes::parse_guid("550e8400-e29b-41d4-a716-446655440000") == kExample);
-    CHECK(kmes::parse_guid("{550E8400-E29B-41D4-A716-446655440000}") == kExample);
-    CHECK(kmes::parse_guid("550E8400-e29b-41D4-a716-446655440000") == kExample);
+    CHECK(base::parse_guid("550e8400-e29b-41d4-a716-446655440000") == kExample);
+    CHECK(base::parse_guid("{550E8400-E29B-41D4-A716-446655440000}") == kExample);
+    CHECK(base::parse_guid("550E8400-e29b-41D4-a716-446655440000") == kExample);
 }
 
 TEST_CASE("parse_guid refuses anything else", "[guid]") {
@@ -42,7 +42,7 @@ TEST_CASE("parse_guid refuses anything else", "[guid]") {
                             "550e8400-e29b-41d4-a716-4466554400000", "550e840-0e29b-41d4-a716-446655440000",
                             "(550e8400-e29b-41d4-a716-446655440000)"}) {
         INFO(bad);
-        CHECK_FALSE(kmes::parse_guid(bad));
+        CHECK_FALSE(base::parse_guid(bad));
     }
 }
 
@@ -51,13 +51,13 @@ TEST_CASE("every GUID survives the round trip through its text", "[guid]") {
     for (int i = 0; i < 10000; ++i) {
         kmes::Guid g;
         for (auto& b : g) b = static_cast<uint8_t>(rng());
-        const std::string text = kmes::guid_text(g);
-        REQUIRE(text.size() == kmes::kGuidTextLength);
-        CHECK(kmes::parse_guid(text) == g);
-        CHECK(kmes::parse_guid("{" + text + "}") == g);
+        const std::string text = base::guid_text(g);
+        REQUIRE(text.size() == base::kGuidTextLength);
+        CHECK(base::parse_guid(text) == g);
+        CHECK(base::parse_guid("{" + text + "}") == g);
         std::string upper = text;
         for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        CHECK(kmes::parse_guid(upper) == g);
-        CHECK(kmes::guid_text(*kmes::parse_guid(upper)) == text);
+        CHECK(base::parse_guid(upper) == g);
+        CHECK(base::guid_text(*base::parse_guid(upper)) == text);
     }
 }

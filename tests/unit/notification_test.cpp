@@ -27,7 +27,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 class SleepingWait {
 public:
     SleepingWait(RingReader& reader, std::chrono::milliseconds timeout) {
-        sync::set_callback("RingReader::wait:before_futex_wait", [this] {
+        base::sync::set_callback("RingReader::wait:before_futex_wait", [this] {
             if (std::this_thread::get_id() == thread_id_.load()) about_to_sleep_.store(true);
         });
         thread_ = std::thread([this, &reader, timeout] {
@@ -119,8 +119,8 @@ TEST_CASE("the spec's literal wait order loses a wake-up when the write lands af
     ReaderOptions options;
     options.wait_order = WaitOrder::spec_literal;
     RingReader reader = reader_of(*set, 0, options);
-    sync::set_callback("RingReader::wait:after_recheck", [&] {
-        sync::clear_all();  // once
+    base::sync::set_callback("RingReader::wait:after_recheck", [&] {
+        base::sync::clear_all();  // once
         write_event(*set);
     });
     const auto t0 = std::chrono::steady_clock::now();
@@ -135,8 +135,8 @@ TEST_CASE("the safe wait order sees a write that lands after the counter read", 
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);
     RingReader reader = reader_of(*set, 0);
-    sync::set_callback("RingReader::wait:after_counter_read", [&] {
-        sync::clear_all();
+    base::sync::set_callback("RingReader::wait:after_counter_read", [&] {
+        base::sync::clear_all();
         write_event(*set);
     });
     const auto t0 = std::chrono::steady_clock::now();
@@ -151,8 +151,8 @@ TEST_CASE("the safe wait order returns at once when the write lands just before 
     SyncPointGuard guard;
     auto set = make_ring_set(kSmallRing);
     RingReader reader = reader_of(*set, 0);
-    sync::set_callback("RingReader::wait:before_futex_wait", [&] {
-        sync::clear_all();
+    base::sync::set_callback("RingReader::wait:before_futex_wait", [&] {
+        base::sync::clear_all();
         write_event(*set);
     });
     const auto t0 = std::chrono::steady_clock::now();

@@ -92,8 +92,8 @@ TEST_CASE("a copy overwritten before the tail re-check is discarded as torn", "[
     for (uint64_t sequence = 1; sequence <= fitting; ++sequence) write_checked(*set, sequence);
     REQUIRE(reader.tail_pos_now() == 0);
 
-    sync::set_callback("RingReader::read:after_copy", [&] {
-        sync::clear_all();  // once
+    base::sync::set_callback("RingReader::read:after_copy", [&] {
+        base::sync::clear_all();  // once
         write_checked(*set, fitting + 1);
         write_checked(*set, fitting + 2);
     });
@@ -225,13 +225,13 @@ TEST_CASE("a batch shares one timestamp and becomes visible at once", "[protocol
 
     uint64_t write_pos_mid_batch = ~0ull;
     bool reader_saw_something = true;
-    sync::set_callback("RingSet::write:before_publish", [&] {
+    base::sync::set_callback("RingSet::write:before_publish", [&] {
         write_pos_mid_batch = reader.write_pos_now();
         auto e = reader.next();
         reader_saw_something = !e.ok() || e.value().has_value();
     });
     REQUIRE(set->write(0, KMES_ORIGIN_KACS, batch, shim::Identity{}) == kBatch);
-    sync::clear_all();
+    base::sync::clear_all();
 
     CHECK(write_pos_mid_batch == before);  // all five appended, none published yet
     CHECK_FALSE(reader_saw_something);

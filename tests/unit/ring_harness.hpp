@@ -33,7 +33,7 @@ inline constexpr std::string_view kType = "test.event";
 inline constexpr uint32_t kHeaderSize = KMES_BASE_HEADER_SIZE + kType.size() + KMES_IDENTITY_SIZE;
 
 // kmes_map() of a producer ring, without the socket: the consumer's view of it.
-inline Result<RingMapping> map_consumer(const shim::ProducerRing& ring) {
+inline base::Result<RingMapping> map_consumer(const shim::ProducerRing& ring) {
     auto base = detail::map_ring_region(ring.consumer_producer_fd(), ring.consumer_page_fd(), ring.consumer_data_fd(),
                                         ring.capacity(), detail::MapAccess::consumer);
     if (!base) return base.error();
@@ -115,8 +115,8 @@ inline uint32_t write_one(shim::RingSet& set, uint32_t cpu, std::span<const uint
 // Clears every sync-point callback when the test ends, pass or fail. (Only the files that need
 // sync points use it; a build without them leaves those files out, tests/meson.build.)
 struct SyncPointGuard {
-    SyncPointGuard() { sync::clear_all(); }
-    ~SyncPointGuard() { sync::clear_all(); }
+    SyncPointGuard() { base::sync::clear_all(); }
+    ~SyncPointGuard() { base::sync::clear_all(); }
 };
 #endif
 

@@ -123,7 +123,7 @@ TEST_CASE("a swap sets new generation = old + 1 before the switch and bumps the 
     REQUIRE(first->generation() == 1);
 
     uint64_t old_generation_at_switch = 0;
-    sync::set_callback("RingSet::resize:after_switch", [&] { old_generation_at_switch = first->generation(); });
+    base::sync::set_callback("RingSet::resize:after_switch", [&] { old_generation_at_switch = first->generation(); });
     REQUIRE(set->resize(2 * kSmallRing).ok());
     auto second = set->ring(0);
     CHECK(old_generation_at_switch == 1);  // not yet bumped when writers switch (step 5 after 4)
@@ -151,7 +151,7 @@ TEST_CASE("a reader sleeping on the old ring is woken by the swap", "[swap][noti
     REQUIRE(drain_sequences(reader) == std::vector<uint64_t>{1});
 
     std::atomic<bool> about_to_sleep{false};
-    sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
+    base::sync::set_callback("RingReader::wait:before_futex_wait", [&] { about_to_sleep.store(true); });
     WaitResult result = WaitResult::data_ready;
     std::chrono::steady_clock::duration slept{};
     std::atomic<pid_t> tid{0};
@@ -320,7 +320,7 @@ TEST_CASE("a producer writing through a shrink leaves a gap-free suffix across t
         }
     });
     uint64_t at_switch = 0;  // last sequence written to the old ring
-    sync::set_callback("RingSet::resize:after_switch", [&] { at_switch = written.load(); });
+    base::sync::set_callback("RingSet::resize:after_switch", [&] { at_switch = written.load(); });
     while (written.load() < slow_from + 10) std::this_thread::yield();
     REQUIRE(set->resize(kSmallRing).ok());
     producer.join();

@@ -71,7 +71,7 @@ TEST_CASE("no torn event is ever delivered while the producer overwrites continu
     // tail_pos re-check, so the producer overwrites copies in flight even on a busy machine.
     SyncPointGuard guard;
     uint64_t copies = 0;
-    sync::set_callback("RingReader::read:after_copy", [&] {
+    base::sync::set_callback("RingReader::read:after_copy", [&] {
         if (++copies % 8 == 0) {
             const uint64_t until = now_ns() + mix(copies) % 3000;
             while (now_ns() < until) _mm_pause();
@@ -114,7 +114,7 @@ TEST_CASE("no torn event is ever delivered while the producer overwrites continu
         }
     }
     producer.join();
-    sync::clear_all();
+    base::sync::clear_all();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     tally.stats = reader.stats();
 

@@ -122,8 +122,8 @@ TEST_CASE("the watchdog flags a reader asleep while data waits in its ring", "[n
     options.wait_order = WaitOrder::spec_literal;
     RingReader reader = reader_of(*set, 0, options);
     SleepWatchdog watchdog(reader.mapping(), 100ms);
-    sync::set_callback("RingReader::wait:after_recheck", [&] {
-        sync::clear_all();
+    base::sync::set_callback("RingReader::wait:after_recheck", [&] {
+        base::sync::clear_all();
         write_one(*set, 0, kNilPayload);
     });
     watchdog.entering_wait(reader.read_pos());
@@ -212,10 +212,10 @@ void stress(unsigned consumer_count, uint64_t cycles) {
         if (rng % one_in == 0) busy_wait_ns((rng >> 16) % max_ns);
     };
     auto reader_stall = [&] { stall(mix(reader_rng.fetch_add(1, std::memory_order_relaxed)), 2, 1'000); };
-    sync::set_callback("RingReader::wait:after_counter_read", reader_stall);
-    sync::set_callback("RingReader::wait:after_recheck", reader_stall);  // spec order only
-    sync::set_callback("RingReader::wait:before_futex_wait", reader_stall);
-    sync::set_callback("ProducerRing::notify:before_need_wake_load", [&] {
+    base::sync::set_callback("RingReader::wait:after_counter_read", reader_stall);
+    base::sync::set_callback("RingReader::wait:after_recheck", reader_stall);  // spec order only
+    base::sync::set_callback("RingReader::wait:before_futex_wait", reader_stall);
+    base::sync::set_callback("ProducerRing::notify:before_need_wake_load", [&] {
         producer_rng = mix(producer_rng);
         stall(producer_rng, 4, 500);
     });
@@ -260,7 +260,7 @@ void stress(unsigned consumer_count, uint64_t cycles) {
     for (auto& t : threads) t.join();
     stop.store(true);
     producer.join();
-    sync::clear_all();
+    base::sync::clear_all();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
     for (size_t i = 0; i < consumers.size(); ++i) {

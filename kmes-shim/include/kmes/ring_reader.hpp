@@ -29,7 +29,7 @@ namespace kmes {
 class RingMapping {
 public:
     // kmes_attach(cpu) + kmes_map.
-    static Result<RingMapping> attach(uint32_t cpu);
+    static base::Result<RingMapping> attach(uint32_t cpu);
     // Adopt an existing mapping (fd may be -1). With owns_mapping the destructor unmaps it.
     // live_generation: the generation the ring was created with, if known (0: unknown, read
     // from the ring instead — racy against a swap that retires the ring meanwhile).
@@ -48,7 +48,7 @@ public:
     const Guid& boot_id() const { return boot_id_; }
 
     // Verify magic, version and the capacity in the header (DESIGN.md §4 startup checks).
-    Status verify() const;
+    base::Status verify() const;
 
 private:
     void release();
@@ -73,7 +73,7 @@ struct ReaderOptions {
     uint32_t spin_iterations = 0;  // optional short spin re-checking write_pos before sleeping
     WaitOrder wait_order = WaitOrder::safe;
     // How to get a fresh mapping of this CPU after a generation change; default kmes_attach.
-    std::function<Result<RingMapping>(uint32_t cpu)> reattach;
+    std::function<base::Result<RingMapping>(uint32_t cpu)> reattach;
 };
 
 // Everything a reader skipped or repaired; loss is a first-class output.
@@ -90,12 +90,12 @@ struct ReaderStats {
 
 class RingReader {
 public:
-    static Result<RingReader> open(uint32_t cpu, ReaderOptions options = {});
+    static base::Result<RingReader> open(uint32_t cpu, ReaderOptions options = {});
     RingReader(uint32_t cpu, RingMapping mapping, ReaderOptions options);
 
     // The next event, copied out; the view stays valid until the next call. nullopt when the
     // ring holds nothing new. An Error only when a re-attach after a resize fails.
-    Result<std::optional<EventView>> next();
+    base::Result<std::optional<EventView>> next();
 
     // Sleep until new data may be there, or timeout. Returns at once if data is already there.
     WaitResult wait(std::chrono::nanoseconds timeout);
@@ -124,7 +124,7 @@ public:
 
 private:
     std::optional<EventView> read_one();
-    Status switch_generation();
+    base::Status switch_generation();
 
     uint32_t cpu_;
     RingMapping mapping_;
