@@ -8,6 +8,7 @@
 
 #include "eventctl/reply.hpp"
 #include "msgpack_bytes.hpp"
+#include "sanitizers.hpp"
 
 namespace eventctl::test {
 
@@ -28,7 +29,7 @@ TEST_CASE("a reply's records are cut out whole, in order", "[reply]") {
 // (std::bad_alloc) wherever memory is not overcommitted that far.
 TEST_CASE("a reply announcing more records than its bytes hold is refused without allocating for them", "[reply]") {
     const Bytes frame = cat({Bytes{0x81}, str("records"), tagged(0xdd, 0xffffffff, 4)});
-#if defined(__SANITIZE_ADDRESS__)
+#if TEST_UNDER_ASAN
     CHECK_FALSE(parse_reply(frame).ok());  // ASan needs its address space: no limit below
 #else
     // In a child limited to 1 GiB of address space, as a machine without overcommit would be.

@@ -1,6 +1,12 @@
 #include "kernel_audit_state.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -53,8 +59,31 @@ std::vector<std::string> audit_rules() {
     return rules;
 }
 
-KernelAuditState::KernelAuditState() : status_(audit_status()), rules_(audit_rules()) {
+namespace {
+
+// Waits for the machine-wide lock of the kernel-audit tests (KernelAuditState's comment).
+int take_kernel_audit_lock() {
+    const char* dir = access("/run/lock", W_OK) == 0 ? "/run/lock" : "/tmp";
+    const std::string path = std::string(dir) + "/eventd-kernel-audit-tests.lock";
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    INFO("lock file " << path << ": " << std::strerror(errno));
+    REQUIRE(fd >= 0);
+    int rc;
+    do rc = flock(fd, LOCK_EX);
+    while (rc != 0 && errno == EINTR);
+    REQUIRE(rc == 0);
+    return fd;
+}
+
+}  // namespace
+
+KernelAuditState::KernelAuditState()
+    : lock_fd_(take_kernel_audit_lock()), status_(audit_status()), rules_(audit_rules()) {
     INFO("another audit daemon is registered: these tests need the role (stop auditd first)");
+    const bool role_free = status_.count("pid") && status_.at("pid") == "0";
+    // A constructor that fails runs no destructor: give the lock back first, or the next
+    // audit test of this process would wait on it forever (flock is per open file).
+    if (!role_free) close(lock_fd_);
     REQUIRE(status_.count("pid"));
     REQUIRE(status_.at("pid") == "0");
 }
@@ -71,6 +100,7 @@ KernelAuditState::~KernelAuditState() {
     }
     run("auditctl -b " + status_["backlog_limit"] + " --backlog_wait_time " + status_["backlog_wait_time"] +
         " -e " + status_["enabled"] + " >/dev/null 2>&1");
+    close(lock_fd_);  // the next kernel-audit test, in this run or another, may go
 }
 
 }  // namespace kmes::it

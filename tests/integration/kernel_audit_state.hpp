@@ -23,6 +23,12 @@ std::vector<std::string> audit_rules();
 // and wait time set back. A daemon registered since is a dead shim by then (the kernel forgets
 // a daemon whose socket is gone). Every audit test needs the daemon role free: the constructor
 // REQUIREs that no audit daemon (auditd) is registered.
+//
+// The kernel's audit state is one per machine, and meson's is_parallel only keeps the tests of
+// one `meson test` apart: two test runs (a developer's and a sanitizer lane's, or two build
+// directories) would take the daemon role from each other. So the first thing taken is an
+// exclusive flock on /run/lock/eventd-kernel-audit-tests.lock (waited for), the last thing
+// given back.
 class KernelAuditState {
 public:
     KernelAuditState();
@@ -31,6 +37,7 @@ public:
     const std::vector<std::string>& rules() const { return rules_; }
 
 private:
+    int lock_fd_;  // first: held before the state is read, released after it is put back
     std::map<std::string, std::string> status_;
     std::vector<std::string> rules_;
 };

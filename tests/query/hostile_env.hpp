@@ -13,6 +13,7 @@
 #include "accounting.hpp"
 #include "daemon_process.hpp"
 #include "query_env.hpp"
+#include "sanitizers.hpp"
 
 namespace eventd::query_it {
 
@@ -25,7 +26,7 @@ namespace eventd::query_it {
 // Under AddressSanitizer freed memory waits in its quarantine (up to 256 MiB) before reuse, so
 // resident memory grows by what the attack allocated and freed (58–84 MiB measured); leaks are
 // LeakSanitizer's to find there (detect_leaks=1 when each daemon exits).
-#if defined(__SANITIZE_ADDRESS__)
+#if TEST_UNDER_ASAN
 inline constexpr uint64_t kRssSlackKib = 320 * 1024;
 #else
 inline constexpr uint64_t kRssSlackKib = 32 * 1024;
