@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "attach.hpp"
-#include "request.hpp"
 #include "kmes/kmes.h"
+#include "request.hpp"
 #include "ring_region.hpp"
 #include "socket_io.hpp"
 #include "wire.hpp"
@@ -41,7 +41,6 @@ EmitConnection& emit_connection() {
     static EmitConnection c;
     return c;
 }
-
 
 enum class MergedCopy { copied, fault, unsupported };
 
@@ -190,7 +189,6 @@ uint32_t current_cpu() {
 }
 
 }  // namespace
-
 
 extern "C" {
 
