@@ -84,7 +84,11 @@ public:
         return std::get<0>(v_);
     }
     T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
     T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+    // Not on a temporary: the reference would outlive it (take value() of an rvalue instead).
+    void operator*() && = delete;
 
     const Error& error() const {
         assert(!ok());

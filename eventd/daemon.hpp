@@ -17,8 +17,6 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
-#include "eventd/ingest/drain_thread.hpp"
-#include "eventd/collector/collector.hpp"
 #include "eventd/common/lock_order.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/index/desired_set.hpp"
@@ -26,6 +24,8 @@
 #include "eventd/index/policy_thread.hpp"
 #include "eventd/server/query_server.hpp"
 #include "eventd/ingest/shard_writer.hpp"
+#include "eventd/ingest/source.hpp"
+#include "eventd/retention/retention_thread.hpp"
 #include "store/sequence_ranges.hpp"
 
 namespace eventd {
@@ -40,10 +40,14 @@ void apply_writer_settings(const EventdConfig& config, WriterSettings& settings)
 // The adaptive-index keys of the configuration as the policy thread's settings (the test-only
 // EVENTD_TEST_INDEX_* overrides of test_hooks.hpp applied).
 index::PolicySettings index_policy_settings(const EventdConfig& config);
+// The retention keys of the configuration.
+RetentionLimits retention_limits(const EventdConfig& config);
 
 class Daemon {
 public:
-    // Phases 1–7 of §10.1 except readiness, which main signals. Any failure: an Error, no threads left.
+    // Phases 1–7 of §10.1 except readiness, which main signals, over the source the
+    // configuration names (KMES rings, or a JetStream stream with CollectorSource). Any
+    // failure: an Error, no threads left.
     static base::Result<std::unique_ptr<Daemon>> start(const LoadedConfig& loaded);
     ~Daemon();
 
@@ -52,16 +56,16 @@ public:
     // Runtime configuration change (SIGHUP, file change): tuning keys at once, each recorded
     // as synthetic.config_change; restart-only keys logged.
     void reload(const std::string& config_path);
-    // A drain thread lost its ring for good (shim stopped or restarted): main exits non-zero.
+    // A thread cannot go on (a lost KMES ring, an exception): main exits non-zero.
     bool failed() const { return failed_.load(); }
     // Readable once failed() is true: main sleeps in poll() instead of checking failed() on a
     // timer (an idle eventd should not wake for nothing).
     int failure_fd() const { return failure_fd_; }
-    // An attachment of eventd's own (to ring 0) that nobody reads: it hangs up when kmes-shimd
-    // dies. A SIGKILLed shim retires no ring, so this is how idle drains learn of it promptly;
-    // main polls it and then calls shim_hung_up() (every tick, until failed()). -1 if none.
-    int shim_watch_fd() const { return shim_watch_fd_; }
-    void shim_hung_up();
+    // Source::watch_fd: main polls it for a hang-up (a SIGKILLed kmes-shimd retires no ring,
+    // so this is how idle drains learn of it promptly) and then calls source_hung_up() (every
+    // tick, until failed()). -1 if none.
+    int source_watch_fd() const { return source_ ? source_->watch_fd() : -1; }
+    void source_hung_up();
     std::string failure() const {
         std::lock_guard lock(failure_mutex_);
         return failure_;
@@ -83,15 +87,11 @@ private:
 
     // daemon_startup.cpp
     base::Status open_shards(uint32_t count);
-    base::Status attach_rings(std::vector<kmes::RingReader>& readers);
-    // Collector mode (issue 12 part 3): the shards, fed by a Collector instead of drains.
-    base::Status start_collector_mode();
     base::Status open_query_socket();
     base::Status start_query_server();
+    void start_retention();
 
     // daemon_runtime.cpp
-    void retention_loop();
-    void run_retention();
     void post_daemon_record(store::EventRow row, uint32_t avoid_shard = UINT32_MAX);
     void on_storage_error(uint32_t shard, const std::string& error);
     // A thread cannot go on (lost ring, unexpected exception): main exits non-zero. First one wins.
@@ -99,14 +99,13 @@ private:
 
     EventdConfig config_;            // values in force
     std::set<std::string> present_;  // keys the configuration file set (for config_change)
-    // Lock order (lock_order.hpp): config_mutex_ (config, 10) → retention_mutex_ (retention, 20)
+    // Lock order (lock_order.hpp): config_mutex_ (config, 10) → RetentionThread's (retention, 20)
     // → a writer's urgent_mutex_ (urgent, 40); reload() holds it while it posts records and
-    // requests retention. Never held while a shard's db_mutex_ is taken.
+    // sets retention limits. Never held while a shard's db_mutex_ is taken.
     RankedMutex config_mutex_{LockRank::config};
     WriterSettings settings_;
-    kmes::Guid boot_id_{};
+    kmes::Guid boot_id_{};  // Source::run_id: keys the daemon's own records
     std::string os_boot_id_;
-    bool restart_ = false;
     store::SequenceState accounted_;  // union of every shard's sequence_state at startup
 
     // Adaptive indexing, policy half (eventd/index/): query handlers bump field_counter_, the
@@ -117,10 +116,9 @@ private:
     std::unique_ptr<index::PolicyThread> index_policy_;
 
     std::vector<std::unique_ptr<ShardWriter>> writers_;
-    std::vector<std::unique_ptr<DrainThread>> drains_;
-    // Collector mode only (then drains_ is empty). Stops fetching before the writers finish and
-    // is destroyed after them: their last commits are still acknowledged (shutdown()).
-    std::unique_ptr<collector::Collector> collector_;
+    // Stops handing records over before the writers finish and is destroyed after them: what
+    // their last commits settle still reaches it (shutdown()).
+    std::unique_ptr<Source> source_;
     // storage_error records from opening shards, with the shard they describe
     std::vector<std::pair<uint32_t, store::EventRow>> startup_errors_;
 
@@ -137,25 +135,11 @@ private:
     mutable std::mutex rates_mutex_;
     std::deque<RateSample> rate_samples_;
     std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
-    std::thread retention_thread_;
-    // retention_requested_; rank retention (20). Released before retention runs, so it is
-    // never held together with a shard's db_mutex_.
-    RankedMutex retention_mutex_{LockRank::retention};
-    std::condition_variable_any retention_wake_;
-    // True at start: the first pass runs at once, so that a store that went past its limits
-    // while eventd was down (or was configured tighter meanwhile) is brought within them
-    // without waiting a whole RetentionCheckIntervalMinutes (60 by default).
-    bool retention_requested_ = true;
-    // For STATUS {kind:"retention"}: passes finished, rows they deleted, when the last ended.
-    // Written by the retention thread only; relaxed (statistics, nothing is published with them).
-    std::atomic<uint64_t> retention_runs_{0};
-    std::atomic<uint64_t> retention_deleted_{0};
-    std::atomic<uint64_t> retention_last_run_ns_{0};
+    std::unique_ptr<RetentionThread> retention_;
     std::atomic<bool> stopping_{false};
-    std::atomic<bool> ready_{false};  // start() finished: drains_ and writers_ are complete
+    std::atomic<bool> ready_{false};  // start() finished: source_ and writers_ are complete
     std::atomic<bool> failed_{false};
     int failure_fd_ = -1;  // eventfd, written by fail() after failed_ is set
-    int shim_watch_fd_ = -1;
     mutable std::mutex failure_mutex_;  // failure_: written by the failing thread, read by main (leaf)
     std::string failure_;
     bool shut_down_ = false;

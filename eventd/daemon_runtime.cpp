@@ -1,14 +1,12 @@
 // eventd while running: configuration reload (tuning keys, query limits, the access policy),
-// daemon-wide records, storage-error handling, retention (PSD-008 §3.4).
+// daemon-wide records, storage-error handling.
 
 #include <sys/eventfd.h>
 
 #include <spdlog/spdlog.h>
 
 #include "daemon.hpp"
-#include "store/retention.hpp"
 #include "eventd/ingest/synthetic.hpp"
-#include "base/thread_boundary.hpp"
 
 namespace eventd {
 
@@ -44,18 +42,14 @@ void Daemon::fail(const std::string& why) {
     spdlog::critical("{}", why);
 }
 
-void Daemon::shim_hung_up() {
-    if (!ready_.load()) return;  // drains_ is being built
-    for (auto& d : drains_) d->check_attachment();
+void Daemon::source_hung_up() {
+    if (!ready_.load()) return;  // source_ is being started
+    source_->hung_up();
 }
 
 void Daemon::on_storage_error(uint32_t shard, const std::string& error) {
     post_daemon_record(synthetic::storage_error(boot_id_, shard, error), shard);
-    {
-        std::lock_guard lock(retention_mutex_);  // §11.1: free space as soon as possible
-        retention_requested_ = true;
-    }
-    retention_wake_.notify_all();
+    if (retention_) retention_->request();  // §11.1: free space as soon as possible
 }
 
 void Daemon::reload(const std::string& config_path) {
@@ -100,54 +94,8 @@ void Daemon::reload(const std::string& config_path) {
         post_daemon_record(synthetic::config_change(boot_id_, c.key, c.old_value, c.new_value));
         retention_changed |= c.key.rfind("EventRetention", 0) == 0 || c.key == "RetentionCheckIntervalMinutes";
     }
-    if (retention_changed) {  // apply a new limit now rather than at the next interval
-        std::lock_guard retention_lock(retention_mutex_);
-        retention_requested_ = true;
-    }
-    retention_wake_.notify_all();
-}
-
-void Daemon::retention_loop() {
-    for (;;) {
-        // Lock order: config_mutex_ before retention_mutex_ (reload() takes both), so the
-        // interval is read before this loop takes its own lock.
-        uint32_t minutes;
-        {
-            std::lock_guard config_lock(config_mutex_);
-            minutes = config_.retention_check_interval_minutes;
-        }
-        std::unique_lock lock(retention_mutex_);
-        retention_wake_.wait_for(lock, std::chrono::minutes(minutes),
-                                 [&] { return stopping_.load() || retention_requested_; });
-        if (stopping_.load()) return;
-        retention_requested_ = false;
-        lock.unlock();
-        // An unexpected exception gives up this pass only; the next interval tries again.
-        base::run_guarded(
-            "retention", [this] { run_retention(); }, [](const std::string&) {});
-    }
-}
-
-// §3.4: the algorithm is store::run_retention; eventd wires it to its writers — each batch
-// runs under the shard writer's lock (ShardWriter::exclusive), between its transactions.
-void Daemon::run_retention() {
-    uint64_t days, max_bytes;
-    {
-        std::lock_guard lock(config_mutex_);
-        days = config_.event_retention_days;
-        max_bytes = config_.event_retention_max_bytes;
-    }
-    const store::RetentionShards shards{
-        static_cast<uint32_t>(writers_.size()),
-        [this](uint32_t i, const std::function<void(store::ShardDb&)>& f) { writers_[i]->exclusive(f); }};
-    store::RetentionOptions options;
-    options.should_stop = [this] { return stopping_.load(); };
-    const store::RetentionOutcome outcome =
-        store::run_retention(shards, {store::retention_cutoff(synthetic::now_ns(), days), max_bytes}, options);
-    if (outcome.deleted) spdlog::info("retention deleted {} rows", outcome.deleted);
-    retention_deleted_.fetch_add(outcome.deleted, std::memory_order_relaxed);
-    retention_runs_.fetch_add(1, std::memory_order_relaxed);
-    retention_last_run_ns_.store(synthetic::now_ns(), std::memory_order_relaxed);
+    // A new limit applies now rather than at the next interval.
+    if (retention_) retention_->set_limits(retention_limits(next), retention_changed);
 }
 
 }  // namespace eventd

@@ -37,7 +37,6 @@ void close_shards_side_by_side(std::vector<std::unique_ptr<ShardWriter>>& writer
 Daemon::~Daemon() {
     shutdown(false);
     if (failure_fd_ >= 0) close(failure_fd_);
-    if (shim_watch_fd_ >= 0) close(shim_watch_fd_);
 }
 
 void Daemon::shutdown(bool dump) {
@@ -48,25 +47,16 @@ void Daemon::shutdown(bool dump) {
     // down" — before anything else stops (the server object stays until the writers are gone:
     // their on_commit hook still reaches it).
     stopping_.store(true);
-    retention_wake_.notify_all();
     if (server_) server_->stop();
     if (query_fd_ >= 0) close(query_fd_);  // startup failed before the server took it
     query_fd_ = -1;
     if (query_socket_bound_) unlink(config_.query_socket_path.c_str());
-    if (retention_thread_.joinable()) retention_thread_.join();
+    if (retention_) retention_->stop();
     // 2. The policy thread saves the query counters a last time (no query counts any more).
     if (index_policy_) index_policy_->stop();
-    // 3. Final drain: every drain thread reads what is available, hands it over, and ends.
-    // In collector mode the collector stops fetching: the writers' channels close first, so a
-    // collector blocked on a full one returns (what it still held is not acknowledged and
-    // comes again); its session stays for the last acknowledgements (collector_.reset()).
-    if (collector_) {
-        collector_->request_stop();
-        for (auto& w : writers_) w->request_finish();
-        collector_->stop_fetching();
-    }
-    for (auto& d : drains_) d->request_stop();
-    for (auto& d : drains_) d->stop();
+    // 3. The source hands nothing more over: KMES drains every ring to its end (the final
+    // drain); the collector stops fetching.
+    if (source_) source_->stop();
     // 4. Final commits: writers commit what they hold and stop — all at once, so that their
     // retries of failed batches at shutdown (up to 0.5 s each) overlap.
     for (auto& w : writers_) w->request_finish();
@@ -79,7 +69,8 @@ void Daemon::shutdown(bool dump) {
         for (const auto& [key, ranges] : w->committed_state())
             if (key.boot_id == boot_id_) highest[key.cpu_id] = std::max(highest[key.cpu_id], ranges.highest());
     std::vector<synthetic::CpuSequence> last;
-    for (auto& d : drains_) last.push_back({static_cast<uint16_t>(d->cpu()), highest[static_cast<uint16_t>(d->cpu())]});
+    if (source_)
+        for (uint16_t cpu : source_->cpus()) last.push_back({cpu, highest[cpu]});
     const store::EventRow record = synthetic::shutdown(boot_id_, last);
     for (auto& w : writers_) {
         const bool written = w->exclusive([&](store::ShardDb& db) {
@@ -94,33 +85,21 @@ void Daemon::shutdown(bool dump) {
         if (written) break;
         spdlog::warn("shard {} could not take the shutdown record", w->index());
     }
-    // 7–8. Close connections, unmap rings (destructors).
+    // 7–8. Close connections, unmap rings (destructors). The source goes after the writers:
+    // the collector acknowledges what their final commits settled, then closes its session.
     desired_set_.set_on_publish(nullptr);
-    drains_.clear();
     close_shards_side_by_side(writers_);
-    collector_.reset();  // flushes the last acknowledgements, then closes its NATS session
+    source_.reset();
     server_.reset();
     spdlog::info("eventd stopped");
 }
 
-std::string Daemon::status_line() const {
-    uint64_t events = 0, lost = 0;
-    for (const auto& d : drains_) {
-        events += d->stats().events.load();
-        lost += d->stats().lost_events.load();
-    }
-    if (collector_) return "collected " + std::to_string(collector_->received()) + " records";
-    return "ingested " + std::to_string(events) + " events, " + std::to_string(lost) + " lost (gaps)";
-}
+std::string Daemon::status_line() const { return ready_.load() ? source_->status_line() : "starting"; }
 
 void Daemon::dump_diagnostics() const {
-    spdlog::info("diagnostics: boot {} ({})", base::guid_text(boot_id_), restart_ ? "restart" : "new boot");
-    for (const auto& d : drains_) {
-        const DrainStats& s = d->stats();
-        spdlog::info("  cpu {}: events {}, skipped {}, gaps {} ({} lost), last sequence {}, resumed after {}", d->cpu(),
-                     s.events.load(), s.skipped.load(), s.gaps.load(), s.lost_events.load(), s.last_sequence.load(),
-                     d->resume_point());
-    }
+    if (!ready_.load()) return;
+    spdlog::info("diagnostics: boot {} ({})", base::guid_text(boot_id_), source_->restart() ? "restart" : "new boot");
+    source_->dump_diagnostics();
     for (const auto& w : writers_) {
         const WriterStats& s = w->stats();
         spdlog::info("  shard {}: rows {}, batches {}, failed batches {} ({} events lost), queued {}", w->index(),

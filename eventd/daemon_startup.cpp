@@ -1,10 +1,10 @@
-// eventd startup (PSD-008 §10.1, DESIGN.md §4.1). Phase order: configuration (main) →
-// storage (store directory, sequence state) → boot boundary → KMES attach → shards (their
-// count needs the CPU count when StorageShards is 0) → query socket → threads →
+// eventd startup (PSD-008 §10.1, DESIGN.md §4.1), one sequence for either source. Phase
+// order: configuration (main) → storage (store directory, index policy) → the source (KMES:
+// boot boundary and ring attach; collector: a run id) → shards (their count needs the CPU
+// count when StorageShards is 0) and their sequence state → query socket → threads →
 // synthetic.startup. main signals READY=1 after start() succeeds.
 #include <sys/socket.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,12 +16,12 @@
 
 #include "base/guid_text.hpp"
 #include "daemon.hpp"
+#include "eventd/collector/collector_source.hpp"
+#include "eventd/ingest/kmes_source.hpp"
 #include "kmes/guid.hpp"
-#include "kmes/kmes.h"
 #include "base/unix_listener.hpp"
 #include "store/store_identity.hpp"
 #include "store/store_privacy.hpp"
-#include "eventd/ingest/shard_routing.hpp"
 #include "eventd/index/where_fields.hpp"
 #include "eventd/ingest/synthetic.hpp"
 #include "test_hooks.hpp"
@@ -57,78 +57,50 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
         index::PolicyThread::Options{config.event_store_path, &d->desired_set_, &d->field_counter_,
                                      index_policy_settings(config), synthetic::now_ns});
 
-    if (config.collector) {
-        if (Status s = d->start_collector_mode(); !s) return s.error();
-        d->ready_.store(true);
-        return d;
-    }
-
-    // Phase 3: boot boundary. The KMES boot id keys every row (DESIGN.md §2).
-    if (kmes_boot_id(d->boot_id_.data()) != 0)
-        return base::errno_error("cannot reach kmes-shimd at " + config.kmes_socket_path + " (kmes_boot_id)");
-    uint64_t capacity = 0;
-    d->shim_watch_fd_ = kmes_attach(0, &capacity);  // only a liveness watch: failure is not fatal
+    // Phases 3–4: the source — the KMES boot boundary and every CPU's ring, or the collector's
+    // stream (Source, ingest/source.hpp).
+    Daemon* raw = d.get();
+    auto on_fatal = [raw](const std::string& why) { raw->fail(why); };
+    if (config.collector)
+        d->source_ = std::make_unique<collector::CollectorSource>(*config.collector, on_fatal);
+    else
+        d->source_ = std::make_unique<KmesSource>(config.kmes_socket_path, on_fatal);
+    if (Status s = d->source_->open(); !s) return s.error();
+    d->boot_id_ = d->source_->run_id();
     std::ifstream os_boot("/proc/sys/kernel/random/boot_id");
     std::getline(os_boot, d->os_boot_id_);
 
-    // Phase 4: attach every CPU's ring (cpu 0, 1, … until EINVAL); attach failure is fatal.
-    std::vector<kmes::RingReader> readers;
-    if (Status s = d->attach_rings(readers); !s) return s.error();
-    const auto cpus = static_cast<uint32_t>(readers.size());
-    const uint32_t shard_count = config.storage_shards == 0 ? cpus : config.storage_shards;
-
+    // The shards (their count needs the CPU count when StorageShards is 0) and what every
+    // shard file accounts for.
+    const uint32_t shard_count =
+        config.storage_shards == 0 ? d->source_->default_shard_count() : config.storage_shards;
     if (Status s = d->open_shards(shard_count); !s) return s.error();
     std::vector<std::string> unreadable;
     d->accounted_ = store::load_sequence_state(config.event_store_path, &unreadable);
     for (const std::string& f : unreadable) spdlog::warn("sequence state of {} could not be read", f);
-    for (const auto& [key, ranges] : d->accounted_)
-        if (key.boot_id == d->boot_id_) d->restart_ = true;  // this boot was ingested before
-    spdlog::info("KMES boot {} ({}), {} CPU ring(s), {} shard(s)", base::guid_text(d->boot_id_),
-                 d->restart_ ? "restart within the boot" : "new boot", cpus, shard_count);
 
     // Phase 5: the query socket and its server (accepting from here on; queries read the
     // store through their own read-only connections).
     if (Status s = d->open_query_socket(); !s) return s.error();
     if (Status s = d->start_query_server(); !s) return s.error();
 
-    // Phase 6: threads — writers first, so drains always have somewhere to hand events.
+    // Phase 6: threads — writers first, so the source always has somewhere to hand records.
     for (auto& w : d->writers_) w->start();
     // Idle writers sleep until woken (ShardWriter::idle_wait): a new desired index set wakes
     // them. writers_ is complete now and stays so until shutdown, after the policy thread.
-    d->desired_set_.set_on_publish([raw = d.get()] {
+    d->desired_set_.set_on_publish([raw] {
         for (auto& w : raw->writers_) w->desired_set_changed();
     });
-    const auto routing = shards_of_cpus(cpus, shard_count);
-    std::vector<synthetic::CpuSequence> resume_points;
-    for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
-        std::vector<ShardWriter*> shards;
-        for (uint32_t s : routing[cpu]) shards.push_back(d->writers_[s].get());
-        store::SequenceRanges accounted;
-        if (auto it = d->accounted_.find({d->boot_id_, static_cast<uint16_t>(cpu)}); it != d->accounted_.end())
-            accounted = it->second;
-        resume_points.push_back({static_cast<uint16_t>(cpu), accounted.highest()});
-        Daemon* raw = d.get();
-        d->drains_.push_back(std::make_unique<DrainThread>(
-            cpu, std::move(readers[cpu]), d->boot_id_, std::move(accounted), std::move(shards),
-            [raw](const std::string& why) {
-                if (raw->stopping_.load()) {  // the shim went away during our own shutdown
-                    spdlog::info("final drain ended early: {}", why);
-                    return;
-                }
-                raw->fail("lost the KMES ring: " + why + "; exiting so eventd restarts on the current boot");
-            }));
-    }
-    for (auto& drain : d->drains_) drain->start();
+    std::vector<ShardWriter*> writers;
+    for (auto& w : d->writers_) writers.push_back(w.get());
+    if (Status s = d->source_->start(writers, d->accounted_); !s) return s.error();
     d->index_policy_->start();
-    d->retention_thread_ = std::thread([raw = d.get()] {
-        base::run_guarded(
-            "the retention thread", [raw] { raw->retention_loop(); },
-            [raw](const std::string& why) { raw->fail(why); });
-    });
+    d->start_retention();
 
     // Phase 7: synthetic.startup. It also marks the boot as started (sequence 0 of CPU 0,
     // which KMES never assigns), so a restart without any event is still known as one.
-    HandoffItem startup{synthetic::startup(d->boot_id_, d->os_boot_id_, d->restart_, shard_count, resume_points),
+    HandoffItem startup{synthetic::startup(d->boot_id_, d->os_boot_id_, d->source_->restart(), shard_count,
+                                           d->source_->resume_points()),
                         Accounting{0, 0, 0}};
     d->writers_.front()->post(std::move(startup));
     for (auto& [shard, record] : d->startup_errors_) d->post_daemon_record(std::move(record), shard);
@@ -137,62 +109,15 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     return d;
 }
 
-// Collector mode (issue 12 part 3; docs/FORWARD.md "Collector"): phases 3–7 without KMES. The
-// rows keep their hosts' boot ids; the collector's own records (startup, shutdown, storage
-// errors, configuration changes) carry a boot id drawn for this run, as a boot would.
-Status Daemon::start_collector_mode() {
-    if (getrandom(boot_id_.data(), boot_id_.size(), 0) != ssize_t(boot_id_.size()))
-        return base::errno_error("getrandom for the collector's run id");
-    std::ifstream os_boot("/proc/sys/kernel/random/boot_id");
-    std::getline(os_boot, os_boot_id_);
-    const uint32_t shard_count =
-        config_.storage_shards != 0 ? config_.storage_shards : std::max(1u, std::thread::hardware_concurrency());
-    if (Status s = open_shards(shard_count); !s) return s;
-    std::vector<std::string> unreadable;
-    accounted_ = store::load_sequence_state(config_.event_store_path, &unreadable);
-    for (const std::string& f : unreadable) spdlog::warn("sequence state of {} could not be read", f);
-    spdlog::info("collector mode: run {}, {} shard(s), records from stream {} at {}", base::guid_text(boot_id_),
-                 shard_count, config_.collector->stream, config_.collector->nats_url);
-    if (Status s = open_query_socket(); !s) return s;
-    if (Status s = start_query_server(); !s) return s;
-    std::vector<ShardWriter*> writers;
-    for (auto& w : writers_) {
-        w->set_accounted_elsewhere(&accounted_);  // what historical files hold: not stored again
-        writers.push_back(w.get());
-    }
-    for (auto& w : writers_) w->start();
-    desired_set_.set_on_publish([this] {
-        for (auto& w : writers_) w->desired_set_changed();
-    });
-    collector_ = std::make_unique<collector::Collector>(*config_.collector, std::move(writers),
-                                                        [this](const std::string& why) { fail(why); });
-    collector_->start();
-    index_policy_->start();
-    retention_thread_ = std::thread([this] {
-        base::run_guarded(
-            "the retention thread", [this] { retention_loop(); }, [this](const std::string& why) { fail(why); });
-    });
-    writers_.front()->post(
-        HandoffItem{synthetic::startup(boot_id_, os_boot_id_, false, shard_count, {}), Accounting{0, 0, 0}});
-    for (auto& [shard, record] : startup_errors_) post_daemon_record(std::move(record), shard);
-    startup_errors_.clear();
-    return {};
-}
-
-Status Daemon::attach_rings(std::vector<kmes::RingReader>& readers) {
-    for (uint32_t cpu = 0;; ++cpu) {
-        auto reader = kmes::RingReader::open(cpu, kmes::ReaderOptions{});  // from tail_pos (§2.2.2)
-        if (!reader) {
-            if (reader.error().code == base::ErrorCode::invalid && cpu > 0) return {};  // past the last CPU
-            return Error{reader.error().code,
-                         "cannot attach the KMES ring of cpu " + std::to_string(cpu) + ": " + reader.error().message};
-        }
-        // Every ring must belong to the boot read in phase 3 (a shim restart in between would
-        // mix two boots' sequences under one boot id).
-        if (reader->mapping().boot_id() != boot_id_)
-            return Error{ESTALE, "kmes-shimd restarted during eventd's startup; start eventd again"};
-        readers.push_back(std::move(*reader));
-    }
+// §3.4: retention deletes through the writers — each batch under a writer's lock, between
+// its transactions (ShardWriter::exclusive).
+void Daemon::start_retention() {
+    const store::RetentionShards shards{
+        static_cast<uint32_t>(writers_.size()),
+        [this](uint32_t i, const std::function<void(store::ShardDb&)>& f) { writers_[i]->exclusive(f); }};
+    retention_ = std::make_unique<RetentionThread>(shards, retention_limits(config_),
+                                                   [this](const std::string& why) { fail(why); });
+    retention_->start();
 }
 
 Status Daemon::open_shards(uint32_t count) {
@@ -232,12 +157,7 @@ Status Daemon::open_shards(uint32_t count) {
                         [raw](uint32_t shard) {
                             if (raw->server_) raw->server_->on_commit(shard);
                         },
-                        [raw](const std::string& why) { raw->fail(why); },
-                        // Collector mode: the collector exists before any record reaches a
-                        // writer and is destroyed after the writers (shutdown()).
-                        [raw](const std::vector<uint64_t>& tickets, bool committed) {
-                            if (raw->collector_) raw->collector_->on_collected(tickets, committed);
-                        }},
+                        [raw](const std::string& why) { raw->fail(why); }},
             &desired_set_));
     }
     return {};
@@ -279,6 +199,10 @@ std::shared_ptr<const access::Policy> load_policy(const nlohmann::json& security
     // DESIGN.md §3: fail closed — nobody but root reads anything until the policy is fixed.
     spdlog::error("Security policy rejected, only root may query until it is fixed: {}", policy.error().message);
     return access::Policy::deny_all();
+}
+
+RetentionLimits retention_limits(const EventdConfig& c) {
+    return {c.event_retention_days, c.event_retention_max_bytes, c.retention_check_interval_minutes};
 }
 
 index::PolicySettings index_policy_settings(const EventdConfig& c) {

@@ -43,9 +43,8 @@ std::optional<uint64_t> count_rows(const store::ShardFile& file, Clock::time_poi
 }  // namespace
 
 void Daemon::tick() {
-    RateSample s{Clock::now(), 0, 0};
-    for (const auto& d : drains_) s.in += d->stats().events.load(std::memory_order_relaxed);
-    if (collector_) s.in += collector_->received();
+    if (!ready_.load()) return;  // source_ and writers_ are being built
+    RateSample s{Clock::now(), source_->records_in(), 0};
     for (const auto& w : writers_) s.out += w->stats().rows.load(std::memory_order_relaxed);
     std::lock_guard lock(rates_mutex_);
     rate_samples_.push_back(s);
@@ -55,38 +54,19 @@ void Daemon::tick() {
 
 std::vector<json> Daemon::status_records() const {
     std::vector<json> out;
-    if (!ready_.load()) return out;  // still starting: drains_ and writers_ are being built
+    if (!ready_.load()) return out;  // still starting: source_ and writers_ are being built
     const auto now = std::chrono::system_clock::now();
     out.push_back(json{
         {"kind", "daemon"},
         {"boot_id", base::guid_text(boot_id_)},
         {"started_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(started_at_.time_since_epoch()).count()},
         {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count()},
-        {"mode", collector_ ? "collector" : "host"},
-        {"cpus", drains_.size()},
+        {"mode", source_->mode()},
+        {"cpus", source_->cpus().size()},
         {"shards", writers_.size()}});
-    if (collector_) out.push_back(collector_->status_record());
-
-    uint64_t in = collector_ ? collector_->received() : 0, out_rows = 0;
-    for (const auto& d : drains_) {
-        const DrainStats& s = d->stats();
-        const uint64_t capacity = s.capacity_bytes.load(std::memory_order_relaxed);
-        const uint64_t read = s.read_pos.load(std::memory_order_relaxed);
-        const uint64_t write = s.write_pos.load(std::memory_order_relaxed);
-        const uint64_t lag = write > read ? write - read : 0;
-        in += s.events.load(std::memory_order_relaxed);
-        out.push_back(
-            json{{"kind", "ring"},
-                 {"cpu", d->cpu()},
-                 {"capacity_bytes", capacity},
-                 {"fill_percent", capacity ? round1(100.0 * double(std::min(lag, capacity)) / double(capacity)) : 0.0},
-                 {"reader_lag_bytes", lag},
-                 {"last_sequence", s.last_sequence.load(std::memory_order_relaxed)},
-                 {"events", s.events.load(std::memory_order_relaxed)},
-                 {"skipped", s.skipped.load(std::memory_order_relaxed)},
-                 {"gaps", s.gaps.load(std::memory_order_relaxed)},
-                 {"lost_events", s.lost_events.load(std::memory_order_relaxed)}});
-    }
+    source_->add_status_records(out);  // {kind:"ring"} per CPU, or {kind:"collector"}
+    const uint64_t in = source_->records_in();
+    uint64_t out_rows = 0;
 
     const auto count_deadline = Clock::now() + kCountBudget;
     for (const auto& w : writers_) {
@@ -153,11 +133,7 @@ std::vector<json> Daemon::status_records() const {
             }
         }
     }
-    const uint64_t last_retention = retention_last_run_ns_.load(std::memory_order_relaxed);
-    out.push_back(json{{"kind", "retention"},
-                       {"runs", retention_runs_.load(std::memory_order_relaxed)},
-                       {"deleted_rows", retention_deleted_.load(std::memory_order_relaxed)},
-                       {"last_run_ns", last_retention ? json(last_retention) : json(nullptr)}});
+    out.push_back(retention_->status_record());
     out.push_back(json{{"kind", "rates"},
                        {"events_in_per_s", round1(in_rate)},
                        {"events_out_per_s", round1(out_rate)},

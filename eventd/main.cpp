@@ -70,16 +70,16 @@ int main(int argc, char** argv) {
     const int tick_ms = watchdog ? static_cast<int>(std::max<uint64_t>(watchdog_usec / 2000, 10)) : 1000;
 
     bool dump = false;
-    bool shim_gone = false;  // its watch hung up: polled no more (it would stay readable)
+    bool source_gone = false;  // its watch hung up: polled no more (it would stay readable)
     for (bool running = true; running;) {
         pollfd fds[4] = {{signal_fd, POLLIN, 0},
                          {watch.fd(), POLLIN, 0},
                          {(*daemon)->failure_fd(), POLLIN, 0},
-                         {shim_gone ? -1 : (*daemon)->shim_watch_fd(), POLLRDHUP, 0}};
+                         {source_gone ? -1 : (*daemon)->source_watch_fd(), POLLRDHUP, 0}};
         poll(fds, 4, std::min(tick_ms, 1000));
-        shim_gone = shim_gone || (fds[3].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+        source_gone = source_gone || (fds[3].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
         // Repeated every tick: a drain's own attachment can hang up a moment after the watch.
-        if (shim_gone) (*daemon)->shim_hung_up();
+        if (source_gone) (*daemon)->source_hung_up();
         if (watchdog) sd_notify(0, "WATCHDOG=1");
         if ((*daemon)->failed()) break;
         (*daemon)->tick();  // rates for STATUS

@@ -63,8 +63,11 @@ struct Collector::Session {
 };
 
 Collector::Collector(SourceConfig config, std::vector<ShardWriter*> writers,
-                     std::function<void(const std::string&)> on_fatal)
-    : config_(std::move(config)), writers_(std::move(writers)), on_fatal_(std::move(on_fatal)) {}
+                     const store::SequenceState* accounted_elsewhere, std::function<void(const std::string&)> on_fatal)
+    : config_(std::move(config)),
+      writers_(std::move(writers)),
+      accounted_elsewhere_(accounted_elsewhere),
+      on_fatal_(std::move(on_fatal)) {}
 
 Collector::~Collector() {
     stop_fetching();
@@ -249,10 +252,10 @@ void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
         }
         received_.fetch_add(1, std::memory_order_relaxed);
         last_received_ns_.store(synthetic::now_ns(), std::memory_order_relaxed);
-        item->ticket = next_ticket_++;
+        item->receipt = {this, next_ticket_++};
         {
             std::lock_guard lock(pending_mutex_);
-            pending_.emplace(item->ticket, msg);
+            pending_.emplace(item->receipt.id, msg);
         }
         per_shard[shard_of(*item, writers_.size())].push_back(std::move(*item));
     }
@@ -264,7 +267,16 @@ void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
         if (!per_shard[shard].empty()) writers_[shard]->handoff().push(per_shard[shard]);
 }
 
-void Collector::on_collected(const std::vector<uint64_t>& tickets, bool committed) {
+// Issue 12 part 3: JetStream delivers a message again after a collector crash or an
+// unacknowledged commit, and a host's forwarder may publish one twice beyond the stream's
+// duplicate window. Routing by (boot, cpu) (shard_of) sends every copy to the same shard.
+base::Result<bool> Collector::stored_already(store::ShardDb& db, const HandoffItem& item) const {
+    if (const auto& a = item.accounting)
+        return db.unaccounted(item.row.boot_id, a->cpu_id, a->first, a->last, accounted_elsewhere_).empty();
+    return db.contains_same(item.row);
+}
+
+void Collector::settled(const std::vector<uint64_t>& tickets, bool committed) {
     std::lock_guard lock(pending_mutex_);
     for (uint64_t ticket : tickets) {
         const auto it = pending_.find(ticket);

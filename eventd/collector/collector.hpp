@@ -2,9 +2,9 @@
 // records eventd-forward published from a JetStream durable pull consumer and hands them to the
 // shard writers — KMES events and gap records routed by (boot, cpu), every other record to
 // shard 0 — so that every copy of a record meets the same shard's duplicate check
-// (ShardWriter::store_collected; KMES sequences are also checked against every file's state,
-// so a change of StorageShards cannot double them). A message is acknowledged only once the
-// commit that holds it succeeded (WriterHooks::on_collected); a failed batch asks for it again
+// (stored_already, which the writer calls in its transaction; KMES sequences are also checked
+// against every file's state, so a change of StorageShards cannot double them). A message is
+// acknowledged only once the commit that holds it succeeded (settled); a failed batch asks for it again
 // after a delay; a collector crash or a lost connection leaves it unacknowledged, and JetStream
 // delivers it again after AckWaitSeconds. So every record is stored exactly once: at least
 // once by redelivery, at most once by the check.
@@ -33,20 +33,24 @@
 #include <nlohmann/json.hpp>
 
 #include "eventd/collector/source_config.hpp"
+#include "eventd/ingest/redelivery.hpp"
 #include "eventd/ingest/shard_writer.hpp"
+#include "store/sequence_ranges.hpp"
 
 struct __natsMsg;
 
 namespace eventd::collector {
 
-class Collector {
+class Collector final : public RedeliveringSource {
 public:
     // `writers` outlive the collector's thread (stop_fetching), not the collector itself.
+    // `accounted_elsewhere`: the sequences every shard file held at startup (historical files
+    // included), which records are checked against too; it outlives the collector.
     // `on_fatal`: the thread ended on an unexpected exception (eventd must fail and restart).
-    Collector(SourceConfig config, std::vector<ShardWriter*> writers,
+    Collector(SourceConfig config, std::vector<ShardWriter*> writers, const store::SequenceState* accounted_elsewhere,
               std::function<void(const std::string& why)> on_fatal);
     // Closes the session after a last flush of acknowledgements (the writers have finished).
-    ~Collector();
+    ~Collector() override;
     Collector(const Collector&) = delete;
     Collector& operator=(const Collector&) = delete;
 
@@ -56,10 +60,13 @@ public:
     void request_stop();
     void stop_fetching();
 
-    // WriterHooks::on_collected (writer thread, shard db_mutex_ held): the committed messages
-    // are to be acknowledged, the failed ones delivered again — queued for the collector's
-    // thread, which sends them (no NATS call under a shard's lock).
-    void on_collected(const std::vector<uint64_t>& tickets, bool committed);
+    // RedeliveringSource: KMES events and gap records are stored already when their sequences
+    // are accounted (this shard, committed or in this transaction, or the other files); other
+    // synthetic records when an identical row is stored.
+    base::Result<bool> stored_already(store::ShardDb& db, const HandoffItem& item) const override;
+    // The committed messages are to be acknowledged, the failed ones delivered again — queued
+    // for the collector's thread, which sends them (every NATS call is made there).
+    void settled(const std::vector<uint64_t>& tickets, bool committed) override;
 
     // {kind:"collector"} for STATUS: the source, the session's state, counters and the
     // consumer's lag as of its last look (about once a second).
@@ -71,7 +78,7 @@ private:
     void run();
     void run_session(Session& session);
     void deliver(Session& session, std::vector<__natsMsg*>& messages);
-    void send_settled();  // the acknowledgements on_collected queued
+    void send_settled();  // the acknowledgements settled() queued
     void refresh_lag(Session& session);
     void end_session(Session& session);  // drops the unacknowledged messages, then the handles
     void set_state(const std::string& state, const std::string& error = "");
@@ -79,6 +86,7 @@ private:
 
     const SourceConfig config_;
     std::vector<ShardWriter*> writers_;
+    const store::SequenceState* accounted_elsewhere_;
     std::function<void(const std::string&)> on_fatal_;
     std::thread thread_;
     std::atomic<bool> stopping_{false};
@@ -88,7 +96,7 @@ private:
 
     // Delivered messages not yet settled, by ticket, and the settled ones whose acknowledgement
     // (true) or redelivery request (false) is still to be sent. Leaf lock: taken by the
-    // collector's thread and by writer threads inside on_collected (with their db_mutex_ held).
+    // collector's thread and by writer threads in settled() (which hold none of their locks).
     mutable std::mutex pending_mutex_;
     std::unordered_map<uint64_t, __natsMsg*> pending_;
     std::vector<std::pair<__natsMsg*, bool>> settled_;

@@ -10,7 +10,7 @@ const char* lock_rank_name(LockRank rank) {
         case LockRank::config:
             return "config (Daemon::config_mutex_)";
         case LockRank::retention:
-            return "retention (Daemon::retention_mutex_)";
+            return "retention (RetentionThread::mutex_)";
         case LockRank::shard_db:
             return "shard_db (ShardWriter::db_mutex_)";
         case LockRank::urgent:

@@ -6,7 +6,7 @@
 //
 //   rank                     mutex                                   held while taking
 //   10 config                Daemon::config_mutex_                   retention, urgent (reload)
-//   20 retention             Daemon::retention_mutex_                —
+//   20 retention             RetentionThread::mutex_                 —
 //   30 shard_db              ShardWriter::db_mutex_ (whole txn, or   urgent (own), Handoff (leaf)
 //                            one index statement)
 //   40 urgent                ShardWriter::urgent_mutex_              —
@@ -18,14 +18,18 @@
 // reload() holds config_mutex_ (10) while it hands new settings to the policy thread (70).
 //
 // Unranked mutexes (Handoff::mutex_, PolicyHolder, index::DesiredSetHolder,
-// ShardWriter::index_status_mutex_, the rates and failure mutexes, the query server's
-// workers_mutex) are leaves: nothing is locked while one is held.
+// ShardIndexMaintenance::status_mutex_, the collector's pending_mutex_, state_mutex_ and
+// wake_mutex_, the rates and failure mutexes, the query server's workers_mutex) are leaves:
+// nothing is locked while one is held.
 //
 // Consequences that the code keeps:
 // - A writer reports a failed commit (WriterHooks::on_storage_error, which posts to another
-//   writer's urgent queue and takes retention_mutex_) only after releasing its db_mutex_.
+//   writer's urgent queue and takes the retention mutex) and settles a source's receipts
+//   (RedeliveringSource::settled: the collector's pending_mutex_) only after releasing its
+//   db_mutex_. Under db_mutex_ runs only the shard's own work — and a redelivering source's
+//   duplicate check, which reads that shard's connection and takes no lock.
 // - Retention takes one shard's db_mutex_ per batch and nothing else meanwhile, and never
-//   holds retention_mutex_ while it runs.
+//   holds its own mutex while it runs.
 //
 // Checked in debug builds: RankedMutex asserts the rule per thread (and aborts naming both
 // locks); with NDEBUG it is a plain std::mutex.

@@ -15,6 +15,8 @@
 
 namespace eventd {
 
+class RedeliveringSource;  // redelivery.hpp
+
 // The sequences an item accounts for on its CPU: one event, or a gap's whole range.
 struct Accounting {
     uint16_t cpu_id;
@@ -26,11 +28,15 @@ struct HandoffItem {
     store::EventRow row;
     // What the row accounts for under row.boot_id; none for daemon-wide synthetic records.
     std::optional<Accounting> accounting;
-    // Non-zero: a record the collector received (eventd/collector/collector.hpp). The writer
-    // stores it only when it is not stored already, and reports the ticket once the batch
-    // committed or failed (WriterHooks::on_collected) — JetStream redelivers it then, so a
-    // failed batch loses nothing of it and no gap is recorded.
-    uint64_t ticket = 0;
+    // Set by a source that may hand the same record over again (redelivery.hpp): the writer
+    // stores the record only when that source says it is not stored already, and hands the
+    // receipt back once its batch committed or failed. A failed batch then loses nothing of
+    // it (the source delivers it again) and records no gap.
+    struct Receipt {
+        RedeliveringSource* source = nullptr;
+        uint64_t id = 0;  // the source's own number for the record
+    };
+    Receipt receipt;
 };
 
 class Handoff {

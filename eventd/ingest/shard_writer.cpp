@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/sync_point.hpp"
+#include "eventd/ingest/redelivery.hpp"
 #include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
 
@@ -50,17 +51,23 @@ ShardWriter::ShardWriter(std::unique_ptr<store::ShardDb> db, const kmes::Guid& b
       boot_id_(boot_id),
       settings_(settings),
       hooks_(std::move(hooks)),
-      handoff_(settings.max_batch_size.load()),
-      desired_(desired) {
-    if (!desired_) return;
-    // §3.3.9 step 5: the shard's material indexes, from its schema. Nothing is built or
-    // dropped here: convergence resumes in the first quiet period.
-    auto material = db_->secondary_indexes();
-    if (!material) {
-        spdlog::warn("shard {}: cannot list its indexes ({}); assuming none", db_->index(), material.error().message);
-    }
-    indexes_ = std::make_unique<index::ShardIndexes>(material ? std::move(*material) : std::vector<std::string>{});
-    publish_index_status();
+      handoff_(settings.max_batch_size.load()) {
+    if (!desired) return;
+    // Asked on this writer's thread during an index build: half the handoff is already
+    // MaxBatchSize / 2 events kept waiting for it (§3.3.3 "its shard's handoff backs up").
+    indexes_ = std::make_unique<ShardIndexMaintenance>(*db_, db_mutex_, settings_, *desired, [this] {
+        return finishing_.load(std::memory_order_relaxed) || handoff_.size() * 2 >= channel_capacity_;
+    });
+}
+
+void ShardWriter::report_ring_fill(uint64_t fill, uint64_t capacity) {
+    if (indexes_) indexes_->report_ring_fill(fill, capacity);
+}
+
+ShardIndexStatus ShardWriter::index_status() const { return indexes_ ? indexes_->status() : ShardIndexStatus{}; }
+
+void ShardWriter::quiet_period() {
+    if (indexes_) indexes_->quiet_period();
 }
 
 ShardWriter::~ShardWriter() { finish(); }
@@ -153,9 +160,9 @@ void ShardWriter::run() {
                 begin_batch(now);
             }
             for (HandoffItem& item : items) {
-                if (item.ticket) {  // collected: JetStream delivers it again if this batch fails
-                    batch_tickets_.push_back(item.ticket);
-                    if (!batch_failed_) store_collected(item);
+                if (item.receipt.source) {  // its source delivers it again if this batch fails
+                    batch_receipts_.push_back(item.receipt);
+                    if (!batch_failed_) store_redelivered(item);
                     continue;
                 }
                 if (item.accounting)
@@ -187,7 +194,7 @@ void ShardWriter::run() {
                 commit_batch();
             }
             if (db_lock.owns_lock()) db_lock.unlock();
-            report_storage_error();
+            report_outcomes();
             return;
         }
         if (!in_transaction_) {
@@ -208,9 +215,9 @@ void ShardWriter::run() {
         if (full || late || idle || finishing_.load()) {
             commit_batch();
             db_lock.unlock();
-            report_storage_error();
+            report_outcomes();
             if (!finishing_.load()) {
-                after_commit(batch_count_);
+                if (indexes_) indexes_->after_commit(batch_count_, channel_capacity_);
                 // Nothing waiting right after a commit is a quiet period too: under a steady
                 // trickle the idle wait below never times out, and indexes must still be
                 // built. A build then holds the trickle back only until pressure cancels it.
@@ -226,7 +233,7 @@ std::chrono::milliseconds ShardWriter::idle_wait() const {
     // shed index waiting for its restore. Without either an idle writer sleeps until events,
     // a post, a changed desired set (desired_set_changed) or finish() wake it.
     if (!lost_.empty() || !retained_.empty()) return kRetryWait;
-    if (indexes_ && !indexes_->converged(*desired_->current())) return kRetryWait;
+    if (indexes_ && !indexes_->converged()) return kRetryWait;
     return kIdleWait;
 }
 
@@ -239,7 +246,7 @@ void ShardWriter::begin_batch(Clock::time_point now) {
     batch_count_ = 0;
     batch_accounting_.clear();
     batch_records_.clear();
-    batch_tickets_.clear();
+    batch_receipts_.clear();
     batch_duplicates_ = 0;
     batch_started_ = now;
     if (Status s = db_->begin(); !s) {
@@ -273,27 +280,16 @@ void ShardWriter::write_lost_ranges() {
     }
 }
 
-// Issue 12 part 3: a collected record is stored unless this store holds it already — JetStream
-// delivers a message again after a collector crash or an unacknowledged commit, and a host's
-// forwarder may publish one twice beyond the stream's duplicate window. KMES events and gap
-// records are known by their accounted sequences (this shard's, committed or in this
-// transaction, and the other files'); other synthetic records by an identical stored row.
-// Routing by (boot, cpu) (collector.cpp) sends every copy to this same shard.
-void ShardWriter::store_collected(const HandoffItem& item) {
-    bool stored_already = false;
-    if (const auto& a = item.accounting) {
-        const auto left = db_->unaccounted(item.row.boot_id, a->cpu_id, a->first, a->last, accounted_elsewhere_);
-        stored_already = left.empty();
-    } else {
-        auto found = db_->contains_same(item.row);
-        if (!found) {
-            batch_failed_ = true;
-            batch_error_ = found.error().message;
-            return;
-        }
-        stored_already = *found;
+// A record of a redelivering source (redelivery.hpp) is stored unless that source finds it
+// stored already; the check runs in this transaction, so the batch's own rows count.
+void ShardWriter::store_redelivered(const HandoffItem& item) {
+    auto stored_already = item.receipt.source->stored_already(*db_, item);
+    if (!stored_already) {
+        batch_failed_ = true;
+        batch_error_ = stored_already.error().message;
+        return;
     }
-    if (stored_already) {
+    if (*stored_already) {
         ++batch_duplicates_;
         return;
     }
@@ -330,7 +326,7 @@ void ShardWriter::commit_batch() {
     failing_ = false;
     stats_.rows.fetch_add(batch_count_ - batch_duplicates_, std::memory_order_relaxed);
     stats_.duplicates.fetch_add(batch_duplicates_, std::memory_order_relaxed);
-    if (!batch_tickets_.empty() && hooks_.on_collected) hooks_.on_collected(batch_tickets_, true);
+    if (!batch_receipts_.empty()) unsettled_.emplace_back(std::move(batch_receipts_), true);
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
     stats_.last_batch_size.store(batch_count_, std::memory_order_relaxed);
     stats_.commit_ns_total.fetch_add(static_cast<uint64_t>(took * 1e9), std::memory_order_relaxed);
@@ -358,16 +354,16 @@ void ShardWriter::fail_batch(const std::string& error) {
     for (store::EventRow& row : batch_records_)
         if (retained_.size() < kMaxRetained) retained_.push_back(std::move(row));
     batch_records_.clear();
-    // Collected records are not lost: unacknowledged (negatively), JetStream delivers them again.
-    if (!batch_tickets_.empty() && hooks_.on_collected) hooks_.on_collected(batch_tickets_, false);
+    // Redelivered records are not lost: their source delivers them again once told (settled).
+    const size_t redelivered = batch_receipts_.size();
+    if (!batch_receipts_.empty()) unsettled_.emplace_back(std::move(batch_receipts_), false);
     stats_.failed_batches.fetch_add(1, std::memory_order_relaxed);
     stats_.lost_events.fetch_add(events, std::memory_order_relaxed);
     if (batch_count_ == 0 && failing_) return;  // an idle retry that failed again: nothing new to say
     spdlog::error("shard {}: commit of {} records failed: {}; lost {}{}", db_->index(), batch_count_, error,
                   describe(coalesce(batch_lost)),
-                  batch_tickets_.empty() ? ""
-                                         : "; " + std::to_string(batch_tickets_.size()) +
-                                               " collected records will be delivered again");
+                  redelivered == 0 ? ""
+                                   : "; " + std::to_string(redelivered) + " records will be delivered again by their source");
     // One storage_error per failure episode (until the next successful commit): a record per
     // failed batch would, with every shard full, bounce between shards for ever — each failing
     // to store the other's record and posting a new one about it.
@@ -375,118 +371,25 @@ void ShardWriter::fail_batch(const std::string& error) {
     failing_ = true;
 }
 
-void ShardWriter::report_storage_error() {
+void ShardWriter::report_outcomes() {
+    // Settled receipts, grouped by source (in practice one: the collector).
+    for (auto& [receipts, committed] : unsettled_) {
+        while (!receipts.empty()) {
+            RedeliveringSource* source = receipts.front().source;
+            std::vector<uint64_t> ids;
+            std::erase_if(receipts, [&](const HandoffItem::Receipt& r) {
+                if (r.source != source) return false;
+                ids.push_back(r.id);
+                return true;
+            });
+            source->settled(ids, committed);
+        }
+    }
+    unsettled_.clear();
     if (!storage_error_) return;
     const std::string error = std::move(*storage_error_);
     storage_error_.reset();
     if (hooks_.on_storage_error) hooks_.on_storage_error(db_->index(), error);
-}
-
-// --- indexes (PSD-008 §3.3.3–§3.3.5) ------------------------------------------------------
-
-void ShardWriter::report_ring_fill(uint64_t fill, uint64_t capacity) {
-    if (!indexes_ || capacity == 0) return;
-    // Relaxed stores: flags polled by this shard's writer thread (build_must_yield, the
-    // commit and quiet-period checks); they carry no data that must be seen with them.
-    // A tenth of the ring: events are piling up while the writer builds (§3.3.3).
-    if (fill * 10 >= capacity) yield_.store(true, std::memory_order_relaxed);
-    // §3.3.4.1: the ring-pressure signal of emergency shedding.
-    if (fill * 100 >= capacity * settings_.emergency_shedding_buffer_percent.load(std::memory_order_relaxed))
-        emergency_.store(true, std::memory_order_relaxed);
-}
-
-bool ShardWriter::build_must_yield() const {
-    // On the writer thread, every ~1000 SQLite steps of a CREATE INDEX. The handoff filling
-    // up is the other signal of §3.3.3 ("its shard's handoff backs up"); half of it is
-    // already MaxBatchSize / 2 events kept waiting for the build.
-    return yield_.load(std::memory_order_relaxed) || emergency_.load(std::memory_order_relaxed) ||
-           finishing_.load(std::memory_order_relaxed) || handoff_.size() * 2 >= channel_capacity_;
-}
-
-index::SheddingSettings ShardWriter::shedding_settings() const {
-    return {settings_.shedding_window_seconds.load(std::memory_order_relaxed),
-            settings_.shedding_batch_percent.load(std::memory_order_relaxed)};
-}
-
-void ShardWriter::after_commit(size_t batch) {
-    if (!indexes_) return;
-    const auto now = Clock::now();
-    const auto settings = shedding_settings();
-    if (emergency_.exchange(false, std::memory_order_relaxed)) {
-        for (const index::IndexStep& step : indexes_->emergency(settings, now)) run_index_step(step);
-    }
-    const auto desired = desired_->current();
-    if (auto step = indexes_->on_commit(batch, channel_capacity_, settings, *desired, now)) run_index_step(*step);
-}
-
-void ShardWriter::quiet_period() {
-    if (!indexes_) return;
-    const auto now = Clock::now();
-    if (emergency_.exchange(false, std::memory_order_relaxed)) {
-        for (const index::IndexStep& step : indexes_->emergency(shedding_settings(), now)) run_index_step(step);
-        return;
-    }
-    const auto desired = desired_->current();
-    if (auto step = indexes_->next_quiet_step(*desired, now)) {
-        run_index_step(*step);
-    } else if (desired->version != status_version_) {
-        publish_index_status();  // the set changed with nothing to do here: "missing" is news
-    }
-}
-
-void ShardWriter::run_index_step(const index::IndexStep& step) {
-    using Outcome = index::ShardIndexes::Outcome;
-    const bool build = step.kind == index::IndexStep::Kind::create;
-    if (build) {
-        yield_.store(false, std::memory_order_relaxed);  // only pressure seen from now on counts
-        std::lock_guard lock(index_status_mutex_);
-        index_status_.building = step.name;
-    }
-    const auto started = Clock::now();
-    Status status;
-    {
-        // Between transactions, like retention: the connection is the writer's alone.
-        std::lock_guard lock(db_mutex_);
-        // A drop is never cancelled: shedding drops are how pressure is relieved.
-        status = db_->run_index_statement(step.sql, build ? std::function<bool()>([this] { return build_must_yield(); })
-                                                          : std::function<bool()>([] { return false; }));
-    }
-    const auto now = Clock::now();
-    const double ms = std::chrono::duration<double, std::milli>(now - started).count();
-    const Outcome outcome = status                          ? Outcome::done
-                            : status.error().is_cancelled() ? Outcome::cancelled
-                                                            : Outcome::failed;
-    indexes_->done(step, outcome, now);
-    const char* why = index::why_text(step.why);
-    if (outcome == Outcome::failed) {
-        spdlog::warn("shard {}: {} of index {} ({}) failed after {:.0f} ms: {}; retried later", db_->index(),
-                     build ? "build" : "drop", step.name, why, ms, status.error().message);
-    } else if (outcome == Outcome::cancelled) {
-        spdlog::info(
-            "shard {}: build of index {} ({}) cancelled after {:.0f} ms: ingestion needs the shard; retried in "
-            "a later quiet period",
-            db_->index(), step.name, why, ms);
-    } else {
-        spdlog::info("shard {}: index {} {} ({}) in {:.0f} ms", db_->index(), step.name, build ? "built" : "dropped",
-                     why, ms);
-    }
-    publish_index_status();
-}
-
-void ShardWriter::publish_index_status() {
-    const auto desired = desired_->current();
-    status_version_ = desired->version;
-    ShardIndexStatus status;
-    status.material.assign(indexes_->material().begin(), indexes_->material().end());
-    status.missing = indexes_->missing(*desired);
-    status.counters = indexes_->counters();
-    std::lock_guard lock(index_status_mutex_);
-    index_status_ = std::move(status);
-}
-
-ShardIndexStatus ShardWriter::index_status() const {
-    std::lock_guard lock(index_status_mutex_);
-    return index_status_;
 }
 
 }  // namespace eventd

@@ -17,30 +17,13 @@
 #include <vector>
 
 #include "eventd/index/desired_set.hpp"
-#include "eventd/index/shard_indexes.hpp"
 #include "eventd/ingest/handoff.hpp"
+#include "eventd/ingest/index_maintenance.hpp"
+#include "eventd/ingest/writer_settings.hpp"
 #include "eventd/common/lock_order.hpp"
 #include "store/shard_db.hpp"
 
 namespace eventd {
-
-struct WriterSettings {
-    std::atomic<uint32_t> max_batch_size{10000};
-    std::atomic<uint32_t> max_batch_latency_ms{100};
-    std::atomic<uint32_t> commit_delay_ms{0};  // group commit (CommitDelayMs)
-    // Index shedding (PSD-008 §3.3.4, §12.1).
-    std::atomic<uint32_t> shedding_window_seconds{30};
-    std::atomic<uint32_t> shedding_batch_percent{75};
-    std::atomic<uint32_t> emergency_shedding_buffer_percent{75};
-};
-
-// A shard's secondary indexes for `eventctl status` (a copy).
-struct ShardIndexStatus {
-    std::vector<std::string> material;
-    std::vector<std::string> missing;  // desired, not (yet) in this shard
-    index::ShardIndexCounters counters;
-    std::optional<std::string> building;  // the index being built right now
-};
 
 struct WriterStats {
     std::atomic<uint64_t> rows{0};
@@ -51,7 +34,7 @@ struct WriterStats {
     std::atomic<uint64_t> last_commit_ns{0};   // wall clock of the last successful commit
     std::atomic<uint64_t> last_batch_size{0};  // records in it
     std::atomic<uint64_t> commit_ns_total{0};  // time spent in successful COMMITs
-    // Collected records (HandoffItem::ticket) found stored already and not stored again.
+    // Records of a redelivering source (redelivery.hpp) found stored already, not stored again.
     std::atomic<uint64_t> duplicates{0};
 };
 
@@ -64,10 +47,6 @@ struct WriterHooks {
     // The writer thread stopped on an unexpected exception (thread_boundary.hpp): nothing
     // commits this shard any more, so the daemon must fail and restart.
     std::function<void(const std::string& why)> on_fatal;
-    // The batch holding these collected records (HandoffItem::ticket) committed, or failed and
-    // was rolled back. Runs on the writer thread with the shard's db_mutex_ held: it may take
-    // only leaf locks and must not block (the collector acknowledges to JetStream here).
-    std::function<void(const std::vector<uint64_t>& tickets, bool committed)> on_collected;
 };
 
 class ShardWriter {
@@ -90,9 +69,8 @@ public:
     void finish();
     const WriterStats& stats() const { return stats_; }
 
-    // Ring pressure from a drain thread feeding this shard (§3.3.3–§3.3.4.1), called at every
-    // look at its ring: fill = write_pos − read_pos. Above a tenth of the ring a running index
-    // build is cancelled; above EmergencySheddingBufferPercent every secondary index is dropped.
+    // Ring pressure from a drain thread feeding this shard, at every look at its ring
+    // (ShardIndexMaintenance::report_ring_fill).
     void report_ring_fill(uint64_t fill, uint64_t capacity);
     ShardIndexStatus index_status() const;
     // The desired index set was published anew: an idle writer wakes for a quiet period.
@@ -107,10 +85,6 @@ public:
         return f(*db_);
     }
 
-    // Collector mode: sequences accounted in other shard files at startup (historical ones),
-    // which collected records are checked against too. Set before start(); outlives the writer.
-    void set_accounted_elsewhere(const store::SequenceState* state) { accounted_elsewhere_ = state; }
-
     // Highest sequence per (boot, cpu) committed in this shard (for synthetic.shutdown).
     store::SequenceState committed_state();
 
@@ -118,26 +92,23 @@ private:
     void run();
     void begin_batch(std::chrono::steady_clock::time_point now);
     void write_lost_ranges();
-    void store_collected(const HandoffItem& item);  // a record from the collector, once
+    void store_redelivered(const HandoffItem& item);  // unless its source has it stored already
     void commit_batch();
     void fail_batch(const std::string& error);
-    void report_storage_error();  // on_storage_error for a failed batch; db_mutex_ not held
+    // What a transaction's end leaves to tell — a storage error (on_storage_error), the
+    // receipts it settled (RedeliveringSource::settled) — told with db_mutex_ released.
+    void report_outcomes();
     std::chrono::milliseconds idle_wait() const;  // how long an idle writer waits for events
+    void quiet_period();  // nothing to commit: one index convergence step; db_mutex_ not held
 
-    // Index work (eventd/index/shard_indexes.hpp), always between transactions.
-    void after_commit(size_t batch);  // shedding; db_mutex_ not held
-    void quiet_period();              // one convergence step; db_mutex_ not held
-    void run_index_step(const index::IndexStep& step);
-    bool build_must_yield() const;  // the progress handler's question during a CREATE INDEX
-    index::SheddingSettings shedding_settings() const;
-    void publish_index_status();
 
     std::unique_ptr<store::ShardDb> db_;
     // Lock order (lock_order.hpp): db_mutex_ (shard_db, 30) → urgent_mutex_ (urgent, 40) →
     // Handoff's mutex (leaf). db_mutex_ is held for the whole of each transaction — across loop
     // iterations and while pop() waits for more events (at most until the batch's latency
-    // bound), which is how retention waits "between the writer's transactions". Hooks that take
-    // other locks (on_storage_error) run only after it is released.
+    // bound), which is how retention waits "between the writer's transactions". Hooks and
+    // sources (on_storage_error, RedeliveringSource::settled) are called only after it is
+    // released: nothing but this shard's own work runs under it.
     RankedMutex db_mutex_{LockRank::shard_db};
     kmes::Guid boot_id_;
     WriterSettings& settings_;
@@ -158,24 +129,17 @@ private:
     std::chrono::steady_clock::time_point batch_started_;
     std::vector<Accounting> batch_accounting_;
     std::vector<store::EventRow> batch_records_;  // daemon-wide records in the open batch
-    std::vector<uint64_t> batch_tickets_;         // collected records in the open batch
-    uint64_t batch_duplicates_ = 0;               // of them, stored already
-    const store::SequenceState* accounted_elsewhere_ = nullptr;
+    std::vector<HandoffItem::Receipt> batch_receipts_;  // redelivered records in the open batch
+    uint64_t batch_duplicates_ = 0;                     // of them, stored already
     std::vector<Accounting> lost_;                // ranges of failed batches, written as gaps at the next commit
     std::vector<store::EventRow> retained_;       // daemon-wide records of failed batches, retried
     bool failing_ = false;  // a commit failed and none succeeded since (one storage_error per episode)
     std::optional<std::string> storage_error_;  // to report once db_mutex_ is released
+    // Receipts of ended batches with their outcome, to settle once db_mutex_ is released.
+    std::vector<std::pair<std::vector<HandoffItem::Receipt>, bool>> unsettled_;
 
-    // Indexes. yield_ and emergency_ are set by drain threads and read by this thread (the
-    // progress handler polls yield_; relaxed: a flag, no data travels with it — what the
-    // writer does next reads only its own state). Both are cleared by this thread.
-    const index::DesiredSetHolder* desired_;
-    std::unique_ptr<index::ShardIndexes> indexes_;
-    std::atomic<bool> yield_{false};
-    std::atomic<bool> emergency_{false};
-    mutable std::mutex index_status_mutex_;  // leaf: index_status_
-    ShardIndexStatus index_status_;
-    uint64_t status_version_ = 0;  // of the desired set index_status_ was computed from
+    // Index maintenance between transactions (null when no desired set was given).
+    std::unique_ptr<ShardIndexMaintenance> indexes_;
 
     // Smoothed estimates for the adaptive batch size.
     double arrival_rate_ = 0;    // events per second

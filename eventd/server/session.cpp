@@ -1,12 +1,7 @@
 #include "eventd/server/session.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -19,6 +14,7 @@
 #include "eventd/query/resume.hpp"
 #include "store/store_identity.hpp"
 #include "eventd/query_language/parser.hpp"
+#include "eventd/server/channel.hpp"
 #include "eventd/server/frame.hpp"
 #include "base/sync_point.hpp"
 
@@ -38,84 +34,6 @@ int64_t now_ns() {
         .count();
 }
 
-enum class Sent { ok, timed_out, would_block, torn, closed };
-
-// The socket side of one session. Blocking sends are bounded by a deadline (SO_SNDTIMEO, set
-// before each send to the time left); non-blocking sends never wait.
-class Channel {
-public:
-    explicit Channel(int fd) : fd_(fd) {
-        // Asio may have left O_NONBLOCK set; SO_SNDTIMEO needs a blocking socket.
-        const int flags = fcntl(fd_, F_GETFL);
-        if (flags >= 0) fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
-    }
-
-    Sent send_until(const std::vector<uint8_t>& frame, Clock::time_point deadline) {
-        size_t done = 0;
-        while (done < frame.size()) {
-            const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
-            if (left.count() <= 0) return done ? Sent::torn : Sent::timed_out;
-            timeval tv{static_cast<time_t>(left.count() / 1'000'000),
-                       static_cast<suseconds_t>(left.count() % 1'000'000)};
-            setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-            const ssize_t n = ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
-            if (n >= 0) {
-                done += static_cast<size_t>(n);
-                continue;
-            }
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return done ? Sent::torn : Sent::timed_out;
-            return Sent::closed;
-        }
-        return Sent::ok;
-    }
-
-    // §8.7.6: never wait. Nothing written → would_block; part of the frame → torn (the
-    // connection can only be closed then: anything more would be read as the frame's rest).
-    // A frame is only started when the send buffer has room for all of it, so a slow client
-    // normally gets a whole error frame rather than a cut one.
-    Sent send_now(const std::vector<uint8_t>& frame) {
-        if (!fits(frame.size())) return Sent::would_block;
-        for (;;) {
-            const ssize_t n = ::send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n == static_cast<ssize_t>(frame.size())) return Sent::ok;
-            if (n >= 0) return Sent::torn;
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return Sent::would_block;
-            return Sent::closed;
-        }
-    }
-
-    // Room for `bytes` more in the send buffer? Both sides of the comparison are the kernel's
-    // own accounting (SIOCOUTQ = bytes charged to the socket, SO_SNDBUF = its limit), with a
-    // margin for per-buffer overhead. An empty buffer always takes a frame (one larger than
-    // the whole buffer could never be sent otherwise).
-    bool fits(size_t bytes) const {
-        int queued = 0, limit = 0;
-        socklen_t len = sizeof limit;
-        if (ioctl(fd_, SIOCOUTQ, &queued) != 0 || getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &limit, &len) != 0)
-            return true;
-        if (queued <= 0) return true;
-        return static_cast<size_t>(queued) + bytes + bytes / 4 + kBufferOverhead <= static_cast<size_t>(limit);
-    }
-
-    // A stream's buffer: room for bursts between two reads of a client that keeps up, still a
-    // fixed bound (§8.7.6 "never unbounded buffering"). SO_SNDBUFFORCE passes wmem_max.
-    void enlarge_send_buffer() {
-        const int bytes = kStreamSendBuffer;
-        if (setsockopt(fd_, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
-            setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-    }
-
-    int fd() const { return fd_; }
-
-private:
-    static constexpr size_t kBufferOverhead = 2048;
-    static constexpr int kStreamSendBuffer = 1 << 20;
-
-    int fd_;
-};
-
 class Session {
 public:
     Session(ServerShared& shared, int fd, const access::Caller& caller, Admissions::Ticket& ticket)
@@ -130,9 +48,22 @@ public:
     void run(const Request& request);
 
 private:
+    // One function per kind of query: STATUS, EVENTS INDEX, and EVENTS — whose initial phase
+    // is a plain query, a catch-up after a cursor, or the count of records after one, and
+    // whose stream then follows live.
     void run_status();
     void run_index(const query::Query& q);
     void run_events(const query::Query& q, const Request& request);
+    // run_events' admission: the caller's view (and the field counting of §8.6.5), a resumed
+    // query's cursor, a streaming slot. False when the client was told why not.
+    bool admit_events(const query::Query& q, const Request& request, access::CallerAccess& access,
+                      const base::Result<store::StoreId>& store_id, std::optional<store::StorePosition>& from);
+    void run_count_after(const query::Query& q, query::ExecutionContext& ctx, const store::StoreId& store,
+                         const std::optional<store::StorePosition>& from);
+    base::Result<query::StreamStart> run_catch_up(const query::Query& q, query::ExecutionContext& ctx,
+                                                  const store::StoreId& store,
+                                                  const std::optional<store::StorePosition>& from, bool allow_gap);
+    base::Result<query::StreamStart> run_query(const query::Query& q, query::ExecutionContext& ctx);
     // The initial phase failed: the client hears why (unless it cannot hear anything any more),
     // counted as a timeout or an error (a shutdown is neither).
     void report_initial_failure(const base::Error& error);
@@ -262,42 +193,14 @@ void Session::run_status() {
 }
 
 void Session::run_events(const query::Query& q, const Request& request) {
-    // The caller's view of the policy, checked before anything else is decided: §8.6.5 counts
-    // every event query (streaming or not, refused for a slot or not), but not one whose fields
-    // the caller may not use, nor one over types it cannot read (issue 23 item 3).
     // Generation first: a reload between the two reads only causes a needless reset later.
     const uint64_t generation = shared_.policy_generation.load();
     access::CallerAccess access(caller_, shared_.policy->get());
-    const base::Status allowed = access.check_query(q);
-    if (allowed && shared_.index.count && access.may_read_any(q))
-        shared_.index.count(q, caller_, access.policy()->is_admin(caller_));
     // Cursors name the store (store_identity.hpp): without its id (a store eventd has not
     // started on) a stream has none, and a resumption is refused.
-    auto store_id = store::read_store_id(shared_.store_dir);
-    // A resumed query: its cursor and clauses are checked before any slot or file is taken.
+    const auto store_id = store::read_store_id(shared_.store_dir);
     std::optional<store::StorePosition> from;
-    if (request.after) {
-        base::Status ok = query::check_resumable(q);
-        if (ok && !store_id) ok = base::Error{store_id.error().code, "cannot resume: " + store_id.error().message};
-        if (ok && !request.after->empty()) {
-            auto opened = shared_.cursor_key->open(*request.after, *store_id);
-            if (opened)
-                from = std::move(*opened);
-            else
-                ok = opened.error();
-        }
-        if (!ok) {
-            shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
-            return fail(ok.error().message);
-        }
-    }
-    if (q.stream) {
-        if (base::Status s = ticket_.add_stream(limits_, shared_.counters); !s) return fail(s.error().message);
-    }
-    if (!allowed) {
-        shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
-        return fail(allowed.error().message);
-    }
+    if (!admit_events(q, request, access, store_id, from)) return;
 
     // A stream subscribes before the initial query takes its snapshot: a commit after the
     // snapshot then always marks its shard (one before it only causes an empty read).
@@ -327,34 +230,8 @@ void Session::run_events(const query::Query& q, const Request& request) {
     ctx.timeout_ms = limits_.query_timeout_ms;
     ctx.cancelled = &shared_.stopping;
     KMES_SYNC_POINT("Session::run_events:before_execute");
-    base::Result<query::StreamStart> start = query::StreamStart{};
-    if (request.after && query::is_count_after(q)) {
-        // How many records follow the cursor (a follower's backlog): one record, then end.
-        auto n = query::count_after(q, ctx, *store_id, from);
-        if (!n) return report_initial_failure(n.error());
-        batcher_.add(json{{"count", *n}});
-        if (!finish_initial_frames()) return;
-        return send_final(end_frame());
-    }
-    if (request.after) {
-        // Every catch-up frame carries the position after its last record.
-        store::StorePosition position;
-        position.store = *store_id;
-        if (from && from->store == *store_id) position.last_id = from->last_id;
-        batcher_.track_position(std::move(position));
-        const query::PositionedSink sink = [this](std::span<const uint8_t> record, const query::StoredAt& at) {
-            batcher_.add_encoded(record, RecordBatcher::Stored{at.file, at.id});
-            return drain_batcher_initial();
-        };
-        const auto on_gap = [this](const query::Gap& gap) { return send_initial(gap_frame(gap.lost, gap.detail)); };
-        start = query::catch_up(q, ctx, *store_id, from, request.allow_gap, on_gap, sink);
-    } else {
-        const query::RecordSink sink = [this](std::span<const uint8_t> record) -> base::Status {
-            batcher_.add_encoded(record);
-            return drain_batcher_initial();
-        };
-        start = query::execute(q, ctx, sink);
-    }
+    if (request.after && query::is_count_after(q)) return run_count_after(q, ctx, *store_id, from);
+    auto start = request.after ? run_catch_up(q, ctx, *store_id, from, request.allow_gap) : run_query(q, ctx);
     if (!start) return report_initial_failure(start.error());
     if (!finish_initial_frames()) return;
     // From here on every frame carries the cursor (a plain stream's initial frames have none:
@@ -374,6 +251,82 @@ void Session::run_events(const query::Query& q, const Request& request) {
     }
     channel_.enlarge_send_buffer();
     follow(q, std::move(*start), access, *wake, generation);
+}
+
+bool Session::admit_events(const query::Query& q, const Request& request, access::CallerAccess& access,
+                           const base::Result<store::StoreId>& store_id, std::optional<store::StorePosition>& from) {
+    // The caller's view of the policy, checked before anything else is decided: §8.6.5 counts
+    // every event query (streaming or not, refused for a slot or not), but not one whose fields
+    // the caller may not use, nor one over types it cannot read (issue 23 item 3).
+    const base::Status allowed = access.check_query(q);
+    if (allowed && shared_.index.count && access.may_read_any(q))
+        shared_.index.count(q, caller_, access.policy()->is_admin(caller_));
+    // A resumed query: its cursor and clauses are checked before any slot or file is taken.
+    if (request.after) {
+        base::Status ok = query::check_resumable(q);
+        if (ok && !store_id) ok = base::Error{store_id.error().code, "cannot resume: " + store_id.error().message};
+        if (ok && !request.after->empty()) {
+            auto opened = shared_.cursor_key->open(*request.after, *store_id);
+            if (opened)
+                from = std::move(*opened);
+            else
+                ok = opened.error();
+        }
+        if (!ok) {
+            shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+            fail(ok.error().message);
+            return false;
+        }
+    }
+    if (q.stream) {
+        if (base::Status s = ticket_.add_stream(limits_, shared_.counters); !s) {
+            fail(s.error().message);
+            return false;
+        }
+    }
+    if (!allowed) {
+        shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
+        fail(allowed.error().message);
+        return false;
+    }
+    return true;
+}
+
+// How many records follow the cursor (a follower's backlog): one record, then end.
+void Session::run_count_after(const query::Query& q, query::ExecutionContext& ctx, const store::StoreId& store,
+                              const std::optional<store::StorePosition>& from) {
+    auto n = query::count_after(q, ctx, store, from);
+    if (!n) return report_initial_failure(n.error());
+    batcher_.add(json{{"count", *n}});
+    if (!finish_initial_frames()) return;
+    send_final(end_frame());
+}
+
+// The records after a cursor, in store order; every frame carries the position after its
+// last record, and a gap (rows retention deleted) is said, or refused without allow_gap.
+base::Result<query::StreamStart> Session::run_catch_up(const query::Query& q, query::ExecutionContext& ctx,
+                                                       const store::StoreId& store,
+                                                       const std::optional<store::StorePosition>& from,
+                                                       bool allow_gap) {
+    store::StorePosition position;
+    position.store = store;
+    if (from && from->store == store) position.last_id = from->last_id;
+    batcher_.track_position(std::move(position));
+    const query::PositionedSink sink = [this](std::span<const uint8_t> record, const query::StoredAt& at) {
+        batcher_.add_encoded(record, RecordBatcher::Stored{at.file, at.id});
+        return drain_batcher_initial();
+    };
+    const auto on_gap = [this](const query::Gap& gap) { return send_initial(gap_frame(gap.lost, gap.detail)); };
+    return query::catch_up(q, ctx, store, from, allow_gap, on_gap, sink);
+}
+
+// A plain query (or a stream's initial result): the records in the query's order.
+base::Result<query::StreamStart> Session::run_query(const query::Query& q, query::ExecutionContext& ctx) {
+    const query::RecordSink sink = [this](std::span<const uint8_t> record) -> base::Status {
+        batcher_.add_encoded(record);
+        return drain_batcher_initial();
+    };
+    return query::execute(q, ctx, sink);
 }
 
 void Session::report_initial_failure(const base::Error& error) {
@@ -496,120 +449,6 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
 }
 
 }  // namespace
-
-Admissions::Ticket& Admissions::Ticket::operator=(Ticket&& o) noexcept {
-    if (this != &o) {
-        release();
-        owner_ = o.owner_;
-        uid_ = o.uid_;
-        admin_ = o.admin_;
-        streaming_ = o.streaming_;
-        o.owner_ = nullptr;
-        o.streaming_ = false;
-    }
-    return *this;
-}
-
-namespace {
-// The slots of `limit` a caller may fill: all of them for an administrator, the rest after the
-// reserve for anyone else (at least one, so that a reserve as large as the limit cannot shut
-// every unprivileged user out by accident of configuration).
-uint32_t usable_slots(uint32_t limit, uint32_t reserve, bool admin) {
-    if (admin) return limit;
-    return reserve < limit ? limit - reserve : 1;
-}
-}  // namespace
-
-base::Status Admissions::Ticket::add_stream(const ServerLimits& limits, QueryCounters& counters) {
-    if (!owner_ || streaming_) return {};
-    std::lock_guard lock(owner_->mutex_);
-    // The user's own limit first: when both hold, it is the one the user can act on.
-    PerUser& mine = owner_->per_user_[uid_];
-    if (uid_ != 0 && mine.streams >= limits.max_streaming_queries_per_user) {  // root is exempt
-        counters.refused_streaming_per_user.fetch_add(1, std::memory_order_relaxed);
-        return base::Error{EBUSY, "too many concurrent streaming queries from this user"};
-    }
-    if (owner_->streaming_ >= usable_slots(limits.max_streaming_queries, limits.admin_reserved_queries, admin_)) {
-        counters.refused_streaming.fetch_add(1, std::memory_order_relaxed);
-        return base::Error{EBUSY, "too many concurrent streaming queries"};
-    }
-    ++mine.streams;
-    ++owner_->streaming_;
-    streaming_ = true;
-    return {};
-}
-
-void Admissions::Ticket::release() {
-    if (!owner_) return;
-    std::lock_guard lock(owner_->mutex_);
-    --owner_->active_;
-    PerUser& mine = owner_->per_user_[uid_];
-    --mine.connections;
-    if (streaming_) {
-        --owner_->streaming_;
-        --mine.streams;
-    }
-    if (mine.connections == 0) owner_->per_user_.erase(uid_);
-    owner_ = nullptr;
-    streaming_ = false;
-}
-
-base::Result<Admissions::Ticket> Admissions::admit(uid_t uid, bool admin, const ServerLimits& limits,
-                                                   QueryCounters& counters) {
-    std::lock_guard lock(mutex_);
-    if (active_ >= usable_slots(limits.max_concurrent_queries, limits.admin_reserved_queries, admin)) {
-        counters.refused_concurrency.fetch_add(1, std::memory_order_relaxed);
-        return base::Error{EBUSY, "too many concurrent queries"};
-    }
-    PerUser& mine = per_user_[uid];
-    if (uid != 0 && mine.connections >= limits.max_queries_per_user) {  // root is exempt
-        if (mine.connections == 0) per_user_.erase(uid);
-        counters.refused_per_user.fetch_add(1, std::memory_order_relaxed);
-        return base::Error{EBUSY, "too many concurrent queries from this user"};
-    }
-    ++mine.connections;
-    ++active_;
-    counters.accepted.fetch_add(1, std::memory_order_relaxed);
-    Ticket t;
-    t.owner_ = this;
-    t.uid_ = uid;
-    t.admin_ = admin;
-    return t;
-}
-
-uint32_t Admissions::active() const {
-    std::lock_guard lock(mutex_);
-    return active_;
-}
-
-uint32_t Admissions::streaming() const {
-    std::lock_guard lock(mutex_);
-    return streaming_;
-}
-
-json ServerShared::queries_record() const {
-    const auto& c = counters;
-    const uint64_t concurrency = c.refused_concurrency.load(), streaming = c.refused_streaming.load(),
-                   per_user = c.refused_per_user.load(), streaming_per_user = c.refused_streaming_per_user.load();
-    const ServerLimits l = limits();
-    return json{{"kind", "queries"},
-                {"active", admissions.active()},
-                {"streaming", admissions.streaming()},
-                {"accepted_total", c.accepted.load()},
-                {"refused_total", concurrency + streaming + per_user + streaming_per_user},
-                {"refused_concurrency", concurrency},
-                {"refused_streaming", streaming},
-                {"refused_per_user", per_user},
-                {"refused_streaming_per_user", streaming_per_user},
-                {"timeouts", c.timeouts.load()},
-                {"dropped_streams", c.dropped_streams.load()},
-                {"errors", c.errors.load()},
-                {"max_concurrent_queries", l.max_concurrent_queries},
-                {"max_streaming_queries", l.max_streaming_queries},
-                {"max_queries_per_user", l.max_queries_per_user},
-                {"max_streaming_queries_per_user", l.max_streaming_queries_per_user},
-                {"admin_reserved_queries", l.admin_reserved_queries}};
-}
 
 void run_session(ServerShared& shared, int fd, const access::Caller& caller, const Request& request,
                  Admissions::Ticket& ticket) {

@@ -85,7 +85,7 @@ TEST_CASE("collected KMES event: columns from the header fields, host first in t
     CHECK(row.event_type == "kacs.access_denied");
     CHECK(row.effective_token.has_value());
     CHECK_FALSE(row.true_token.has_value());
-    CHECK(item.ticket == 0);  // the collector numbers it
+    CHECK(item.receipt.source == nullptr);  // the collector sets its receipt
     REQUIRE(item.accounting);
     CHECK(item.accounting->cpu_id == 3);
     CHECK(item.accounting->first == 42);

@@ -7,11 +7,15 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <future>
 #include <thread>
 #include <vector>
 
+#include "eventd/ingest/redelivery.hpp"
 #include "eventd/ingest/shard_writer.hpp"
 #include "base/sync_point.hpp"
 #include "unit_util.hpp"
@@ -82,3 +86,67 @@ TEST_CASE("retention waits for the writer's open transaction and then sees its r
     CHECK(writer.stats().rows.load() == 10);
 }
 #endif
+
+namespace {
+
+// A source that may deliver a record twice, as the collector does (redelivery.hpp): it says
+// which sequences it has stored already and records what the writer settles.
+class RecordingSource final : public eventd::RedeliveringSource {
+public:
+    std::set<uint64_t> stored;  // sequences to report as stored already
+    eventd::ShardWriter* writer = nullptr;
+
+    base::Result<bool> stored_already(eventd::store::ShardDb&, const eventd::HandoffItem& item) const override {
+        return stored.count(item.accounting->first) != 0;
+    }
+    void settled(const std::vector<uint64_t>& ids, bool committed) override {
+        // Takes the shard's lock: under it (the contract broken) a debug build aborts on the
+        // lock order and a release build deadlocks — either way the test fails.
+        const auto state = writer->committed_state();
+        std::lock_guard lock(mutex);
+        for (uint64_t id : ids) settled_ids.push_back(id);
+        all_committed = all_committed && committed;
+        committed_seen = state.empty() ? 0 : state.begin()->second.highest();
+        done.notify_all();
+    }
+
+    std::mutex mutex;
+    std::condition_variable done;
+    std::vector<uint64_t> settled_ids;
+    bool all_committed = true;
+    uint64_t committed_seen = 0;  // highest sequence committed when the last receipt was settled
+};
+
+}  // namespace
+
+TEST_CASE("a redelivering source's records: its duplicate check decides, its receipts settle after the shard's lock",
+          "[shard_writer]") {
+    using namespace eventd;
+    eventd_unit::TempDir dir;
+    auto db = store::ShardDb::open(dir.path(), 0);
+    REQUIRE(db.ok());
+    WriterSettings settings;
+    ShardWriter writer(std::move(*db), kmes::Guid{}, settings, WriterHooks{});
+    RecordingSource source;
+    source.writer = &writer;
+    source.stored = {3};
+    writer.start();
+
+    std::vector<HandoffItem> items;
+    for (uint64_t s = 1; s <= 5; ++s) {
+        HandoffItem item{eventd_unit::kmes_row(s, "t"), Accounting{0, s, s}};
+        item.receipt = {&source, 100 + s};
+        items.push_back(std::move(item));
+    }
+    REQUIRE(writer.handoff().push(items));
+    {
+        std::unique_lock lock(source.mutex);
+        REQUIRE(source.done.wait_for(lock, std::chrono::seconds(30), [&] { return source.settled_ids.size() == 5; }));
+    }
+    writer.finish();
+    CHECK(source.settled_ids == std::vector<uint64_t>{101, 102, 103, 104, 105});
+    CHECK(source.all_committed);
+    CHECK(source.committed_seen == 5);  // settled after the commit, never before
+    CHECK(writer.stats().rows.load() == 4);
+    CHECK(writer.stats().duplicates.load() == 1);
+}

@@ -69,7 +69,8 @@ struct Shard {
         REQUIRE(db->begin().ok());
         uint64_t seq = 0;
         for (int i = 0; i < kHidden + kVisible; ++i) {
-            auto row = store_test::kmes_row(boot, 0, ++seq, 1000 + seq);
+            ++seq;
+            auto row = store_test::kmes_row(boot, 0, seq, 1000 + seq);
             const bool hidden = !(i % 71 == 0 && i / 71 < kVisible);  // 7 visible rows among the hidden
             row.event_type = hidden ? "secret.bulk" : "public.thing";
             row.payload = json::to_msgpack(hidden ? json{{"pin", 1234}, {"hidden", true}} : json{{"pin", 1}});
