@@ -4,7 +4,7 @@ namespace eventd {
 
 GapTracker::Decision GapTracker::observe(uint64_t sequence, uint64_t timestamp) {
     Decision d;
-    if (sequence == 0 || accounted_.contains(sequence)) {  // 0 is never assigned (§1.2)
+    if (sequence == 0 || accounted_.contains(sequence)) {  // 0 is never assigned (PSD-003 §1.2)
         if (sequence > last_read_) {
             last_read_ = sequence;
             last_read_timestamp_ = timestamp;
