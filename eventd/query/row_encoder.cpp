@@ -58,7 +58,7 @@ bool copyable_map(mp::Reader& in, uint32_t count, int depth, OnPair&& on_pair) {
 
 // Walks one value and says whether its bytes mean, on the wire, exactly what the tree decoder
 // would re-encode: maps as copyable_map says, no float32 (the tree widens it to float64,
-// §8.8), nesting within the reader's limit.
+// PSD-008 §8.8), nesting within the reader's limit.
 bool copyable_value(mp::Reader& in, int depth) {
     auto item = in.next();
     if (!item) return false;
@@ -162,7 +162,7 @@ bool RowEncoder::encode_direct(const store::RowView& row) {
         auto map = in.next();
         if (!map) return false;
         const bool copyable = copyable_map(in, map->count, 0, [&](std::string_view key, size_t start, size_t end) {
-            // §8.1 field resolution: a header field wins over a payload key of the same name.
+            // PSD-008 §8.1 field resolution: a header field wins over a payload key of the same name.
             if (!is_header_name(key)) pairs[kept++] = {key, payload.subspan(start, end - start)};
         });
         if (!copyable || !in.at_end()) return false;

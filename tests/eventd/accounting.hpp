@@ -78,7 +78,7 @@ public:
     uint64_t bytes_written() const;
     // Wake every consumer asleep on these rings (a futex wake on each ring's word; spurious
     // wake-ups are harmless to every waiter). For a frozen shim: a SIGSTOP that lands between a
-    // publish and its wake-up (§5.1.8 step 9) leaves an idle consumer asleep, the last batch
+    // publish and its wake-up (PSD-003 §5.1.8 step 9) leaves an idle consumer asleep, the last batch
     // unread, until its own bound — eventd's drain threads: 60 s. Call highest() first.
     void wake_consumers();
 

@@ -83,7 +83,7 @@ Highest Pipeline::stop_emission() {
 Highest Pipeline::finish(std::chrono::milliseconds timeout) {
     const Highest highest = stop_emission();
     std::string status;
-    // The freeze may have stopped the shim between a publish and its wake-up (§5.1.8 step 9):
+    // The freeze may have stopped the shim between a publish and its wake-up (PSD-003 §5.1.8 step 9):
     // an idle drain of eventd would sleep on, that batch unread, until its 60 s bound. The test
     // gives the wake the frozen shim owes, at every poll (a drain between its last look at the
     // ring and its futex_wait misses one of them, not the next).

@@ -62,7 +62,7 @@ public:
     // SIGKILL the shim (a KMES "reboot", DESIGN.md §2) and start a new one with the same
     // options and socket: a new boot id, sequences from 1, a new RingWatch. The old shim is
     // frozen first, so the returned highest sequences of its rings are exact. eventd, if it
-    // runs, is left alone (it sees the rings retired and exits by itself, EVENTD.md §13).
+    // runs, is left alone (it sees the rings retired and exits by itself, docs/EVENTD.md §13).
     // No ring swap may be under way: the RingWatch could not re-attach to a frozen shim (let
     // a resize settle and call watch().highest() first; the same holds for stop_emission).
     Highest restart_shim();

@@ -1,6 +1,6 @@
 // [emit-storm]: the emit side under a crowd (issue 11, docs/RELIABILITY.md "Hostile clients and
 // resource exhaustion"). 100 processes emit at once through the real kmes-shimd, each a mix of
-// valid events and three kinds of invalid ones (KMES.md §4.1.2: a payload that is not msgpack
+// valid events and three kinds of invalid ones (PSD-003 §4.1.2: a payload that is not msgpack
 // and an empty type → EINVAL, an event above MaxEventSize → ENOSPC). Checked:
 //
 //   - every call got exactly the answer its input calls for (0, or the errno);

@@ -306,7 +306,7 @@ TEST_CASE("crash soak: eventd SIGKILLed at random moments under mixed load; the 
                     ++tally.index_kills;
                     break;
                 } else if (what < 36) {
-                    // A retention run (a changed retention key runs it at once, EVENTD.md §8), killed.
+                    // A retention run (a changed retention key runs it at once, docs/EVENTD.md §8), killed.
                     reload(true);
                     std::this_thread::sleep_for(milliseconds(between(0, 150)));
                     ++tally.retention_kills;

@@ -158,7 +158,7 @@ TEST_CASE("direct records list the header fields first, then the payload keys as
 TEST_CASE("payloads the direct way cannot copy exactly fall back to the tree, with the same result", "[row_encoder]") {
     CallerAccess root = root_access();
     std::vector<Bytes> payloads;
-    // float32 (must be widened to float64 on the wire, §8.8)
+    // float32 (must be widened to float64 on the wire, PSD-008 §8.8)
     payloads.push_back({0x81, 0xa1, 'f', 0xca, 0x3f, 0xc0, 0x00, 0x00});
     // a float32 nested in an array
     payloads.push_back({0x81, 0xa1, 'a', 0x91, 0xca, 0x3f, 0xc0, 0x00, 0x00});
