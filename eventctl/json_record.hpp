@@ -20,7 +20,7 @@
 
 namespace eventctl {
 
-// Appends one compact line of JSON (no newline). The record was checked by parse_reply(); an
+// Appends one compact line of JSON (no newline). The record was checked by protocol::parse_reply(); an
 // error is still returned, never a crash, if the bytes are not one well-formed msgpack value.
 base::Status append_json_record(std::string& out, std::span<const uint8_t> record);
 

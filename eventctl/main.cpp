@@ -13,7 +13,7 @@
 
 #include "base/cli.hpp"
 #include "help_text.hpp"
-#include "interrupt.hpp"
+#include "base/interrupt.hpp"
 #include "pretty_wrap.hpp"
 #include "query_input.hpp"
 #include "record_writer.hpp"
@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
         options.query = std::move(text.value());
     }
 
-    if (!eventctl::install_interrupt_handlers()) {
+    if (!base::install_interrupt_handlers()) {
         std::fprintf(stderr, "eventctl: cannot set up Ctrl-C handling (pipe2 failed)\n");
         return kExitEventdError;
     }

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "interrupt.hpp"
+#include "base/interrupt.hpp"
 
 namespace eventctl {
 namespace {
@@ -27,7 +27,7 @@ void Output::drain() {
         if (n > 0) {
             done += static_cast<std::size_t>(n);
         } else if (n < 0 && errno == EINTR) {
-            if (interrupted()) stopped_ = true;
+            if (base::interrupted()) stopped_ = true;
         } else {
             error_ = n < 0 ? errno : EIO;
         }

@@ -25,7 +25,7 @@ std::string pretty_string(std::string_view text);
 std::string pretty_key(std::string_view key);
 
 // One msgpack value (`eventctl status` cells), and one record without the newline. The bytes
-// were checked by parse_reply(); an error is still returned, never a crash, if they are not one
+// were checked by protocol::parse_reply(); an error is still returned, never a crash, if they are not one
 // well-formed msgpack value. In a record, the integer values of `timestamp` and of keys ending
 // in `_timestamp` (synthetic.gap's) are event times: written as RFC 3339 in `zone`
 // (time_text.hpp), unquoted.

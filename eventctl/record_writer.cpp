@@ -201,7 +201,7 @@ public:
     using Render = std::string (*)(const std::vector<Json>&);
     StatusWriter(Output& out, Render render) : out_(out), render_(render) {}
     base::Status write(std::span<const uint8_t> record) override {
-        // parse_reply() has checked what nlohmann's decoder requires (a map, string keys) and
+        // protocol::parse_reply() has checked what nlohmann's decoder requires (a map, string keys) and
         // bounded the nesting it would recurse into (msgpack::kRecordMaxDepth).
         try {
             records_.push_back(Json::from_msgpack(record.begin(), record.end()));

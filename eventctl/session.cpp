@@ -8,21 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "connection.hpp"
+#include "protocol/client.hpp"
+#include "protocol/wire.hpp"
 #include "cursor_file.hpp"
 #include "output.hpp"
-#include "reply.hpp"
+#include "protocol/reply.hpp"
 #include "spool.hpp"
 
 namespace eventctl {
 namespace {
 
-std::vector<uint8_t> request_body(const std::string& query, const std::optional<std::string>& after, bool allow_gap) {
-    nlohmann::json request{{"query", query}};
-    if (after) request["after"] = *after;
-    if (allow_gap) request["allow_gap"] = true;
-    return nlohmann::json::to_msgpack(request);
-}
 
 class Session {
 public:
@@ -33,7 +28,7 @@ public:
           cursor_file_(o.cursor_file),
           allow_gap_(o.allow_gap) {}
 
-    base::Result<SessionEnd> run(Connection& conn, const std::string& query) {
+    base::Result<SessionEnd> run(protocol::Connection& conn, const std::string& query) {
         std::optional<std::string> after;
         if (cursor_file_) {
             auto saved = load_cursor(*cursor_file_);
@@ -52,8 +47,8 @@ public:
             writer_->live();
             streaming_ = true;
         }
-        auto sent = conn.send_frame(request_body(query, after, allow_gap_));
-        if (sent && sent.value() == ReadResult::interrupted) return SessionEnd::interrupted_early;
+        auto sent = conn.send_frame(protocol::encode_request({query, after, allow_gap_}));
+        if (sent && sent.value() == protocol::ReadResult::interrupted) return SessionEnd::interrupted_early;
         // eventd may refuse the request without reading it all ("… exceeds N") and close: its
         // error frame may still be waiting, and says more than the failed send.
         const bool send_failed = !sent;
@@ -62,14 +57,14 @@ public:
         while (true) {
             auto got = conn.read_frame(frame);
             if (!got) return send_failed ? sent.error() : got.error();
-            if (got.value() == ReadResult::interrupted) return interrupted_end();
-            if (got.value() == ReadResult::closed) {
+            if (got.value() == protocol::ReadResult::interrupted) return interrupted_end();
+            if (got.value() == protocol::ReadResult::closed) {
                 if (send_failed) return sent.error();
                 return closed_error();
             }
-            auto reply = parse_reply(frame);
+            auto reply = protocol::parse_reply(frame);
             if (!reply) return end_stream_with(reply.error());
-            if (reply->status == ReplyStatus::error) return end_stream_with(base::Error{EPROTO, reply->error});
+            if (reply->status == protocol::ReplyStatus::error) return end_stream_with(base::Error{EPROTO, reply->error});
             // A new cursor: through a pipe it is made ready before the records go out, so that
             // only the rename is left between them and the saved cursor (cursor_file.hpp).
             const bool saving = cursor_file_ && reply->cursor && *reply->cursor != saved_;
@@ -79,12 +74,12 @@ public:
             }
             if (auto st = take_records(reply->records); !st) return end_stream_with(st.error());
             switch (reply->status) {
-                case ReplyStatus::ok:
+                case protocol::ReplyStatus::ok:
                     if (streaming_) {
                         if (auto st = out_.flush(); !st) return st.error();
                     }
                     break;
-                case ReplyStatus::end:
+                case protocol::ReplyStatus::end:
                     // After `watch` no `end` is due; take one as eventd closing the stream cleanly.
                     if (!streaming_) {
                         if (auto st = commit(); !st) return st.error();
@@ -94,7 +89,7 @@ public:
                         if (auto st = save(*reply->cursor); !st) return end_stream_with(st.error());
                     }
                     return finish();
-                case ReplyStatus::watch:
+                case protocol::ReplyStatus::watch:
                     if (!streaming_) {
                         if (auto st = commit(); !st) return st.error();
                         writer_->live();
@@ -102,13 +97,13 @@ public:
                     }
                     if (auto st = out_.flush(); !st) return st.error();
                     break;
-                case ReplyStatus::gap:
+                case protocol::ReplyStatus::gap:
                     std::fprintf(stderr, "eventctl: warning: %s records after the saved cursor are no longer stored "
                                  "and were skipped (%s)\n",
                                  reply->lost ? std::to_string(*reply->lost).c_str() : "an unknown number of",
                                  reply->detail.c_str());
                     break;
-                case ReplyStatus::error:
+                case protocol::ReplyStatus::error:
                     break;  // handled above
             }
             // Only once the frame's records are out: a cursor never runs ahead of stdout.
@@ -195,7 +190,7 @@ private:
 }  // namespace
 
 base::Result<SessionEnd> run_session(const SessionOptions& options) {
-    auto conn = Connection::open(options.socket_path);
+    auto conn = protocol::Connection::open(options.socket_path);
     if (!conn) return conn.error();
     Session session(options);
     return session.run(conn.value(), options.query);

@@ -10,6 +10,7 @@
 #include "base/guid_text.hpp"
 #include "daemon.hpp"
 #include "kmes/guid.hpp"
+#include "protocol/status.hpp"
 #include "store/shard_snapshot.hpp"
 #include "eventd/ingest/synthetic.hpp"
 
@@ -56,14 +57,14 @@ std::vector<json> Daemon::status_records() const {
     std::vector<json> out;
     if (!ready_.load()) return out;  // still starting: source_ and writers_ are being built
     const auto now = std::chrono::system_clock::now();
-    out.push_back(json{
-        {"kind", "daemon"},
-        {"boot_id", base::guid_text(boot_id_)},
-        {"started_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(started_at_.time_since_epoch()).count()},
-        {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count()},
-        {"mode", source_->mode()},
-        {"cpus", source_->cpus().size()},
-        {"shards", writers_.size()}});
+    protocol::status::Daemon daemon;
+    daemon.boot_id = base::guid_text(boot_id_);
+    daemon.started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(started_at_.time_since_epoch()).count();
+    daemon.uptime_s = std::chrono::duration_cast<std::chrono::seconds>(now - started_at_).count();
+    daemon.mode = source_->mode();
+    daemon.cpus = source_->cpus().size();
+    daemon.shards = writers_.size();
+    out.push_back(protocol::status::to_record(daemon));
     source_->add_status_records(out);  // {kind:"ring"} per CPU, or {kind:"collector"}
     const uint64_t in = source_->records_in();
     uint64_t out_rows = 0;
@@ -77,24 +78,22 @@ std::vector<json> Daemon::status_records() const {
         const std::filesystem::path wal = w->path().string() + "-wal";
         const std::optional<uint64_t> rows =
             count_rows(store::ShardFile{w->path(), w->path().filename().string(), w->index()}, count_deadline);
-        const uint64_t last_commit = s.last_commit_ns.load(std::memory_order_relaxed);
-        out.push_back(json{
-            {"kind", "shard"},
-            {"shard", w->index()},
-            {"file", w->path().filename().string()},
-            {"rows", rows ? json(*rows) : json(nullptr)},
-            {"rows_written", rows_written},
-            {"bytes", file_bytes(w->path()) + file_bytes(wal)},
-            {"last_commit_ns", last_commit ? json(last_commit) : json(nullptr)},
-            {"batches", batches},
-            {"avg_batch_size", batches ? round1(double(rows_written) / double(batches)) : 0.0},
-            {"last_batch_size", s.last_batch_size.load(std::memory_order_relaxed)},
-            {"commit_latency_ms",
-             batches ? round1(double(s.commit_ns_total.load(std::memory_order_relaxed)) / double(batches) / 1e6) : 0.0},
-            {"commit_ns_total", s.commit_ns_total.load(std::memory_order_relaxed)},  // metrics: a summary's sum
-            {"failed_batches", s.failed_batches.load(std::memory_order_relaxed)},
-            {"lost_events", s.lost_events.load(std::memory_order_relaxed)},
-            {"queued", const_cast<ShardWriter&>(*w).handoff().size()}});
+        protocol::status::Shard shard;
+        shard.shard = w->index();
+        shard.file = w->path().filename().string();
+        shard.rows = rows;
+        shard.rows_written = rows_written;
+        shard.bytes = file_bytes(w->path()) + file_bytes(wal);
+        if (const uint64_t last = s.last_commit_ns.load(std::memory_order_relaxed)) shard.last_commit_ns = last;
+        shard.batches = batches;
+        shard.avg_batch_size = batches ? round1(double(rows_written) / double(batches)) : 0.0;
+        shard.last_batch_size = s.last_batch_size.load(std::memory_order_relaxed);
+        shard.commit_ns_total = s.commit_ns_total.load(std::memory_order_relaxed);  // metrics: a summary's sum
+        shard.commit_latency_ms = batches ? round1(double(shard.commit_ns_total) / double(batches) / 1e6) : 0.0;
+        shard.failed_batches = s.failed_batches.load(std::memory_order_relaxed);
+        shard.lost_events = s.lost_events.load(std::memory_order_relaxed);
+        shard.queued = const_cast<ShardWriter&>(*w).handoff().size();
+        out.push_back(protocol::status::to_record(shard));
     }
     // Secondary indexes (PSD-008 §3.3), one record per shard; lists as comma-separated text.
     auto joined = [](const std::vector<std::string>& names) {
@@ -105,19 +104,20 @@ std::vector<json> Daemon::status_records() const {
     for (const auto& w : writers_) {
         const ShardIndexStatus st = w->index_status();
         const index::ShardIndexCounters& c = st.counters;
-        out.push_back(json{{"kind", "shard_indexes"},
-                           {"shard", w->index()},
-                           {"indexes", joined(st.material)},
-                           {"missing", joined(st.missing)},
-                           {"building", st.building ? json(*st.building) : json(nullptr)},
-                           {"builds_started", c.builds_started},
-                           {"builds_done", c.builds_done},
-                           {"builds_cancelled", c.builds_cancelled},
-                           {"builds_failed", c.builds_failed},
-                           {"dropped", c.dropped},
-                           {"sheds_graduated", c.sheds_graduated},
-                           {"sheds_emergency", c.sheds_emergency},
-                           {"restored", c.restored}});
+        protocol::status::ShardIndexes ix;
+        ix.shard = w->index();
+        ix.indexes = joined(st.material);
+        ix.missing = joined(st.missing);
+        ix.building = st.building;
+        ix.builds_started = c.builds_started;
+        ix.builds_done = c.builds_done;
+        ix.builds_cancelled = c.builds_cancelled;
+        ix.builds_failed = c.builds_failed;
+        ix.dropped = c.dropped;
+        ix.sheds_graduated = c.sheds_graduated;
+        ix.sheds_emergency = c.sheds_emergency;
+        ix.restored = c.restored;
+        out.push_back(protocol::status::to_record(ix));
     }
 
     // Events per second over the last ~10 s (samples taken by tick()), and now.
@@ -134,10 +134,9 @@ std::vector<json> Daemon::status_records() const {
         }
     }
     out.push_back(retention_->status_record());
-    out.push_back(json{{"kind", "rates"},
-                       {"events_in_per_s", round1(in_rate)},
-                       {"events_out_per_s", round1(out_rate)},
-                       {"window_s", round1(window)}});
+    out.push_back(protocol::status::to_record(
+        protocol::status::Rates{.events_in_per_s = round1(in_rate), .events_out_per_s = round1(out_rate),
+                                .window_s = round1(window)}));
     if (index_policy_)
         for (json& r : index_policy_->status_records()) out.push_back(std::move(r));
     return out;

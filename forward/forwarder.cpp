@@ -22,9 +22,10 @@
 #include "base/jittered_backoff.hpp"
 #include "base/sync_point.hpp"
 #include "base/thread_boundary.hpp"
-#include "eventctl/connection.hpp"
-#include "eventctl/interrupt.hpp"
-#include "eventctl/reply.hpp"
+#include "protocol/client.hpp"
+#include "protocol/wire.hpp"
+#include "base/interrupt.hpp"
+#include "protocol/reply.hpp"
 #include "forward/ack_window.hpp"
 #include "forward/jetstream.hpp"
 #include "forward/record_id.hpp"
@@ -217,16 +218,16 @@ private:
 
     void probe() {
         const ForwardConfig& config = state_.config();
-        auto conn = eventctl::Connection::open(config.eventd_socket_path);
+        auto conn = protocol::Connection::open(config.eventd_socket_path);
         if (!conn) return;
-        const json request = {{"query", counting_query(config.query)}, {"after", state_.cursor()}};
-        if (auto sent = conn->send_frame(json::to_msgpack(request)); !sent) return;
+        const auto request = protocol::encode_request({counting_query(config.query), state_.cursor(), false});
+        if (auto sent = conn->send_frame(request); !sent) return;
         std::vector<uint8_t> frame;
         for (;;) {
             auto got = conn->read_frame(frame);
-            if (!got || *got != eventctl::ReadResult::frame) return;
-            auto reply = eventctl::parse_reply(frame);
-            if (!reply || reply->status == eventctl::ReplyStatus::error) return;
+            if (!got || *got != protocol::ReadResult::frame) return;
+            auto reply = protocol::parse_reply(frame);
+            if (!reply || reply->status == protocol::ReplyStatus::error) return;
             for (const auto& record : reply->records) {
                 const json r = json::from_msgpack(record.begin(), record.end(), true, false);
                 if (r.is_object() && r.contains("count") && r["count"].is_number_unsigned()) {
@@ -237,7 +238,7 @@ private:
                     });
                 }
             }
-            if (reply->status == eventctl::ReplyStatus::end) return;
+            if (reply->status == protocol::ReplyStatus::end) return;
         }
     }
 
@@ -251,7 +252,7 @@ private:
 // A synthetic.forward_gap record: eventd could not deliver `lost` records after the cursor the
 // session resumed from (retention deleted them). Its id derives from that cursor, so a replay of
 // the same resumption publishes it once.
-std::vector<uint8_t> gap_record(const std::string& host, const std::string& resumed_after, const eventctl::Reply& gap) {
+std::vector<uint8_t> gap_record(const std::string& host, const std::string& resumed_after, const protocol::Reply& gap) {
     json record = {{"event_type", "synthetic.forward_gap"},
                    {"timestamp", wall_ns()},
                    {"boot_id", "00000000-0000-0000-0000-000000000000"},
@@ -285,7 +286,7 @@ public:
         std::vector<std::string> warnings;
         if (auto st = (*js)->ensure_stream(warnings); !st) return st.error();
         for (const auto& w : warnings) spdlog::warn("{}", w);
-        auto conn = eventctl::Connection::open(config_.eventd_socket_path);
+        auto conn = protocol::Connection::open(config_.eventd_socket_path);
         if (!conn) return conn.error();
         eventd_fd = conn->fd();
         // The connection closes before the JetStream handles (declared later, destroyed
@@ -306,8 +307,7 @@ public:
             }
         } finish{persister, window_, totals};
 
-        json request = {{"query", streaming_query(config_.query)}, {"after", resumed_after}, {"allow_gap", true}};
-        const auto body = json::to_msgpack(request);
+        const auto body = protocol::encode_request({streaming_query(config_.query), resumed_after, true});
         if (auto sent = conn->send_frame(body); !sent) return sent.error();
         state_.set_state("forwarding");
 
@@ -316,18 +316,18 @@ public:
             auto got = conn->read_frame(frame);
             if (auto failure = window_.failure()) return base::Error{EIO, *failure};
             if (!got) return base::Error{got.error().code, "eventd: " + got.error().message};
-            if (*got == eventctl::ReadResult::interrupted) {
+            if (*got == protocol::ReadResult::interrupted) {
                 // Let the acks of what was published arrive, so the cursor saved is the newest.
                 if (auto st = (*js)->complete(5000); !st) spdlog::warn("{}", st.error().message);
                 made_progress = true;
                 return SessionEnd::stopped;
             }
-            if (*got == eventctl::ReadResult::closed) return base::Error{EPIPE, "eventd closed the stream"};
-            auto reply = eventctl::parse_reply(frame);
+            if (*got == protocol::ReadResult::closed) return base::Error{EPIPE, "eventd closed the stream"};
+            auto reply = protocol::parse_reply(frame);
             if (!reply) return reply.error();
-            if (reply->status == eventctl::ReplyStatus::error)
+            if (reply->status == protocol::ReplyStatus::error)
                 return base::Error{EPROTO, "eventd: " + reply->error};
-            if (reply->status == eventctl::ReplyStatus::gap) {
+            if (reply->status == protocol::ReplyStatus::gap) {
                 spdlog::warn("{} records after the saved cursor are no longer in eventd ({}); publishing "
                              "synthetic.forward_gap",
                              reply->lost ? std::to_string(*reply->lost) : "an unknown number of", reply->detail);
@@ -344,7 +344,7 @@ public:
                 if (auto st = publish_record(*keys, record); !st) return st.error();
             }
             if (reply->cursor) window_.checkpoint(*reply->cursor, newest);
-            if (reply->status == eventctl::ReplyStatus::watch) {
+            if (reply->status == protocol::ReplyStatus::watch) {
                 state_.update([](ForwardStatus& s) { s.caught_up = true; });
                 spdlog::info("caught up with eventd: forwarding live");
             }
@@ -408,15 +408,15 @@ base::Status run_forwarder(const ForwardConfig& config) {
         totals.acked += session_counters.acked;
         totals.duplicates += session_counters.duplicates;
         if (end && *end == SessionEnd::stopped) break;
-        if (eventctl::interrupted()) break;
+        if (base::interrupted()) break;
         const std::string why = end ? "the session ended" : end.error().message;
         if (progress) backoff.reset();
         const auto wait = backoff.next();
         spdlog::warn("{}; retrying in {} ms", why, wait.count());
         state.set_state("backing off", why);
-        pollfd p{eventctl::interrupt_fd(), POLLIN, 0};
+        pollfd p{base::interrupt_fd(), POLLIN, 0};
         ::poll(&p, 1, static_cast<int>(wait.count()));
-        if (eventctl::interrupted()) break;
+        if (base::interrupted()) break;
     }
     sd_notify(0, "STOPPING=1");
     state.set_state("stopped");

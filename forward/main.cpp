@@ -9,7 +9,7 @@
 #include "base/cli.hpp"
 #include "base/daemon_log.hpp"
 #include "base/sync_point.hpp"
-#include "eventctl/interrupt.hpp"
+#include "base/interrupt.hpp"
 #include "forward/config.hpp"
 #include "forward/forwarder.hpp"
 #include "forward/status.hpp"
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& w : loaded->warnings) spdlog::warn("{}: {}", config_path, w);
     base::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
-    if (!eventctl::install_interrupt_handlers()) {
+    if (!base::install_interrupt_handlers()) {
         std::fprintf(stderr, "eventd-forward: cannot set up signal handling\n");
         return kExitFailure;
     }

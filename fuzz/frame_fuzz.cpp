@@ -1,8 +1,8 @@
-// The query socket's frames (eventd/server/frame.hpp, PSD-008 §8.8) over an arbitrary byte
+// The query socket's frames (protocol/wire.hpp, PSD-008 §8.8) over an arbitrary byte
 // stream, cut into frames wherever its length headers say — so frame bodies start and end at
 // arbitrary places of the msgpack inside. Both ends' decoders read every frame:
 //   eventd    frame_length, the MaxQueryMessageBytes check, decode_request (a request);
-//   eventctl  parse_reply (eventctl/reply.hpp: a reply, records cut out without decoding).
+//   eventctl  parse_reply (protocol/reply.hpp: a reply, records cut out without decoding).
 // Checked besides "no crash": decode_request fails only with its documented messages, and what
 // it returns travels back unchanged through encode_frame; a request's `after` (a cursor a
 // client sends: attacker text) decodes only when it is exactly what encode_cursor writes, and
@@ -19,9 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "check.hpp"
-#include "eventctl/reply.hpp"
-#include "eventd/server/frame.hpp"
+#include "eventd/server/record_batcher.hpp"
 #include "msgpack/reader.hpp"
+#include "protocol/reply.hpp"
+#include "protocol/wire.hpp"
 #include "store/cursor_key.hpp"
 #include "store/store_position.hpp"
 
@@ -34,23 +35,21 @@ constexpr uint32_t kMaxQueryMessageBytes = 65536;  // eventd's default (docs/CON
 
 bool documented_request_error(const std::string& message) {
     return message == "request is not valid msgpack" || message == "request must be a map with a string 'query'" ||
-           message == "request nests deeper than " + std::to_string(server::kRequestMaxDepth) + " levels" ||
+           message == "request nests deeper than " + std::to_string(protocol::kRequestMaxDepth) + " levels" ||
            message == "request key 'after' must be a cursor string" ||
            message == "request key 'allow_gap' must be true or false";
 }
 
 void check_request(std::span<const uint8_t> body) {
-    auto text = server::decode_request(body);
+    auto text = protocol::decode_request(body);
     if (!text) {
         FUZZ_CHECK_MSG(documented_request_error(text.error().message), text.error().message);
         return;
     }
-    nlohmann::json request{{"query", text->query}, {"allow_gap", text->allow_gap}};
-    if (text->after) request["after"] = *text->after;
-    const std::vector<uint8_t> again = server::encode_frame(request);
-    const std::span<const uint8_t> again_body = std::span(again).subspan(server::kFrameHeaderBytes);
-    FUZZ_CHECK(server::frame_length(std::span(again).first<server::kFrameHeaderBytes>()) == again_body.size());
-    auto decoded = server::decode_request(again_body);
+    const std::vector<uint8_t> again = protocol::frame(protocol::encode_request(*text));
+    const std::span<const uint8_t> again_body = std::span(again).subspan(protocol::kFrameHeaderBytes);
+    FUZZ_CHECK(protocol::frame_length(std::span(again).first<protocol::kFrameHeaderBytes>()) == again_body.size());
+    auto decoded = protocol::decode_request(again_body);
     FUZZ_CHECK(decoded.ok() && decoded->query == text->query && decoded->after == text->after &&
                decoded->allow_gap == text->allow_gap);
     if (text->after && !text->after->empty()) {
@@ -74,7 +73,7 @@ void check_request(std::span<const uint8_t> body) {
 }
 
 void check_reply(std::span<const uint8_t> body) {
-    auto reply = eventctl::parse_reply(body);
+    auto reply = protocol::parse_reply(body);
     if (!reply) return;
     server::RecordBatcher batcher(256);
     for (std::span<const uint8_t> record : reply->records) {
@@ -87,10 +86,10 @@ void check_reply(std::span<const uint8_t> body) {
     size_t repacked = 0;
     while (batcher.has_frame()) {
         const std::vector<uint8_t> frame = batcher.next_frame();
-        const std::span<const uint8_t> frame_body = std::span(frame).subspan(server::kFrameHeaderBytes);
-        FUZZ_CHECK(server::frame_length(std::span(frame).first<server::kFrameHeaderBytes>()) == frame_body.size());
-        auto again = eventctl::parse_reply(frame_body);
-        FUZZ_CHECK(again.ok() && again->status == eventctl::ReplyStatus::ok);
+        const std::span<const uint8_t> frame_body = std::span(frame).subspan(protocol::kFrameHeaderBytes);
+        FUZZ_CHECK(protocol::frame_length(std::span(frame).first<protocol::kFrameHeaderBytes>()) == frame_body.size());
+        auto again = protocol::parse_reply(frame_body);
+        FUZZ_CHECK(again.ok() && again->status == protocol::ReplyStatus::ok);
         for (std::span<const uint8_t> record : again->records) {
             FUZZ_CHECK(repacked < reply->records.size());
             const std::span<const uint8_t> original = reply->records[repacked++];
@@ -105,9 +104,9 @@ void check_reply(std::span<const uint8_t> body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::span<const uint8_t> stream(data, size);
     size_t pos = 0;
-    while (size - pos >= server::kFrameHeaderBytes) {
-        const uint32_t length = server::frame_length(stream.subspan(pos).first<server::kFrameHeaderBytes>());
-        pos += server::kFrameHeaderBytes;
+    while (size - pos >= protocol::kFrameHeaderBytes) {
+        const uint32_t length = protocol::frame_length(stream.subspan(pos).first<protocol::kFrameHeaderBytes>());
+        pos += protocol::kFrameHeaderBytes;
         if (size - pos < length) break;  // the connection closed inside the body
         const std::span<const uint8_t> body = stream.subspan(pos, length);
         pos += length;

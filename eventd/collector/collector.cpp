@@ -15,6 +15,7 @@
 #include "base/thread_boundary.hpp"
 #include "nats/client.hpp"
 #include "nats/subject.hpp"
+#include "protocol/status.hpp"
 
 namespace eventd::collector {
 namespace {
@@ -331,10 +332,10 @@ void Collector::refresh_lag(Session& s) {
 }
 
 nlohmann::json Collector::status_record() const {
-    using json = nlohmann::json;
-    auto known = [](const std::atomic<int64_t>& v) {
+    auto known = [](const std::atomic<int64_t>& v) -> std::optional<int64_t> {
         const int64_t x = v.load(std::memory_order_relaxed);
-        return x < 0 ? json(nullptr) : json(x);
+        if (x < 0) return std::nullopt;
+        return x;
     };
     uint64_t duplicates = 0;
     for (const ShardWriter* w : writers_) duplicates += w->stats().duplicates.load(std::memory_order_relaxed);
@@ -343,25 +344,27 @@ nlohmann::json Collector::status_record() const {
         std::lock_guard lock(pending_mutex_);
         unacked = pending_.size();
     }
-    std::lock_guard lock(state_mutex_);
-    const uint64_t last = last_received_ns_.load(std::memory_order_relaxed);
-    return json{{"kind", "collector"},
-                {"state", state_},
-                {"nats_url", config_.nats_url},
-                {"stream", config_.stream},
-                {"durable", config_.durable},
-                {"pending", known(consumer_pending_)},
-                {"ack_pending", known(consumer_ack_pending_)},
-                {"redelivered", known(consumer_redelivered_)},
-                {"received", received_.load(std::memory_order_relaxed)},
-                {"duplicates", duplicates},
-                {"acked", acked_.load(std::memory_order_relaxed)},
-                {"uncommitted", unacked},
-                {"redelivery_requested", redelivery_requested_.load(std::memory_order_relaxed)},
-                {"refused", refused_.load(std::memory_order_relaxed)},
-                {"sessions", sessions_.load(std::memory_order_relaxed)},
-                {"last_received_ns", last ? json(last) : json(nullptr)},
-                {"last_error", last_error_.empty() ? json(nullptr) : json(last_error_)}};
+    protocol::status::Collector c;
+    c.nats_url = config_.nats_url;
+    c.stream = config_.stream;
+    c.durable = config_.durable;
+    c.pending = known(consumer_pending_);
+    c.ack_pending = known(consumer_ack_pending_);
+    c.redelivered = known(consumer_redelivered_);
+    c.received = received_.load(std::memory_order_relaxed);
+    c.duplicates = duplicates;
+    c.acked = acked_.load(std::memory_order_relaxed);
+    c.uncommitted = unacked;
+    c.redelivery_requested = redelivery_requested_.load(std::memory_order_relaxed);
+    c.refused = refused_.load(std::memory_order_relaxed);
+    c.sessions = sessions_.load(std::memory_order_relaxed);
+    if (const uint64_t last = last_received_ns_.load(std::memory_order_relaxed)) c.last_received_ns = last;
+    {
+        std::lock_guard lock(state_mutex_);
+        c.state = state_;
+        if (!last_error_.empty()) c.last_error = last_error_;
+    }
+    return protocol::status::to_record(c);
 }
 
 }  // namespace eventd::collector

@@ -10,6 +10,7 @@
 #include "base/guid_text.hpp"
 #include "eventd/ingest/shard_routing.hpp"
 #include "kmes/kmes.h"
+#include "protocol/status.hpp"
 
 namespace eventd {
 
@@ -108,16 +109,17 @@ void KmesSource::add_status_records(std::vector<nlohmann::json>& out) const {
         const uint64_t write = s.write_pos.load(std::memory_order_relaxed);
         const uint64_t lag = write > read ? write - read : 0;
         const double fill = capacity ? 100.0 * double(std::min(lag, capacity)) / double(capacity) : 0.0;
-        out.push_back(nlohmann::json{{"kind", "ring"},
-                                     {"cpu", d->cpu()},
-                                     {"capacity_bytes", capacity},
-                                     {"fill_percent", std::round(fill * 10) / 10},
-                                     {"reader_lag_bytes", lag},
-                                     {"last_sequence", s.last_sequence.load(std::memory_order_relaxed)},
-                                     {"events", s.events.load(std::memory_order_relaxed)},
-                                     {"skipped", s.skipped.load(std::memory_order_relaxed)},
-                                     {"gaps", s.gaps.load(std::memory_order_relaxed)},
-                                     {"lost_events", s.lost_events.load(std::memory_order_relaxed)}});
+        protocol::status::Ring ring;
+        ring.cpu = d->cpu();
+        ring.capacity_bytes = capacity;
+        ring.fill_percent = std::round(fill * 10) / 10;
+        ring.reader_lag_bytes = lag;
+        ring.last_sequence = s.last_sequence.load(std::memory_order_relaxed);
+        ring.events = s.events.load(std::memory_order_relaxed);
+        ring.skipped = s.skipped.load(std::memory_order_relaxed);
+        ring.gaps = s.gaps.load(std::memory_order_relaxed);
+        ring.lost_events = s.lost_events.load(std::memory_order_relaxed);
+        out.push_back(protocol::status::to_record(ring));
     }
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/thread_boundary.hpp"
+#include "protocol/status.hpp"
 
 namespace eventd {
 namespace {
@@ -83,11 +84,11 @@ void RetentionThread::run_pass(const RetentionLimits& limits) {
 }
 
 nlohmann::json RetentionThread::status_record() const {
-    const uint64_t last = last_run_ns_.load(std::memory_order_relaxed);
-    return nlohmann::json{{"kind", "retention"},
-                          {"runs", runs_.load(std::memory_order_relaxed)},
-                          {"deleted_rows", deleted_.load(std::memory_order_relaxed)},
-                          {"last_run_ns", last ? nlohmann::json(last) : nlohmann::json(nullptr)}};
+    protocol::status::Retention r;
+    r.runs = runs_.load(std::memory_order_relaxed);
+    r.deleted_rows = deleted_.load(std::memory_order_relaxed);
+    if (const uint64_t last = last_run_ns_.load(std::memory_order_relaxed)) r.last_run_ns = last;
+    return protocol::status::to_record(r);
 }
 
 }  // namespace eventd

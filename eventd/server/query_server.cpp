@@ -19,7 +19,8 @@
 #include <spdlog/spdlog.h>
 
 #include "eventd/query_language/errors.hpp"
-#include "eventd/server/frame.hpp"
+#include "eventd/server/record_batcher.hpp"
+#include "protocol/wire.hpp"
 #include "base/thread_boundary.hpp"
 #include "base/sync_point.hpp"
 
@@ -47,7 +48,7 @@ struct Pending {
     Pending(asio::io_context& io, stream_protocol::socket s) : socket(std::move(s)), timer(io) {}
     stream_protocol::socket socket;
     asio::steady_timer timer;
-    std::array<uint8_t, kFrameHeaderBytes> header{};
+    std::array<uint8_t, protocol::kFrameHeaderBytes> header{};
     std::vector<uint8_t> body;
     access::Caller caller;
     Admissions::Ticket ticket;
@@ -75,7 +76,7 @@ struct QueryServer::Impl {
     void read_header(const std::shared_ptr<Pending>& p);
     void read_body(const std::shared_ptr<Pending>& p);
     void refuse(const std::shared_ptr<Pending>& p, const std::string& message);
-    void hand_off(const std::shared_ptr<Pending>& p, Request request);
+    void hand_off(const std::shared_ptr<Pending>& p, protocol::Request request);
     void watch_commits();
     void reap(bool all);
 
@@ -119,7 +120,7 @@ void QueryServer::Impl::accept_next() {
             // The reserve was lost while out of descriptors (another thread took the number it
             // freed) and this connection holds the last one: it is the one refused, so that
             // the reserve is back before the next connection arrives.
-            send_now(socket.native_handle(), error_frame(query::kNoDescriptorForConnectionText));
+            send_now(socket.native_handle(), protocol::error_frame(query::kNoDescriptorForConnectionText));
             error_code ignored;
             socket.close(ignored);
             ++shed;
@@ -156,7 +157,7 @@ void QueryServer::Impl::shed_connections() {
         }
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) break;  // another thread took the freed descriptor first, or the client left
-        send_now(fd, error_frame(query::kNoDescriptorForConnectionText));
+        send_now(fd, protocol::error_frame(query::kNoDescriptorForConnectionText));
         ::close(fd);
         ++shed;
         shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -199,12 +200,12 @@ void QueryServer::Impl::read_header(const std::shared_ptr<Pending>& p) {
                 return;
             }
             return refuse(p, "request truncated: the connection closed after " + std::to_string(got) + " of " +
-                                 std::to_string(kFrameHeaderBytes) + " header bytes");
+                                 std::to_string(protocol::kFrameHeaderBytes) + " header bytes");
         }
-        const uint32_t length = frame_length(p->header);
+        const uint32_t length = protocol::frame_length(p->header);
         const uint32_t max = shared.limits().max_query_message_bytes;
         // §8.8: rejected without reading the body — no allocation of the announced size.
-        if (length > max) return refuse(p, oversized_request_message(length, max));
+        if (length > max) return refuse(p, protocol::oversized_request_message(length, max));
         p->body.resize(length);
         read_body(p);
     });
@@ -216,7 +217,7 @@ void QueryServer::Impl::read_body(const std::shared_ptr<Pending>& p) {
         if (ec)  // truncated frame: the client stopped sending before the whole body
             return refuse(p, "request truncated: the connection closed after " + std::to_string(got) + " of " +
                                  std::to_string(p->body.size()) + " body bytes");
-        auto request = decode_request(p->body);
+        auto request = protocol::decode_request(p->body);
         if (!request) {
             shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
             return refuse(p, request.error().message);
@@ -226,14 +227,14 @@ void QueryServer::Impl::read_body(const std::shared_ptr<Pending>& p) {
 }
 
 void QueryServer::Impl::refuse(const std::shared_ptr<Pending>& p, const std::string& message) {
-    send_now(p->socket.native_handle(), error_frame(message));
+    send_now(p->socket.native_handle(), protocol::error_frame(message));
     p->timer.cancel();
     error_code ignored;
     p->socket.close(ignored);
     pending.erase(p);
 }
 
-void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, Request request) {
+void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, protocol::Request request) {
     p->timer.cancel();
     pending.erase(p);
     reap(false);
@@ -251,7 +252,7 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, Request requ
                                          "query worker", [&] { run_session(shared, fd, caller, request, ticket); },
                                          [&](const std::string&) {
                                              shared.counters.errors.fetch_add(1, std::memory_order_relaxed);
-                                             send_now(fd, error_frame("eventd failed to run this query "
+                                             send_now(fd, protocol::error_frame("eventd failed to run this query "
                                                                       "(internal error, see its log)"));
                                              ::shutdown(fd, SHUT_RDWR);
                                          });
@@ -263,7 +264,7 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, Request requ
     } catch (const std::system_error& e) {
         // No thread (resource limit): the ticket moved into the failed lambda is released.
         spdlog::error("query socket: cannot start a query thread: {}", e.what());
-        send_now(fd, error_frame("eventd cannot start a query thread now; try again"));
+        send_now(fd, protocol::error_frame("eventd cannot start a query thread now; try again"));
         close(fd);
     }
 }

@@ -1,5 +1,7 @@
 #include "eventd/server/server_shared.hpp"
 
+#include "protocol/status.hpp"
+
 namespace eventd::server {
 
 using json = nlohmann::json;
@@ -9,23 +11,24 @@ json ServerShared::queries_record() const {
     const uint64_t concurrency = c.refused_concurrency.load(), streaming = c.refused_streaming.load(),
                    per_user = c.refused_per_user.load(), streaming_per_user = c.refused_streaming_per_user.load();
     const ServerLimits l = limits();
-    return json{{"kind", "queries"},
-                {"active", admissions.active()},
-                {"streaming", admissions.streaming()},
-                {"accepted_total", c.accepted.load()},
-                {"refused_total", concurrency + streaming + per_user + streaming_per_user},
-                {"refused_concurrency", concurrency},
-                {"refused_streaming", streaming},
-                {"refused_per_user", per_user},
-                {"refused_streaming_per_user", streaming_per_user},
-                {"timeouts", c.timeouts.load()},
-                {"dropped_streams", c.dropped_streams.load()},
-                {"errors", c.errors.load()},
-                {"max_concurrent_queries", l.max_concurrent_queries},
-                {"max_streaming_queries", l.max_streaming_queries},
-                {"max_queries_per_user", l.max_queries_per_user},
-                {"max_streaming_queries_per_user", l.max_streaming_queries_per_user},
-                {"admin_reserved_queries", l.admin_reserved_queries}};
+    protocol::status::Queries q;
+    q.active = admissions.active();
+    q.streaming = admissions.streaming();
+    q.accepted_total = c.accepted.load();
+    q.refused_total = concurrency + streaming + per_user + streaming_per_user;
+    q.refused_concurrency = concurrency;
+    q.refused_streaming = streaming;
+    q.refused_per_user = per_user;
+    q.refused_streaming_per_user = streaming_per_user;
+    q.timeouts = c.timeouts.load();
+    q.dropped_streams = c.dropped_streams.load();
+    q.errors = c.errors.load();
+    q.max_concurrent_queries = l.max_concurrent_queries;
+    q.max_streaming_queries = l.max_streaming_queries;
+    q.max_queries_per_user = l.max_queries_per_user;
+    q.max_streaming_queries_per_user = l.max_streaming_queries_per_user;
+    q.admin_reserved_queries = l.admin_reserved_queries;
+    return protocol::status::to_record(q);
 }
 
 }  // namespace eventd::server

@@ -15,7 +15,8 @@
 #include "store/store_identity.hpp"
 #include "eventd/query_language/parser.hpp"
 #include "eventd/server/channel.hpp"
-#include "eventd/server/frame.hpp"
+#include "eventd/server/record_batcher.hpp"
+#include "protocol/wire.hpp"
 #include "base/sync_point.hpp"
 
 namespace eventd::server {
@@ -45,7 +46,7 @@ public:
           deadline_(Clock::now() + std::chrono::milliseconds(limits_.query_timeout_ms)),
           batcher_(limits_.query_response_target_bytes, &*shared.cursor_key) {}
 
-    void run(const Request& request);
+    void run(const protocol::Request& request);
 
 private:
     // One function per kind of query: STATUS, EVENTS INDEX, and EVENTS — whose initial phase
@@ -53,10 +54,10 @@ private:
     // whose stream then follows live.
     void run_status();
     void run_index(const query::Query& q);
-    void run_events(const query::Query& q, const Request& request);
+    void run_events(const query::Query& q, const protocol::Request& request);
     // run_events' admission: the caller's view (and the field counting of §8.6.5), a resumed
     // query's cursor, a streaming slot. False when the client was told why not.
-    bool admit_events(const query::Query& q, const Request& request, access::CallerAccess& access,
+    bool admit_events(const query::Query& q, const protocol::Request& request, access::CallerAccess& access,
                       const base::Result<store::StoreId>& store_id, std::optional<store::StorePosition>& from);
     void run_count_after(const query::Query& q, query::ExecutionContext& ctx, const store::StoreId& store,
                          const std::optional<store::StorePosition>& from);
@@ -81,7 +82,7 @@ private:
     base::Status drain_batcher_initial();
     // The last frame of a session (end or error): a short grace, none while shutting down.
     void send_final(const std::vector<uint8_t>& frame);
-    void fail(const std::string& message) { send_final(error_frame(message)); }
+    void fail(const std::string& message) { send_final(protocol::error_frame(message)); }
     // Live phase: never blocks; false when the stream is over (dropped or client gone).
     bool send_live(const std::vector<uint8_t>& frame);
 
@@ -133,7 +134,7 @@ bool Session::send_live(const std::vector<uint8_t>& frame) {
             // §8.7.6: the send buffer is full — end the stream at once, with an error frame if
             // the socket still takes one.
             shared_.counters.dropped_streams.fetch_add(1, std::memory_order_relaxed);
-            channel_.send_now(error_frame("stream dropped: client is not reading fast enough"));
+            channel_.send_now(protocol::error_frame("stream dropped: client is not reading fast enough"));
             spdlog::info("stream of {} dropped: the client is not reading fast enough", caller_.user_name());
             return false;
         case Sent::torn:
@@ -146,7 +147,7 @@ bool Session::send_live(const std::vector<uint8_t>& frame) {
     }
 }
 
-void Session::run(const Request& request) {
+void Session::run(const protocol::Request& request) {
     auto parsed = query::parse(request.query, now_ns());
     if (!parsed) {
         shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
@@ -176,7 +177,7 @@ void Session::run_index(const query::Query& q) {
                          caller_.user_name());
         return fail(s.error().message);
     }
-    send_final(end_frame());
+    send_final(protocol::end_frame());
 }
 
 void Session::run_status() {
@@ -189,10 +190,10 @@ void Session::run_status() {
     }
     batcher_.flush();
     if (!drain_batcher_initial()) return;
-    send_final(end_frame());
+    send_final(protocol::end_frame());
 }
 
-void Session::run_events(const query::Query& q, const Request& request) {
+void Session::run_events(const query::Query& q, const protocol::Request& request) {
     // Generation first: a reload between the two reads only causes a needless reset later.
     const uint64_t generation = shared_.policy_generation.load();
     access::CallerAccess access(caller_, shared_.policy->get());
@@ -244,8 +245,8 @@ void Session::run_events(const query::Query& q, const Request& request) {
         told_ = start->position;
         told_at_ = Clock::now();
     }
-    if (!q.stream) return send_final(cursor ? end_frame(*cursor) : end_frame());
-    if (!send_initial(cursor ? watch_frame(*cursor) : watch_frame())) {
+    if (!q.stream) return send_final(cursor ? protocol::end_frame(*cursor) : protocol::end_frame());
+    if (!send_initial(cursor ? protocol::watch_frame(*cursor) : protocol::watch_frame())) {
         if (send_timed_out_) report_initial_failure(query::timeout_error(limits_.query_timeout_ms));
         return;
     }
@@ -253,7 +254,7 @@ void Session::run_events(const query::Query& q, const Request& request) {
     follow(q, std::move(*start), access, *wake, generation);
 }
 
-bool Session::admit_events(const query::Query& q, const Request& request, access::CallerAccess& access,
+bool Session::admit_events(const query::Query& q, const protocol::Request& request, access::CallerAccess& access,
                            const base::Result<store::StoreId>& store_id, std::optional<store::StorePosition>& from) {
     // The caller's view of the policy, checked before anything else is decided: §8.6.5 counts
     // every event query (streaming or not, refused for a slot or not), but not one whose fields
@@ -299,7 +300,7 @@ void Session::run_count_after(const query::Query& q, query::ExecutionContext& ct
     if (!n) return report_initial_failure(n.error());
     batcher_.add(json{{"count", *n}});
     if (!finish_initial_frames()) return;
-    send_final(end_frame());
+    send_final(protocol::end_frame());
 }
 
 // The records after a cursor, in store order; every frame carries the position after its
@@ -316,7 +317,7 @@ base::Result<query::StreamStart> Session::run_catch_up(const query::Query& q, qu
         batcher_.add_encoded(record, RecordBatcher::Stored{at.file, at.id});
         return drain_batcher_initial();
     };
-    const auto on_gap = [this](const query::Gap& gap) { return send_initial(gap_frame(gap.lost, gap.detail)); };
+    const auto on_gap = [this](const query::Gap& gap) { return send_initial(protocol::gap_frame(gap.lost, gap.detail)); };
     return query::catch_up(q, ctx, store, from, allow_gap, on_gap, sink);
 }
 
@@ -384,7 +385,7 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
     for (;;) {
         // Checked before sleeping too: a stream that subscribed after stop() woke everyone.
         if (shared_.stopping.load()) {  // §10.2 step 1
-            channel_.send_now(error_frame(query::kShuttingDownText));
+            channel_.send_now(protocol::error_frame(query::kShuttingDownText));
             return;
         }
         pollfd fds[2] = {{channel_.fd(), socket_events, 0}, {wake.fd(), POLLIN, 0}};
@@ -399,7 +400,7 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
             const ssize_t n = recv(channel_.fd(), &byte, 1, MSG_DONTWAIT | MSG_PEEK);
             if (n > 0) {  // §8.8: one query per connection
                 channel_.send_now(
-                    error_frame("only one query per connection: this connection is following a stream; "
+                    protocol::error_frame("only one query per connection: this connection is following a stream; "
                                 "open another connection for the next query"));
                 return;
             }
@@ -417,7 +418,7 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
             // an oracle for its values; such a stream ends before another row is read.
             if (base::Status s = access.check_query(q); !s) {
                 spdlog::info("stream of {} ended by a policy reload: {}", caller_.user_name(), s.error().message);
-                channel_.send_now(error_frame(std::string(kPolicyChangedText) + s.error().message));
+                channel_.send_now(protocol::error_frame(std::string(kPolicyChangedText) + s.error().message));
                 return;
             }
         }
@@ -425,7 +426,7 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
             if (base::Status s = feed.read_new(shard, access, sink); !s) {
                 if (dropped) return;
                 spdlog::warn("stream of {} ended: {}", caller_.user_name(), s.error().message);
-                channel_.send_now(error_frame(s.error().message));
+                channel_.send_now(protocol::error_frame(s.error().message));
                 return;
             }
         }
@@ -450,7 +451,7 @@ void Session::follow(const query::Query& q, query::StreamStart start, access::Ca
 
 }  // namespace
 
-void run_session(ServerShared& shared, int fd, const access::Caller& caller, const Request& request,
+void run_session(ServerShared& shared, int fd, const access::Caller& caller, const protocol::Request& request,
                  Admissions::Ticket& ticket) {
     Session(shared, fd, caller, ticket).run(request);
     ::shutdown(fd, SHUT_RDWR);  // the client sees EOF now; the server closes fd after join

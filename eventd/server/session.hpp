@@ -18,7 +18,8 @@
 
 #include "eventd/access/caller.hpp"
 #include "eventd/server/admissions.hpp"
-#include "eventd/server/frame.hpp"
+#include "eventd/server/record_batcher.hpp"
+#include "protocol/wire.hpp"
 #include "eventd/server/server_shared.hpp"
 
 namespace eventd::server {
@@ -26,7 +27,7 @@ namespace eventd::server {
 // Run the query of `request` on the connected socket `fd` for `caller`; returns when the
 // query (or stream) is over. The socket is shut down (the client sees EOF) but not closed: the server
 // closes it after joining this thread, so a shutdown() from stop() never hits a reused fd.
-void run_session(ServerShared& shared, int fd, const access::Caller& caller, const Request& request,
+void run_session(ServerShared& shared, int fd, const access::Caller& caller, const protocol::Request& request,
                  Admissions::Ticket& ticket);
 
 }  // namespace eventd::server

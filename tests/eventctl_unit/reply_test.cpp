@@ -1,4 +1,4 @@
-// parse_reply (eventctl/reply.hpp, PSD-008 §8.8): one reply frame cut into its parts. A reply
+// parse_reply (protocol/reply.hpp, PSD-008 §8.8): one reply frame cut into its parts. A reply
 // comes from whatever listens on the socket, so its counts are not believed.
 #include <catch2/catch.hpp>
 
@@ -6,11 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "eventctl/reply.hpp"
+#include "protocol/reply.hpp"
 #include "msgpack_bytes.hpp"
 #include "sanitizers.hpp"
 
 namespace eventctl::test {
+
+using protocol::parse_reply;
+using protocol::ReplyStatus;
 
 TEST_CASE("a reply's records are cut out whole, in order", "[reply]") {
     const Bytes first = cat({Bytes{0x81}, str("user"), str("alice")});

@@ -7,15 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "eventd/server/frame.hpp"
+#include "eventd/server/record_batcher.hpp"
+#include "protocol/wire.hpp"
 #include "query_util.hpp"
 
 namespace {
 
 using eventd_unit::packed;
 
-using eventd::server::decode_request;
-using eventd::server::kRequestMaxDepth;
+using protocol::decode_request;
+using protocol::kRequestMaxDepth;
 using nlohmann::json;
 using Bytes = std::vector<uint8_t>;
 
@@ -91,7 +92,7 @@ TEST_CASE("a tracking batcher puts the position after each frame's last record i
     batcher.add_encoded(record, eventd::server::RecordBatcher::Stored{b, 3});  // cut before this one
     batcher.flush();
     auto cursor_of = [&key, &start](const std::vector<uint8_t>& frame) {
-        const json body = json::from_msgpack(frame.begin() + eventd::server::kFrameHeaderBytes, frame.end());
+        const json body = json::from_msgpack(frame.begin() + protocol::kFrameHeaderBytes, frame.end());
         REQUIRE(body.at("status") == "ok");
         REQUIRE(body.at("records").size() == 1);
         return key.open(body.at("cursor").get<std::string>(), start.store).value();
@@ -110,7 +111,7 @@ TEST_CASE("a tracking batcher puts the position after each frame's last record i
     batcher.flush_position();
     REQUIRE(batcher.has_frame());
     const std::vector<uint8_t> checkpoint = batcher.next_frame();
-    const json body = json::from_msgpack(checkpoint.begin() + eventd::server::kFrameHeaderBytes, checkpoint.end());
+    const json body = json::from_msgpack(checkpoint.begin() + protocol::kFrameHeaderBytes, checkpoint.end());
     CHECK(body.at("records").empty());
     CHECK(key.open(body.at("cursor").get<std::string>(), start.store).value().last_id.at(b) == 9);
 }

@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eventd/access/policy.hpp"
-#include "eventd/server/frame.hpp"
+#include "protocol/wire.hpp"
 #include "eventd/server/query_server.hpp"
 #include "base/sync_point.hpp"
 #include "unit_util.hpp"
@@ -63,9 +63,9 @@ bool read_all(int fd, uint8_t* data, size_t size) {
 }
 
 std::optional<json> read_frame(int fd) {
-    std::array<uint8_t, server::kFrameHeaderBytes> header;
+    std::array<uint8_t, protocol::kFrameHeaderBytes> header;
     if (!read_all(fd, header.data(), header.size())) return std::nullopt;
-    std::vector<uint8_t> body(server::frame_length(header));
+    std::vector<uint8_t> body(protocol::frame_length(header));
     if (!read_all(fd, body.data(), body.size())) return std::nullopt;
     return json::from_msgpack(body);
 }
@@ -142,7 +142,7 @@ TEST_CASE("a query cancelled by shutdown is not counted as failed in the queries
     base::sync::set_callback("QueryServer::stop:after_cancel", [&] { cancelled.set_value(); });
 
     const int client = unix_socket(s.socket_path, false);
-    const std::vector<uint8_t> request = server::encode_frame(json{{"query", "EVENTS app.login"}});
+    const std::vector<uint8_t> request = protocol::frame(json::to_msgpack(json{{"query", "EVENTS app.login"}}));
     REQUIRE(write(client, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
     executing.get_future().wait();
     s.server->stop();
@@ -162,7 +162,7 @@ TEST_CASE("a query cancelled by shutdown is not counted as failed in the queries
 std::vector<json> ask(const fs::path& socket_path, const std::string& text) {
     const int client = unix_socket(socket_path, false);
     receive_timeout(client, 10);
-    const std::vector<uint8_t> request = server::encode_frame(json{{"query", text}});
+    const std::vector<uint8_t> request = protocol::frame(json::to_msgpack(json{{"query", text}}));
     REQUIRE(write(client, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
     std::vector<json> frames;
     while (auto frame = read_frame(client)) {
@@ -221,7 +221,7 @@ TEST_CASE("a stream subscribes before its snapshot: a commit in between is deliv
     });
     const int client = unix_socket(s.socket_path, false);
     receive_timeout(client, 10);
-    const std::vector<uint8_t> request = server::encode_frame(json{{"query", "EVENTS app.login STREAM SELECT i"}});
+    const std::vector<uint8_t> request = protocol::frame(json::to_msgpack(json{{"query", "EVENTS app.login STREAM SELECT i"}}));
     REQUIRE(write(client, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
     bool watch = false;
     std::vector<int> initial = read_until_watch(client, watch);

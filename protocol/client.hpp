@@ -1,10 +1,11 @@
-// The client end of eventd's query socket (PSD-008 §8.8): a Unix stream socket carrying frames
+// The client end of eventd's query socket (PSD-008 §8.8), for eventctl, eventd-forward and the
+// tests: a Unix stream socket carrying frames (wire.hpp)
 //
 //   +----------------------+---------------------------+
 //   | u32 length, LE       | msgpack map, length bytes |
 //   +----------------------+---------------------------+
 //
-// One query per connection. Waiting for a frame also wakes on Ctrl-C (interrupt.hpp).
+// One query per connection. Waiting for a frame also wakes on Ctrl-C (base/interrupt.hpp).
 #pragma once
 
 #include <cstdint>
@@ -13,12 +14,9 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "protocol/wire.hpp"
 
-namespace eventctl {
-
-// Sanity cap on a reply frame: eventd packs about QueryResponseTargetBytes (64 KiB) per frame
-// and a single record larger than that alone, so anything near this is not eventd talking.
-inline constexpr uint32_t kMaxReplyFrameBytes = 256u * 1024 * 1024;
+namespace protocol {
 
 enum class ReadResult { frame, closed, interrupted };
 
@@ -48,4 +46,4 @@ private:
     std::string path_;
 };
 
-}  // namespace eventctl
+}  // namespace protocol

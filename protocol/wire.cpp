@@ -1,39 +1,14 @@
-#include "eventd/server/frame.hpp"
+#include "protocol/wire.hpp"
 
 #include <cerrno>
 #include <optional>
 
-#include "eventd/query/record.hpp"
 #include "msgpack/reader.hpp"
 #include "msgpack/writer.hpp"
 
-namespace eventd::server {
+namespace protocol {
+namespace msgpack = eventd::msgpack;
 namespace {
-
-using json = nlohmann::json;
-
-void put_length(std::vector<uint8_t>& out, size_t at, uint32_t length) {
-    out[at] = uint8_t(length);
-    out[at + 1] = uint8_t(length >> 8);
-    out[at + 2] = uint8_t(length >> 16);
-    out[at + 3] = uint8_t(length >> 24);
-}
-
-// The fixed head of a result frame: map of 2 (3 with a cursor, which the caller appends after
-// the records), "status": "ok", "records": <array header>.
-void put_result_head(std::vector<uint8_t>& out, size_t count, bool with_cursor) {
-    static constexpr uint8_t kHead[] = {0x82, 0xa6, 's', 't', 'a', 't', 'u', 's', 0xa2, 'o',
-                                        'k',  0xa7, 'r', 'e', 'c', 'o', 'r', 'd', 's'};
-    out.insert(out.end(), std::begin(kHead), std::end(kHead));
-    if (with_cursor) out[out.size() - sizeof kHead] = 0x83;
-    if (count <= 15) {
-        out.push_back(uint8_t(0x90 | count));
-    } else if (count <= 0xffff) {
-        out.insert(out.end(), {0xdc, uint8_t(count >> 8), uint8_t(count)});
-    } else {
-        out.insert(out.end(), {0xdd, uint8_t(count >> 24), uint8_t(count >> 16), uint8_t(count >> 8), uint8_t(count)});
-    }
-}
 
 // What the pairs of a request map said; the last of a repeated key counts.
 struct RequestKeys {
@@ -88,32 +63,78 @@ base::Status read_request_map(msgpack::Reader& in, RequestKeys& keys) {
     return {};
 }
 
+
+// A reply frame of string fields, in their order (status first).
+std::vector<uint8_t> reply_frame(std::initializer_list<std::pair<const char*, std::string>> fields) {
+    std::vector<uint8_t> out(kFrameHeaderBytes);
+    msgpack::put_map_header(out, fields.size());
+    for (const auto& [key, value] : fields) {
+        msgpack::put_string(out, key);
+        msgpack::put_string(out, value);
+    }
+    put_frame_length(out, 0, static_cast<uint32_t>(out.size() - kFrameHeaderBytes));
+    return out;
+}
+
 }  // namespace
 
 uint32_t frame_length(std::span<const uint8_t, kFrameHeaderBytes> h) {
     return uint32_t(h[0]) | uint32_t(h[1]) << 8 | uint32_t(h[2]) << 16 | uint32_t(h[3]) << 24;
 }
 
-std::vector<uint8_t> encode_frame(const json& body) {
+void put_frame_length(std::vector<uint8_t>& out, size_t at, uint32_t length) {
+    out[at] = uint8_t(length);
+    out[at + 1] = uint8_t(length >> 8);
+    out[at + 2] = uint8_t(length >> 16);
+    out[at + 3] = uint8_t(length >> 24);
+}
+
+std::vector<uint8_t> frame(std::span<const uint8_t> body) {
     std::vector<uint8_t> out(kFrameHeaderBytes);
-    query::to_msgpack_float64(body, out);
-    put_length(out, 0, static_cast<uint32_t>(out.size() - kFrameHeaderBytes));
+    out.insert(out.end(), body.begin(), body.end());
+    put_frame_length(out, 0, static_cast<uint32_t>(body.size()));
     return out;
 }
 
 std::vector<uint8_t> error_frame(const std::string& message) {
-    return encode_frame(json{{"status", "error"}, {"error", message}});
+    return reply_frame({{"status", "error"}, {"error", message}});
 }
-std::vector<uint8_t> end_frame() { return encode_frame(json{{"status", "end"}}); }
-std::vector<uint8_t> watch_frame() { return encode_frame(json{{"status", "watch"}}); }
+std::vector<uint8_t> end_frame() { return reply_frame({{"status", "end"}}); }
+std::vector<uint8_t> watch_frame() { return reply_frame({{"status", "watch"}}); }
 std::vector<uint8_t> watch_frame(const std::string& cursor) {
-    return encode_frame(json{{"status", "watch"}, {"cursor", cursor}});
+    return reply_frame({{"status", "watch"}, {"cursor", cursor}});
 }
-std::vector<uint8_t> end_frame(const std::string& cursor) {
-    return encode_frame(json{{"status", "end"}, {"cursor", cursor}});
-}
+std::vector<uint8_t> end_frame(const std::string& cursor) { return reply_frame({{"status", "end"}, {"cursor", cursor}}); }
 std::vector<uint8_t> gap_frame(std::optional<uint64_t> lost, const std::string& detail) {
-    return encode_frame(json{{"status", "gap"}, {"lost", lost ? json(*lost) : json(nullptr)}, {"detail", detail}});
+    std::vector<uint8_t> out(kFrameHeaderBytes);
+    msgpack::put_map_header(out, 3);
+    msgpack::put_string(out, "status");
+    msgpack::put_string(out, "gap");
+    msgpack::put_string(out, "lost");
+    if (lost)
+        msgpack::put_unsigned(out, *lost);
+    else
+        msgpack::put_nil(out);
+    msgpack::put_string(out, "detail");
+    msgpack::put_string(out, detail);
+    put_frame_length(out, 0, static_cast<uint32_t>(out.size() - kFrameHeaderBytes));
+    return out;
+}
+
+std::vector<uint8_t> encode_request(const Request& request) {
+    std::vector<uint8_t> out;
+    msgpack::put_map_header(out, 1 + (request.after ? 1 : 0) + (request.allow_gap ? 1 : 0));
+    msgpack::put_string(out, "query");
+    msgpack::put_string(out, request.query);
+    if (request.after) {
+        msgpack::put_string(out, "after");
+        msgpack::put_string(out, *request.after);
+    }
+    if (request.allow_gap) {
+        msgpack::put_string(out, "allow_gap");
+        msgpack::put_bool(out, true);
+    }
+    return out;
 }
 
 std::string oversized_request_message(uint64_t length, uint32_t max_bytes) {
@@ -136,49 +157,4 @@ base::Result<Request> decode_request(std::span<const uint8_t> body) {
     return Request{std::move(*keys.query), std::move(keys.after), keys.allow_gap.value_or(false)};
 }
 
-void RecordBatcher::add(const json& record) {
-    scratch_.clear();
-    query::to_msgpack_float64(record, scratch_);
-    add_encoded(scratch_);
-}
-
-void RecordBatcher::add_encoded(std::span<const uint8_t> record, std::optional<Stored> at) {
-    // Cut before a record that would take the open batch past the target.
-    if (count_ > 0 && records_.size() + record.size() > target_) seal();
-    records_.insert(records_.end(), record.begin(), record.end());
-    ++count_;
-    if (at) advance(*at);  // the position after this record, for the frame that holds it
-    if (records_.size() >= target_) seal();
-}
-
-std::vector<uint8_t> RecordBatcher::next_frame() {
-    if (sealed_.empty()) return {};
-    std::vector<uint8_t> frame = std::move(sealed_.front());
-    sealed_.erase(sealed_.begin());
-    return frame;
-}
-
-void RecordBatcher::flush() {
-    if (count_ > 0) seal();
-}
-
-void RecordBatcher::flush_position() {
-    if (count_ > 0 || position_) seal();
-}
-
-void RecordBatcher::seal() {
-    std::vector<uint8_t> frame(kFrameHeaderBytes);
-    frame.reserve(kFrameHeaderBytes + 24 + records_.size());
-    put_result_head(frame, count_, position_.has_value());
-    frame.insert(frame.end(), records_.begin(), records_.end());
-    if (position_) {
-        msgpack::put_string(frame, "cursor");
-        msgpack::put_string(frame, cursor_key_->seal(*position_));
-    }
-    put_length(frame, 0, static_cast<uint32_t>(frame.size() - kFrameHeaderBytes));
-    sealed_.push_back(std::move(frame));
-    records_.clear();
-    count_ = 0;
-}
-
-}  // namespace eventd::server
+}  // namespace protocol

@@ -17,12 +17,13 @@
 //   watch     {status: "watch"[, cursor]}        a stream's initial result is complete (ours)
 //   error     {status: "error", error: "…"}      last message; the connection closes
 //
-// Floats always travel as float64 (the §8.8 value table); reply frames are therefore encoded
-// with query::to_msgpack_float64, never nlohmann's to_msgpack (which shrinks floats to
-// float32 when lossless). docs/QUERY-SERVER.md describes the protocol for client authors.
+// Floats always travel as float64 (the §8.8 value table): eventd encodes its result frames
+// with query::to_msgpack_float64 (eventd/server/record_batcher.hpp), never nlohmann's
+// to_msgpack (which shrinks floats to float32 when lossless). docs/QUERY-SERVER.md describes
+// the protocol for client authors. This library is both ends' (protocol/: the frames here,
+// the client in client.hpp, a reply cut into its parts in reply.hpp, STATUS in status.hpp).
 #pragma once
 
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -30,21 +31,24 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/result.hpp"
-#include "store/cursor_key.hpp"
-#include "store/store_position.hpp"
 
-namespace eventd::server {
+namespace protocol {
 
 inline constexpr size_t kFrameHeaderBytes = 4;
 
+// Sanity cap on a reply frame for clients: eventd packs about QueryResponseTargetBytes (64 KiB)
+// per frame and a single record larger than that alone, so anything near this is not eventd.
+inline constexpr uint32_t kMaxReplyFrameBytes = 256u * 1024 * 1024;
+
 // The body length announced by a frame header.
 uint32_t frame_length(std::span<const uint8_t, kFrameHeaderBytes> header);
+// Writes `length` as the header at out[at..at+4).
+void put_frame_length(std::vector<uint8_t>& out, size_t at, uint32_t length);
+// A whole frame (header + body).
+std::vector<uint8_t> frame(std::span<const uint8_t> body);
 
-// A whole frame (header + body) for `body`, floats as float64.
-std::vector<uint8_t> encode_frame(const nlohmann::json& body);
+// The frames eventd sends besides results (RecordBatcher's), whole.
 std::vector<uint8_t> error_frame(const std::string& message);
 std::vector<uint8_t> end_frame();
 std::vector<uint8_t> watch_frame();
@@ -79,55 +83,7 @@ struct Request {
 //   "request key 'allow_gap' must be true or false"
 base::Result<Request> decode_request(std::span<const uint8_t> body);
 
-// Packs records into {status:"ok", records:[…]} frames of about `target_bytes`: a record is
-// encoded once, appended, and the frame is cut before the record that would take it past
-// the target — so a record larger than the target travels alone, whole (never split).
-class RecordBatcher {
-public:
-    // `cursor_key` seals the cursors of a tracking batcher (store/cursor_key.hpp); it must
-    // outlive the batcher, and only a batcher with one may track a position.
-    explicit RecordBatcher(size_t target_bytes, const store::CursorKey* cursor_key = nullptr)
-        : target_(target_bytes), cursor_key_(cursor_key) {}
+// The body of a request (what a client sends, framed by frame()).
+std::vector<uint8_t> encode_request(const Request& request);
 
-    // Encode and queue `record`; afterwards take every sealed frame (has_frame/next_frame).
-    void add(const nlohmann::json& record);
-    // Queue a record already encoded (one msgpack map, floats float64); `at` is where it was
-    // stored (row `id` of file `file`), for a batcher that tracks a position.
-    struct Stored {
-        store::FileId file;
-        int64_t id;
-    };
-    void add_encoded(std::span<const uint8_t> record, std::optional<Stored> at = std::nullopt);
-    // A stream: every frame sealed from now on carries `cursor` — the position after its last
-    // record. advance() moves the position past rows examined that did not match (it goes into
-    // the next frame; the caller sends a frame of its own when it wants it said).
-    void track_position(store::StorePosition position) {
-        assert(cursor_key_ != nullptr);  // never a cursor in the clear
-        if (cursor_key_) position_ = std::move(position);
-    }
-    void advance(Stored past) {
-        if (position_) position_->last_id[past.file] = past.id;
-    }
-    const std::optional<store::StorePosition>& position() const { return position_; }
-    bool has_frame() const { return !sealed_.empty(); }
-    std::vector<uint8_t> next_frame();
-    // Seal the open batch (if it holds records) so next_frame() returns it.
-    void flush();
-    // flush(), or, with no records open, an ok frame without records that carries the cursor
-    // (a tracking batcher only).
-    void flush_position();
-    size_t pending_records() const { return count_; }
-
-private:
-    void seal();
-
-    size_t target_;
-    const store::CursorKey* cursor_key_;
-    std::vector<uint8_t> records_;  // encoded records of the open batch, back to back
-    size_t count_ = 0;
-    std::vector<std::vector<uint8_t>> sealed_;  // frames ready to send, in order
-    std::vector<uint8_t> scratch_;
-    std::optional<store::StorePosition> position_;
-};
-
-}  // namespace eventd::server
+}  // namespace protocol

@@ -12,7 +12,7 @@
 
 #include "base/result.hpp"
 
-namespace eventctl {
+namespace protocol {
 
 enum class ReplyStatus { ok, end, watch, error, gap };
 
@@ -33,4 +33,4 @@ struct Reply {
 // later (after `end`) cannot fail.
 base::Result<Reply> parse_reply(std::span<const uint8_t> frame);
 
-}  // namespace eventctl
+}  // namespace protocol

@@ -1,4 +1,4 @@
-#include "reply.hpp"
+#include "protocol/reply.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,14 +7,14 @@
 
 #include "msgpack/reader.hpp"
 
-namespace eventctl {
+namespace protocol {
 namespace {
 
 namespace msgpack = eventd::msgpack;
 
 base::Error bad_reply(const std::string& what) {
     return base::Error{
-        EPROTO, "eventd sent a reply eventctl cannot read (" + what + "); are eventd and eventctl the same version?"};
+        EPROTO, "eventd sent a reply this client cannot read (" + what + "); are eventd and the client the same version?"};
 }
 
 }  // namespace
@@ -91,4 +91,4 @@ base::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
     return reply;
 }
 
-}  // namespace eventctl
+}  // namespace protocol

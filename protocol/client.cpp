@@ -1,4 +1,4 @@
-#include "connection.hpp"
+#include "protocol/client.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "interrupt.hpp"
+#include "base/interrupt.hpp"
 
-namespace eventctl {
+namespace protocol {
 namespace {
 
 std::string connect_advice(int code) {
@@ -32,10 +32,10 @@ std::string connect_advice(int code) {
 
 // Waits until fd is ready for `events` or Ctrl-C arrives; false on Ctrl-C.
 bool wait_for(int fd, short events) {
-    pollfd fds[2] = {{fd, events, 0}, {interrupt_fd(), POLLIN, 0}};
-    const nfds_t n = interrupt_fd() >= 0 ? 2 : 1;
+    pollfd fds[2] = {{fd, events, 0}, {base::interrupt_fd(), POLLIN, 0}};
+    const nfds_t n = base::interrupt_fd() >= 0 ? 2 : 1;
     while (true) {
-        if (interrupted()) return false;
+        if (base::interrupted()) return false;
         const int r = poll(fds, n, -1);
         if (r < 0 && errno == EINTR) continue;
         if (n == 2 && (fds[1].revents & POLLIN)) return false;
@@ -58,7 +58,7 @@ base::Result<Connection> Connection::open(const std::string& path) {
     int rc;
     do {
         rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-    } while (rc != 0 && errno == EINTR && !interrupted());
+    } while (rc != 0 && errno == EINTR && !base::interrupted());
     if (rc != 0) {
         const int code = errno;
         close(fd);
@@ -81,7 +81,7 @@ base::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
     std::size_t done = 0;
     while (done < frame.size()) {
         if (!wait_for(fd_, POLLOUT)) return ReadResult::interrupted;
-        // MSG_NOSIGNAL: a closed peer is an error to report, not a SIGPIPE that kills eventctl.
+        // MSG_NOSIGNAL: a closed peer is an error to report, not a SIGPIPE that kills the client.
         const ssize_t n = send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             done += static_cast<std::size_t>(n);
@@ -90,7 +90,7 @@ base::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         return base::Error{errno,
                            "eventd at " + path_ +
-                               " closed the connection while eventctl was sending the query: " + std::strerror(errno)};
+                               " closed the connection while the query was being sent: " + std::strerror(errno)};
     }
     return ReadResult::frame;
 }
@@ -122,7 +122,7 @@ base::Result<ReadResult> Connection::read_frame(std::vector<uint8_t>& body) {
     const uint32_t len = header[0] | (header[1] << 8) | (header[2] << 16) | (static_cast<uint32_t>(header[3]) << 24);
     if (len > kMaxReplyFrameBytes) {
         return base::Error{EPROTO, "eventd at " + path_ + " announced a reply frame of " + std::to_string(len) +
-                                       " bytes, over eventctl's limit of " + std::to_string(kMaxReplyFrameBytes) +
+                                       " bytes, over the client's limit of " + std::to_string(kMaxReplyFrameBytes) +
                                        "; is that really eventd's query socket?"};
     }
     body.resize(len);
@@ -134,4 +134,4 @@ base::Result<ReadResult> Connection::read_frame(std::vector<uint8_t>& body) {
     return got;
 }
 
-}  // namespace eventctl
+}  // namespace protocol

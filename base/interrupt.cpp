@@ -1,4 +1,4 @@
-#include "interrupt.hpp"
+#include "base/interrupt.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cerrno>
 
-namespace eventctl {
+namespace base {
 namespace {
 
 // A signal handler can reach nothing else, hence file scope.
@@ -39,4 +39,4 @@ bool interrupted() { return g_interrupted.load(std::memory_order_relaxed); }
 
 int interrupt_fd() { return g_pipe[0]; }
 
-}  // namespace eventctl
+}  // namespace base
