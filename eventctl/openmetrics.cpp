@@ -3,17 +3,21 @@
 #include <map>
 #include <optional>
 
+#include "protocol/status.hpp"
+
 namespace eventctl {
 namespace {
 
-// One family: its samples come from `key` of every STATUS record of `kind`, labelled by the
-// record's `label` field (none when empty), times `scale`. A summary reads `key` as its sum
-// (seconds) and `count_key` as its count.
+// A key of a STATUS record kind, checked against the schema (protocol/status.hpp).
+#define K(R, member) EVENTD_STATUS_KEY(protocol::status::R, member)
+
+// One family: its samples come from `field` (a key of one record kind, protocol/status.hpp) of
+// every STATUS record of that kind, labelled by the record's `label` key (none when empty),
+// times `scale`. A summary reads `field` as its sum (seconds) and `count_key` as its count.
 struct Metric {
-    const char* kind;
-    const char* key;
-    const char* name;  // the sample name (counters: with _total)
-    const char* type;  // gauge, counter, summary
+    protocol::status::Key field;  // where the samples come from
+    const char* name;             // the sample name (counters: with _total)
+    const char* type;             // gauge, counter, summary
     const char* help;
     const char* label = "";        // the record's field that tells the series apart: cpu, shard
     double scale = 1;              // e.g. 1e-9 for nanoseconds, 0.01 for percent
@@ -24,89 +28,97 @@ struct Metric {
 const std::vector<Metric>& metrics() {
     static const std::vector<Metric> kMetrics = {
         // {kind:"daemon"}
-        {"daemon", "uptime_s", "eventd_uptime_seconds", "gauge", "Seconds since eventd started."},
-        {"daemon", "started_ns", "eventd_start_time_seconds", "gauge", "When eventd started, Unix time.", "", 1e-9},
-        {"daemon", "cpus", "eventd_rings", "gauge", "KMES rings eventd drains (0 in collector mode)."},
-        {"daemon", "shards", "eventd_shards", "gauge", "Active shard files."},
+        {K(Daemon, uptime_s), "eventd_uptime_seconds", "gauge", "Seconds since eventd started."},
+        {K(Daemon, started_ns), "eventd_start_time_seconds", "gauge", "When eventd started, Unix time.", "", 1e-9},
+        {K(Daemon, cpus), "eventd_rings", "gauge", "KMES rings eventd drains (0 in collector mode)."},
+        {K(Daemon, shards), "eventd_shards", "gauge", "Active shard files."},
         // {kind:"ring"}, per CPU
-        {"ring", "capacity_bytes", "eventd_ring_capacity_bytes", "gauge", "Size of the ring's data area.", "cpu"},
-        {"ring", "fill_percent", "eventd_ring_fill_ratio", "gauge",
+        {K(Ring, capacity_bytes), "eventd_ring_capacity_bytes", "gauge", "Size of the ring's data area.",
+         K(Ring, cpu).key},
+        {K(Ring, fill_percent), "eventd_ring_fill_ratio", "gauge",
          "Share of the ring written and not yet read by eventd (1 = full: the next events overwrite unread ones).",
-         "cpu", 0.01},
-        {"ring", "reader_lag_bytes", "eventd_ring_reader_lag_bytes", "gauge", "Bytes written and not yet read.", "cpu"},
-        {"ring", "last_sequence", "eventd_ring_last_sequence", "gauge", "Last sequence number read from the ring.",
-         "cpu"},
-        {"ring", "events", "eventd_events_read_total", "counter", "Events read from the ring.", "cpu"},
-        {"ring", "lost_events", "eventd_events_lost_total", "counter",
-         "Events lost in sequence gaps (overwritten before eventd read them), recorded as synthetic.gap.", "cpu"},
-        {"ring", "gaps", "eventd_gaps_total", "counter", "Sequence gaps detected (synthetic.gap records).", "cpu"},
-        {"ring", "skipped", "eventd_events_skipped_total", "counter",
-         "Events skipped at startup because a shard already held them.", "cpu"},
+         K(Ring, cpu).key, 0.01},
+        {K(Ring, reader_lag_bytes), "eventd_ring_reader_lag_bytes", "gauge", "Bytes written and not yet read.",
+         K(Ring, cpu).key},
+        {K(Ring, last_sequence), "eventd_ring_last_sequence", "gauge", "Last sequence number read from the ring.",
+         K(Ring, cpu).key},
+        {K(Ring, events), "eventd_events_read_total", "counter", "Events read from the ring.", K(Ring, cpu).key},
+        {K(Ring, lost_events), "eventd_events_lost_total", "counter",
+         "Events lost in sequence gaps (overwritten before eventd read them), recorded as synthetic.gap.",
+         K(Ring, cpu).key},
+        {K(Ring, gaps), "eventd_gaps_total", "counter", "Sequence gaps detected (synthetic.gap records).",
+         K(Ring, cpu).key},
+        {K(Ring, skipped), "eventd_events_skipped_total", "counter",
+         "Events skipped at startup because a shard already held them.", K(Ring, cpu).key},
         // {kind:"shard"}, per shard
-        {"shard", "rows", "eventd_shard_rows", "gauge", "Rows in the shard file.", "shard"},
-        {"shard", "rows_written", "eventd_events_stored_total", "counter",
-         "Records committed to the shard since eventd started.", "shard"},
-        {"shard", "bytes", "eventd_shard_size_bytes", "gauge", "Size of the shard file and its WAL.", "shard"},
-        {"shard", "last_commit_ns", "eventd_shard_last_commit_timestamp_seconds", "gauge",
-         "When the shard last committed, Unix time.", "shard", 1e-9},
-        {"shard", "commit_ns_total", "eventd_commit_duration_seconds", "summary",
-         "Time spent in COMMIT (fsync included) and the number of commits.", "shard", 1e-9, "", "batches"},
-        {"shard", "failed_batches", "eventd_commit_failures_total", "counter",
-         "Batches whose commit failed (their events are recorded as gaps).", "shard"},
-        {"shard", "lost_events", "eventd_commit_lost_events_total", "counter", "Events lost in failed commits.",
-         "shard"},
-        {"shard", "queued", "eventd_shard_queue_length", "gauge", "Records handed to the writer, not yet in a batch.",
-         "shard"},
+        {K(Shard, rows), "eventd_shard_rows", "gauge", "Rows in the shard file.", K(Shard, shard).key},
+        {K(Shard, rows_written), "eventd_events_stored_total", "counter",
+         "Records committed to the shard since eventd started.", K(Shard, shard).key},
+        {K(Shard, bytes), "eventd_shard_size_bytes", "gauge", "Size of the shard file and its WAL.",
+         K(Shard, shard).key},
+        {K(Shard, last_commit_ns), "eventd_shard_last_commit_timestamp_seconds", "gauge",
+         "When the shard last committed, Unix time.", K(Shard, shard).key, 1e-9},
+        {K(Shard, commit_ns_total), "eventd_commit_duration_seconds", "summary",
+         "Time spent in COMMIT (fsync included) and the number of commits.", K(Shard, shard).key, 1e-9, "",
+         K(Shard, batches).key},
+        {K(Shard, failed_batches), "eventd_commit_failures_total", "counter",
+         "Batches whose commit failed (their events are recorded as gaps).", K(Shard, shard).key},
+        {K(Shard, lost_events), "eventd_commit_lost_events_total", "counter", "Events lost in failed commits.",
+         K(Shard, shard).key},
+        {K(Shard, queued), "eventd_shard_queue_length", "gauge", "Records handed to the writer, not yet in a batch.",
+         K(Shard, shard).key},
         // {kind:"shard_indexes"}, per shard
-        {"shard_indexes", "builds_started", "eventd_index_builds_started_total", "counter",
-         "Secondary index builds started.", "shard"},
-        {"shard_indexes", "builds_done", "eventd_index_builds_completed_total", "counter",
-         "Secondary index builds completed.", "shard"},
-        {"shard_indexes", "builds_cancelled", "eventd_index_builds_cancelled_total", "counter",
-         "Secondary index builds cancelled to let ingestion go first.", "shard"},
-        {"shard_indexes", "builds_failed", "eventd_index_builds_failed_total", "counter",
-         "Secondary index builds that failed.", "shard"},
-        {"shard_indexes", "dropped", "eventd_index_dropped_total", "counter", "Secondary indexes dropped.", "shard"},
-        {"shard_indexes", "sheds_graduated", "eventd_index_sheds_total", "counter",
-         "Indexes shed under ingestion pressure, by kind.", "shard", 1, "kind=\"graduated\""},
-        {"shard_indexes", "sheds_emergency", "eventd_index_sheds_total", "counter",
-         "Indexes shed under ingestion pressure, by kind.", "shard", 1, "kind=\"emergency\""},
-        {"shard_indexes", "restored", "eventd_index_restored_total", "counter", "Shed indexes built again.", "shard"},
+        {K(ShardIndexes, builds_started), "eventd_index_builds_started_total", "counter",
+         "Secondary index builds started.", K(ShardIndexes, shard).key},
+        {K(ShardIndexes, builds_done), "eventd_index_builds_completed_total", "counter",
+         "Secondary index builds completed.", K(ShardIndexes, shard).key},
+        {K(ShardIndexes, builds_cancelled), "eventd_index_builds_cancelled_total", "counter",
+         "Secondary index builds cancelled to let ingestion go first.", K(ShardIndexes, shard).key},
+        {K(ShardIndexes, builds_failed), "eventd_index_builds_failed_total", "counter",
+         "Secondary index builds that failed.", K(ShardIndexes, shard).key},
+        {K(ShardIndexes, dropped), "eventd_index_dropped_total", "counter", "Secondary indexes dropped.",
+         K(ShardIndexes, shard).key},
+        {K(ShardIndexes, sheds_graduated), "eventd_index_sheds_total", "counter",
+         "Indexes shed under ingestion pressure, by kind.", K(ShardIndexes, shard).key, 1, "kind=\"graduated\""},
+        {K(ShardIndexes, sheds_emergency), "eventd_index_sheds_total", "counter",
+         "Indexes shed under ingestion pressure, by kind.", K(ShardIndexes, shard).key, 1, "kind=\"emergency\""},
+        {K(ShardIndexes, restored), "eventd_index_restored_total", "counter", "Shed indexes built again.",
+         K(ShardIndexes, shard).key},
         // {kind:"retention"}
-        {"retention", "runs", "eventd_retention_runs_total", "counter",
+        {K(Retention, runs), "eventd_retention_runs_total", "counter",
          "Retention passes run (EventRetentionDays, EventRetentionMaxBytes)."},
-        {"retention", "deleted_rows", "eventd_retention_deleted_rows_total", "counter", "Rows retention deleted."},
-        {"retention", "last_run_ns", "eventd_retention_last_run_timestamp_seconds", "gauge",
+        {K(Retention, deleted_rows), "eventd_retention_deleted_rows_total", "counter", "Rows retention deleted."},
+        {K(Retention, last_run_ns), "eventd_retention_last_run_timestamp_seconds", "gauge",
          "When the last retention pass ended, Unix time.", "", 1e-9},
         // {kind:"queries"}
-        {"queries", "active", "eventd_queries_active", "gauge", "Open query connections, streams included."},
-        {"queries", "streaming", "eventd_queries_streaming", "gauge", "Live streams."},
-        {"queries", "accepted_total", "eventd_queries_accepted_total", "counter", "Query connections accepted."},
-        {"queries", "refused_concurrency", "eventd_queries_refused_total", "counter",
+        {K(Queries, active), "eventd_queries_active", "gauge", "Open query connections, streams included."},
+        {K(Queries, streaming), "eventd_queries_streaming", "gauge", "Live streams."},
+        {K(Queries, accepted_total), "eventd_queries_accepted_total", "counter", "Query connections accepted."},
+        {K(Queries, refused_concurrency), "eventd_queries_refused_total", "counter",
          "Query connections refused, by the limit that refused them.", "", 1, "reason=\"concurrency\""},
-        {"queries", "refused_streaming", "eventd_queries_refused_total", "counter",
+        {K(Queries, refused_streaming), "eventd_queries_refused_total", "counter",
          "Query connections refused, by the limit that refused them.", "", 1, "reason=\"streaming\""},
-        {"queries", "refused_per_user", "eventd_queries_refused_total", "counter",
+        {K(Queries, refused_per_user), "eventd_queries_refused_total", "counter",
          "Query connections refused, by the limit that refused them.", "", 1, "reason=\"per_user\""},
-        {"queries", "refused_streaming_per_user", "eventd_queries_refused_total", "counter",
+        {K(Queries, refused_streaming_per_user), "eventd_queries_refused_total", "counter",
          "Query connections refused, by the limit that refused them.", "", 1, "reason=\"streaming_per_user\""},
-        {"queries", "timeouts", "eventd_query_timeouts_total", "counter", "Queries ended by QueryTimeoutMs."},
-        {"queries", "dropped_streams", "eventd_streams_dropped_total", "counter",
+        {K(Queries, timeouts), "eventd_query_timeouts_total", "counter", "Queries ended by QueryTimeoutMs."},
+        {K(Queries, dropped_streams), "eventd_streams_dropped_total", "counter",
          "Streams ended because their client did not keep up."},
-        {"queries", "errors", "eventd_query_errors_total", "counter", "Queries answered with an error."},
+        {K(Queries, errors), "eventd_query_errors_total", "counter", "Queries answered with an error."},
         // {kind:"collector"} (collector mode)
-        {"collector", "pending", "eventd_collector_pending_records", "gauge",
+        {K(Collector, pending), "eventd_collector_pending_records", "gauge",
          "Records in the stream not yet delivered to this collector (its consumer's lag)."},
-        {"collector", "ack_pending", "eventd_collector_ack_pending_records", "gauge",
+        {K(Collector, ack_pending), "eventd_collector_ack_pending_records", "gauge",
          "Records delivered, not yet acknowledged."},
-        {"collector", "received", "eventd_collector_received_total", "counter", "Records received from JetStream."},
-        {"collector", "duplicates", "eventd_collector_duplicates_total", "counter",
+        {K(Collector, received), "eventd_collector_received_total", "counter", "Records received from JetStream."},
+        {K(Collector, duplicates), "eventd_collector_duplicates_total", "counter",
          "Records received that the store already held (not stored again)."},
-        {"collector", "acked", "eventd_collector_acknowledged_total", "counter",
+        {K(Collector, acked), "eventd_collector_acknowledged_total", "counter",
          "Records acknowledged after their commit."},
-        {"collector", "refused", "eventd_collector_refused_total", "counter",
+        {K(Collector, refused), "eventd_collector_refused_total", "counter",
          "Messages refused: not eventd records, or not from the host their subject names."},
-        {"collector", "sessions", "eventd_collector_sessions_total", "counter", "NATS sessions started."},
+        {K(Collector, sessions), "eventd_collector_sessions_total", "counter", "NATS sessions started."},
     };
     return kMetrics;
 }
@@ -159,8 +171,8 @@ std::string render_openmetrics(const std::vector<Json>& records) {
         if (fresh) order.push_back(name);
         std::string& samples = it->second.second;
         for (const Json& r : records) {
-            if (r.value("kind", "") != m.kind || !r.contains(m.key)) continue;
-            const auto value = number(r[m.key], m.scale);
+            if (protocol::status::kind_of(r) != m.field.kind || !r.contains(m.field.key)) continue;
+            const auto value = number(r[m.field.key], m.scale);
             if (!value) continue;  // null: not known (e.g. a shard whose rows were not counted)
             const std::string l = labels(r, m);
             if (std::string(m.type) == "summary") {
@@ -175,10 +187,11 @@ std::string render_openmetrics(const std::vector<Json>& records) {
     std::string out;
     // Which eventd answered: boot and mode as labels of a constant 1.
     for (const Json& r : records) {
-        if (r.value("kind", "") != "daemon") continue;
+        auto daemon = protocol::status::from_record<protocol::status::Daemon>(r);
+        if (!daemon) continue;
         out += "# HELP eventd_info The eventd that answered: its boot (run) id and mode.\n# TYPE eventd_info gauge\n";
-        out += "eventd_info{boot_id=\"" + label_value(r.value("boot_id", Json(""))) + "\",mode=\"" +
-               label_value(r.value("mode", Json("host"))) + "\"} 1\n";
+        out += "eventd_info{boot_id=\"" + label_value(Json(daemon->boot_id)) + "\",mode=\"" +
+               label_value(Json(daemon->mode.empty() ? "host" : daemon->mode)) + "\"} 1\n";
     }
     for (const std::string& name : order) {
         const auto& [m, samples] = families[name];

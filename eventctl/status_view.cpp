@@ -9,16 +9,22 @@
 #include <string_view>
 
 #include "pretty_format.hpp"
+#include "protocol/status.hpp"
 #include "text_table.hpp"
 #include "time_text.hpp"
 
 namespace eventctl {
 namespace {
 
+// The records' kinds and keys are the schema's (protocol/status.hpp), checked by the compiler.
+namespace st = protocol::status;
+#define K(R, member) EVENTD_STATUS_KEY(st::R, member)
+#define M(R, member) EVENTD_STATUS_MEMBER(st::R, member)
+
 using Render = std::function<std::string(const Json&)>;
 
 struct Column {
-    const char* key;
+    const char* key;  // EVENTD_STATUS_MEMBER or K(…).key: one of the schema's keys
     const char* header;
     Render render;
     bool right = true;
@@ -86,30 +92,30 @@ std::string by_suffix(const std::string& key, const Json& v) {
 
 const std::vector<Column>& ring_columns() {
     static const std::vector<Column> kColumns = {
-        {"cpu", "CPU", plain},
-        {"capacity_bytes", "CAPACITY", bytes},
-        {"fill_percent", "FILL", fixed("%.1f %%")},
-        {"reader_lag_bytes", "READER LAG", bytes},
-        {"last_sequence", "LAST SEQUENCE", plain},
-        {"gaps", "GAPS", plain},
-        {"lost_events", "LOST EVENTS", plain},
+        {K(Ring, cpu).key, "CPU", plain},
+        {K(Ring, capacity_bytes).key, "CAPACITY", bytes},
+        {K(Ring, fill_percent).key, "FILL", fixed("%.1f %%")},
+        {K(Ring, reader_lag_bytes).key, "READER LAG", bytes},
+        {K(Ring, last_sequence).key, "LAST SEQUENCE", plain},
+        {K(Ring, gaps).key, "GAPS", plain},
+        {K(Ring, lost_events).key, "LOST EVENTS", plain},
     };
     return kColumns;
 }
 
 const std::vector<Column>& shard_columns() {
     static const std::vector<Column> kColumns = {
-        {"shard", "SHARD", plain},
-        {"file", "FILE", plain, false},
-        {"rows", "ROWS", plain},
-        {"bytes", "SIZE", bytes},
-        {"last_commit_ns", "LAST COMMIT (UTC)", time_ns, false},
-        {"batches", "BATCHES", plain},
-        {"avg_batch_size", "AVG BATCH", fixed("%.1f")},
-        {"last_batch_size", "LAST BATCH", plain},
-        {"commit_latency_ms", "COMMIT MS", fixed("%.2f")},
-        {"failed_batches", "FAILED BATCHES", plain},
-        {"lost_events", "LOST EVENTS", plain},
+        {K(Shard, shard).key, "SHARD", plain},
+        {K(Shard, file).key, "FILE", plain, false},
+        {K(Shard, rows).key, "ROWS", plain},
+        {K(Shard, bytes).key, "SIZE", bytes},
+        {K(Shard, last_commit_ns).key, "LAST COMMIT (UTC)", time_ns, false},
+        {K(Shard, batches).key, "BATCHES", plain},
+        {K(Shard, avg_batch_size).key, "AVG BATCH", fixed("%.1f")},
+        {K(Shard, last_batch_size).key, "LAST BATCH", plain},
+        {K(Shard, commit_latency_ms).key, "COMMIT MS", fixed("%.2f")},
+        {K(Shard, failed_batches).key, "FAILED BATCHES", plain},
+        {K(Shard, lost_events).key, "LOST EVENTS", plain},
     };
     return kColumns;
 }
@@ -118,17 +124,17 @@ const std::vector<Column>& shard_columns() {
 // here, and what building and shedding did.
 const std::vector<Column>& index_columns() {
     static const std::vector<Column> kColumns = {
-        {"shard", "SHARD", plain},
-        {"indexes", "INDEXES", plain, false},
-        {"missing", "DESIRED, MISSING", plain, false},
-        {"building", "BUILDING", plain, false},
-        {"builds_done", "BUILT", plain},
-        {"builds_cancelled", "CANCELLED", plain},
-        {"builds_failed", "FAILED", plain},
-        {"dropped", "DROPPED", plain},
-        {"sheds_graduated", "SHED (GRADUATED)", plain},
-        {"sheds_emergency", "SHED (EMERGENCY)", plain},
-        {"restored", "RESTORED", plain},
+        {K(ShardIndexes, shard).key, "SHARD", plain},
+        {K(ShardIndexes, indexes).key, "INDEXES", plain, false},
+        {K(ShardIndexes, missing).key, "DESIRED, MISSING", plain, false},
+        {K(ShardIndexes, building).key, "BUILDING", plain, false},
+        {K(ShardIndexes, builds_done).key, "BUILT", plain},
+        {K(ShardIndexes, builds_cancelled).key, "CANCELLED", plain},
+        {K(ShardIndexes, builds_failed).key, "FAILED", plain},
+        {K(ShardIndexes, dropped).key, "DROPPED", plain},
+        {K(ShardIndexes, sheds_graduated).key, "SHED (GRADUATED)", plain},
+        {K(ShardIndexes, sheds_emergency).key, "SHED (EMERGENCY)", plain},
+        {K(ShardIndexes, restored).key, "RESTORED", plain},
     };
     return kColumns;
 }
@@ -178,7 +184,7 @@ std::string label(const std::string& key) {
 
 // Key/value lines: the known keys in their order with their labels, then the others.
 struct Line {
-    const char* key;
+    const char* key;  // K(…).key
     const char* label;
     Render render;
 };
@@ -205,33 +211,33 @@ std::string per_second(const Json& v) { return is_number(v) ? printf_string("%.1
 
 const std::vector<Line>& rate_lines() {
     static const std::vector<Line> kLines = {
-        {"events_in_per_s", "events in", per_second},
-        {"events_out_per_s", "events out", per_second},
+        {K(Rates, events_in_per_s).key, "events in", per_second},
+        {K(Rates, events_out_per_s).key, "events out", per_second},
     };
     return kLines;
 }
 
 const std::vector<Line>& query_lines() {
     static const std::vector<Line> kLines = {
-        {"active", "active", plain},
-        {"streaming", "streaming", plain},
-        {"refused_total", "refused (total)", plain},
-        {"refused_concurrency", "refused: MaxConcurrentQueries", plain},
-        {"refused_streaming", "refused: MaxStreamingQueries", plain},
-        {"refused_per_user", "refused: MaxQueriesPerUser", plain},
-        {"refused_streaming_per_user", "refused: MaxStreamingQueriesPerUser", plain},
-        {"timeouts", "timed out", plain},
-        {"dropped_streams", "streams dropped (slow reader)", plain},
+        {K(Queries, active).key, "active", plain},
+        {K(Queries, streaming).key, "streaming", plain},
+        {K(Queries, refused_total).key, "refused (total)", plain},
+        {K(Queries, refused_concurrency).key, "refused: MaxConcurrentQueries", plain},
+        {K(Queries, refused_streaming).key, "refused: MaxStreamingQueries", plain},
+        {K(Queries, refused_per_user).key, "refused: MaxQueriesPerUser", plain},
+        {K(Queries, refused_streaming_per_user).key, "refused: MaxStreamingQueriesPerUser", plain},
+        {K(Queries, timeouts).key, "timed out", plain},
+        {K(Queries, dropped_streams).key, "streams dropped (slow reader)", plain},
     };
     return kLines;
 }
 
-// {kind:"retention"} (eventd/daemon_runtime.cpp): passes since eventd started.
+// {kind:"retention"} (eventd/retention/retention_thread.hpp): passes since eventd started.
 const std::vector<Line>& retention_lines() {
     static const std::vector<Line> kLines = {
-        {"runs", "passes", plain},
-        {"deleted_rows", "rows deleted", plain},
-        {"last_run_ns", "last pass ended (UTC)", time_ns},
+        {K(Retention, runs).key, "passes", plain},
+        {K(Retention, deleted_rows).key, "rows deleted", plain},
+        {K(Retention, last_run_ns).key, "last pass ended (UTC)", time_ns},
     };
     return kLines;
 }
@@ -240,22 +246,22 @@ const std::vector<Line>& retention_lines() {
 // place of the rings a host has.
 const std::vector<Line>& collector_lines() {
     static const std::vector<Line> kLines = {
-        {"state", "state", plain},
-        {"nats_url", "NATS", plain},
-        {"stream", "stream", plain},
-        {"durable", "durable consumer", plain},
-        {"pending", "lag: not yet delivered (records)", plain},
-        {"ack_pending", "delivered, not yet acknowledged", plain},
-        {"uncommitted", "held by this eventd, not yet committed", plain},
-        {"received", "received", plain},
-        {"duplicates", "already stored (not stored again)", plain},
-        {"acked", "acknowledged after commit", plain},
-        {"redelivery_requested", "failed commits (delivered again)", plain},
-        {"redelivered", "redelivered by the server", plain},
-        {"refused", "refused (not eventd records)", plain},
-        {"sessions", "sessions", plain},
-        {"last_received_ns", "last received (UTC)", time_ns},
-        {"last_error", "last error", plain},
+        {K(Collector, state).key, "state", plain},
+        {K(Collector, nats_url).key, "NATS", plain},
+        {K(Collector, stream).key, "stream", plain},
+        {K(Collector, durable).key, "durable consumer", plain},
+        {K(Collector, pending).key, "lag: not yet delivered (records)", plain},
+        {K(Collector, ack_pending).key, "delivered, not yet acknowledged", plain},
+        {K(Collector, uncommitted).key, "held by this eventd, not yet committed", plain},
+        {K(Collector, received).key, "received", plain},
+        {K(Collector, duplicates).key, "already stored (not stored again)", plain},
+        {K(Collector, acked).key, "acknowledged after commit", plain},
+        {K(Collector, redelivery_requested).key, "failed commits (delivered again)", plain},
+        {K(Collector, redelivered).key, "redelivered by the server", plain},
+        {K(Collector, refused).key, "refused (not eventd records)", plain},
+        {K(Collector, sessions).key, "sessions", plain},
+        {K(Collector, last_received_ns).key, "last received (UTC)", time_ns},
+        {K(Collector, last_error).key, "last error", plain},
     };
     return kLines;
 }
@@ -264,24 +270,25 @@ const std::vector<Line>& collector_lines() {
 // then the desired index set and the query counters as two tables.
 const std::vector<Line>& index_policy_lines() {
     static const std::vector<Line> kLines = {
-        {"last_recompute_ns", "last recomputation (UTC)", time_ns},
-        {"interval_s", "interval (s)", fixed("%.0f")},
-        {"window_s", "window (s)", fixed("%.0f")},
-        {"create_threshold", "create threshold", plain},
-        {"drop_threshold", "drop threshold", plain},
-        {"meta_db", "metadata database", plain},
-        {"meta_db_problem", "metadata database problem", plain},
-        {"counted_fields", "counted fields", plain},
-        {"not_counted", "not counted (field cap)", plain},
+        {K(IndexPolicy, last_recompute_ns).key, "last recomputation (UTC)", time_ns},
+        {K(IndexPolicy, interval_s).key, "interval (s)", fixed("%.0f")},
+        {K(IndexPolicy, window_s).key, "window (s)", fixed("%.0f")},
+        {K(IndexPolicy, create_threshold).key, "create threshold", plain},
+        {K(IndexPolicy, drop_threshold).key, "drop threshold", plain},
+        {K(IndexPolicy, meta_db).key, "metadata database", plain},
+        {K(IndexPolicy, meta_db_problem).key, "metadata database problem", plain},
+        {K(IndexPolicy, counted_fields).key, "counted fields", plain},
+        {K(IndexPolicy, not_counted).key, "not counted (field cap)", plain},
     };
     return kLines;
 }
 
 std::string index_policy_section(const Json& record) {
     Json summary = record;
-    summary.erase("desired");
-    summary.erase("counters");
-    if (summary.contains("meta_db_problem") && summary["meta_db_problem"].is_null()) summary.erase("meta_db_problem");
+    const char* problem = M(IndexPolicy, meta_db_problem);
+    summary.erase(M(IndexPolicy, desired));
+    summary.erase(M(IndexPolicy, counters));
+    if (summary.contains(problem) && summary[problem].is_null()) summary.erase(problem);
     std::string body = lines(summary, index_policy_lines());
     auto rows_of = [&](const char* key) {
         std::vector<const Json*> out;
@@ -289,31 +296,26 @@ std::string index_policy_section(const Json& record) {
             for (const Json& r : record[key]) out.push_back(&r);
         return out;
     };
-    const auto desired = rows_of("desired");
+    const auto desired = rows_of(M(IndexPolicy, desired));
     body += "\n  Desired indexes (most important first)\n";
     if (desired.empty()) {
         body += "  (none)\n";
     } else {
-        body += table(desired, {{"priority", "PRIORITY", plain},
-                                {"field", "FIELD", plain, false},
-                                {"is_expression", "PAYLOAD PATH", plain, false},
-                                {"manual", "BY INDEX", plain, false}});
+        body += table(desired, {{M(DesiredIndex, priority), "PRIORITY", plain},
+                                {M(DesiredIndex, field), "FIELD", plain, false},
+                                {M(DesiredIndex, is_expression), "PAYLOAD PATH", plain, false},
+                                {M(DesiredIndex, manual), "BY INDEX", plain, false}});
     }
-    const auto counters = rows_of("counters");
+    const auto counters = rows_of(M(IndexPolicy, counters));
     body += "\n  Query counts in the window (most queried first)\n";
     if (counters.empty()) {
         body += "  (none)\n";
     } else {
-        body += table(counters, {{"field", "FIELD", plain, false},
-                                 {"query_count", "QUERIES", plain},
-                                 {"window_start_ns", "WINDOW START (UTC)", time_ns, false}});
+        body += table(counters, {{M(FieldCount, field), "FIELD", plain, false},
+                                 {M(FieldCount, query_count), "QUERIES", plain},
+                                 {M(FieldCount, window_start_ns), "WINDOW START (UTC)", time_ns, false}});
     }
     return body;
-}
-
-std::string kind_of(const Json& r) {
-    auto it = r.find("kind");
-    return it != r.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 }  // namespace
@@ -323,7 +325,7 @@ std::string render_status(const std::vector<Json>& records) {
     std::vector<std::string> order;  // kinds in order of first appearance
     std::map<std::string, std::vector<const Json*>> by_kind;
     for (const auto& r : records) {
-        const std::string kind = kind_of(r);
+        const std::string kind = st::kind_of(r);
         if (by_kind[kind].empty()) order.push_back(kind);
         by_kind[kind].push_back(&r);
     }
@@ -332,42 +334,44 @@ std::string render_status(const std::vector<Json>& records) {
         if (!out.empty()) out += "\n";
         out += title + "\n" + body;
     };
-    if (by_kind.count("collector")) {
+    if (by_kind.count(st::Collector::kind)) {
         std::string body;
-        for (const Json* r : by_kind["collector"]) {
+        for (const Json* r : by_kind[st::Collector::kind]) {
             Json shown = *r;
-            if (shown.contains("last_error") && shown["last_error"].is_null()) shown.erase("last_error");
+            const char* last_error = K(Collector, last_error).key;
+            if (shown.contains(last_error) && shown[last_error].is_null()) shown.erase(last_error);
             body += lines(shown, collector_lines());
         }
         section("Collector (JetStream)", body);
     }
-    if (by_kind.count("ring")) section("Rings (per CPU)", table(by_kind["ring"], ring_columns()));
-    if (by_kind.count("shard")) section("Shards", table(by_kind["shard"], shard_columns()));
-    if (by_kind.count("shard_indexes"))
-        section("Indexes (per shard)", table(by_kind["shard_indexes"], index_columns()));
-    if (by_kind.count("rates")) {
+    if (by_kind.count(st::Ring::kind)) section("Rings (per CPU)", table(by_kind[st::Ring::kind], ring_columns()));
+    if (by_kind.count(st::Shard::kind)) section("Shards", table(by_kind[st::Shard::kind], shard_columns()));
+    if (by_kind.count(st::ShardIndexes::kind))
+        section("Indexes (per shard)", table(by_kind[st::ShardIndexes::kind], index_columns()));
+    if (by_kind.count(st::Rates::kind)) {
         std::string body;
-        for (const Json* r : by_kind["rates"]) body += lines(*r, rate_lines());
+        for (const Json* r : by_kind[st::Rates::kind]) body += lines(*r, rate_lines());
         section("Rates", body);
     }
-    if (by_kind.count("retention")) {
+    if (by_kind.count(st::Retention::kind)) {
         std::string body;
-        for (const Json* r : by_kind["retention"]) body += lines(*r, retention_lines());
+        for (const Json* r : by_kind[st::Retention::kind]) body += lines(*r, retention_lines());
         section("Retention", body);
     }
-    if (by_kind.count("queries")) {
+    if (by_kind.count(st::Queries::kind)) {
         std::string body;
-        for (const Json* r : by_kind["queries"]) body += lines(*r, query_lines());
+        for (const Json* r : by_kind[st::Queries::kind]) body += lines(*r, query_lines());
         section("Queries", body);
     }
-    if (by_kind.count("index_policy")) {
+    if (by_kind.count(st::IndexPolicy::kind)) {
         std::string body;
-        for (const Json* r : by_kind["index_policy"]) body += index_policy_section(*r);
+        for (const Json* r : by_kind[st::IndexPolicy::kind]) body += index_policy_section(*r);
         section("Adaptive indexing", body);
     }
     for (const auto& kind : order) {
-        if (kind == "collector" || kind == "ring" || kind == "shard" || kind == "shard_indexes" || kind == "rates" ||
-            kind == "retention" || kind == "queries" || kind == "index_policy")
+        if (kind == st::Collector::kind || kind == st::Ring::kind || kind == st::Shard::kind ||
+            kind == st::ShardIndexes::kind || kind == st::Rates::kind || kind == st::Retention::kind ||
+            kind == st::Queries::kind || kind == st::IndexPolicy::kind)
             continue;
         section(kind.empty() ? "Other" : "Other: " + plain(Json(kind)), table(by_kind[kind], {}));
     }

@@ -88,9 +88,8 @@ base::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
             continue;
         }
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        return base::Error{errno,
-                           "eventd at " + path_ +
-                               " closed the connection while the query was being sent: " + std::strerror(errno)};
+        return base::Error{errno, "eventd at " + path_ +
+                                      " closed the connection while the query was being sent: " + std::strerror(errno)};
     }
     return ReadResult::frame;
 }

@@ -13,8 +13,8 @@ namespace {
 namespace msgpack = eventd::msgpack;
 
 base::Error bad_reply(const std::string& what) {
-    return base::Error{
-        EPROTO, "eventd sent a reply this client cannot read (" + what + "); are eventd and the client the same version?"};
+    return base::Error{EPROTO, "eventd sent a reply this client cannot read (" + what +
+                                   "); are eventd and the client the same version?"};
 }
 
 }  // namespace
@@ -31,8 +31,7 @@ base::Result<Reply> parse_reply(std::span<const uint8_t> frame) {
     for (uint32_t i = 0; i < fields.value(); ++i) {
         auto key = in.string();
         if (!key) return bad_reply(key.error().message);
-        if (key.value() == "status" || key.value() == "error" || key.value() == "cursor" ||
-            key.value() == "detail") {
+        if (key.value() == "status" || key.value() == "error" || key.value() == "cursor" || key.value() == "detail") {
             const std::string name(key.value());
             auto text = in.string();
             if (!text) return bad_reply("'" + name + "' is not a string");

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,11 +43,11 @@ inline constexpr uint32_t kVersion = 1;
 struct Daemon {
     static constexpr const char* kind = "daemon";
     uint32_t version = kVersion;
-    std::string boot_id;      // the KMES boot, or the collector's run id
-    int64_t started_ns = 0;   // wall clock
+    std::string boot_id;     // the KMES boot, or the collector's run id
+    int64_t started_ns = 0;  // wall clock
     int64_t uptime_s = 0;
-    std::string mode;         // "host" or "collector"
-    uint64_t cpus = 0;        // rings drained (0 for a collector)
+    std::string mode;   // "host" or "collector"
+    uint64_t cpus = 0;  // rings drained (0 for a collector)
     uint64_t shards = 0;
 };
 
@@ -158,6 +159,34 @@ struct Collector {
     std::optional<std::string> last_error;
 };
 
+// Adaptive indexing, policy half (EVENTD.md §16): its settings and last pass, the desired
+// index set and the most queried fields.
+struct DesiredIndex {
+    std::string field;
+    uint64_t priority = 0;       // 0 = most important
+    bool is_expression = false;  // a payload path
+    bool manual = false;         // added by EVENTS INDEX
+};
+struct FieldCount {
+    std::string field;
+    uint64_t query_count = 0;
+    std::optional<int64_t> window_start_ns;  // null: counted only since the last pass
+};
+struct IndexPolicy {
+    static constexpr const char* kind = "index_policy";
+    std::optional<int64_t> last_recompute_ns;  // null before the first pass
+    double interval_s = 0;
+    double window_s = 0;
+    uint64_t create_threshold = 0;
+    uint64_t drop_threshold = 0;
+    std::optional<std::string> meta_db;  // its path; null while unusable
+    std::optional<std::string> meta_db_problem;
+    std::vector<DesiredIndex> desired;  // most important first
+    std::vector<FieldCount> counters;   // the most queried fields first
+    uint64_t counted_fields = 0;
+    uint64_t not_counted = 0;  // bumps lost to the field cap
+};
+
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Daemon, version, boot_id, started_ns, uptime_s, mode, cpus, shards)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ring, cpu, capacity_bytes, fill_percent, reader_lag_bytes,
                                                 last_sequence, events, skipped, gaps, lost_events)
@@ -177,6 +206,23 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Queries, active, streaming, acce
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Collector, state, nats_url, stream, durable, pending, ack_pending,
                                                 redelivered, received, duplicates, acked, uncommitted,
                                                 redelivery_requested, refused, sessions, last_received_ns, last_error)
+
+// A reader's reference to one key of one record kind, checked by the compiler: a member that
+// R does not have does not compile, so every key a reader names (eventctl's views, OpenMetrics,
+// the tests) is one of the schema's — the member's name is the key, as in the macros above.
+struct Key {
+    const char* kind;
+    const char* key;
+};
+#define EVENTD_STATUS_KEY(R, member) (::protocol::status::Key{R::kind, EVENTD_STATUS_MEMBER(R, member)})
+// The key alone, also of the records nested in one (IndexPolicy's desired and counters).
+#define EVENTD_STATUS_MEMBER(R, member) (static_cast<void>(&R::member), #member)
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DesiredIndex, field, priority, is_expression, manual)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FieldCount, field, query_count, window_start_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IndexPolicy, last_recompute_ns, interval_s, window_s, create_threshold,
+                                                drop_threshold, meta_db, meta_db_problem, desired, counters,
+                                                counted_fields, not_counted)
 
 // The record as it travels: the struct's keys and its kind.
 template <class R>

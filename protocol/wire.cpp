@@ -63,7 +63,6 @@ base::Status read_request_map(msgpack::Reader& in, RequestKeys& keys) {
     return {};
 }
 
-
 // A reply frame of string fields, in their order (status first).
 std::vector<uint8_t> reply_frame(std::initializer_list<std::pair<const char*, std::string>> fields) {
     std::vector<uint8_t> out(kFrameHeaderBytes);
@@ -104,7 +103,9 @@ std::vector<uint8_t> watch_frame() { return reply_frame({{"status", "watch"}}); 
 std::vector<uint8_t> watch_frame(const std::string& cursor) {
     return reply_frame({{"status", "watch"}, {"cursor", cursor}});
 }
-std::vector<uint8_t> end_frame(const std::string& cursor) { return reply_frame({{"status", "end"}, {"cursor", cursor}}); }
+std::vector<uint8_t> end_frame(const std::string& cursor) {
+    return reply_frame({{"status", "end"}, {"cursor", cursor}});
+}
 std::vector<uint8_t> gap_frame(std::optional<uint64_t> lost, const std::string& detail) {
     std::vector<uint8_t> out(kFrameHeaderBytes);
     msgpack::put_map_header(out, 3);

@@ -48,9 +48,7 @@ void CollectorSource::add_status_records(std::vector<nlohmann::json>& out) const
     if (collector_) out.push_back(collector_->status_record());
 }
 
-std::string CollectorSource::status_line() const {
-    return "collected " + std::to_string(records_in()) + " records";
-}
+std::string CollectorSource::status_line() const { return "collected " + std::to_string(records_in()) + " records"; }
 
 void CollectorSource::dump_diagnostics() const { spdlog::info("  collector: {}", status_line()); }
 

@@ -262,56 +262,45 @@ void PolicyThread::read_admin_sd() {
 }
 
 void PolicyThread::publish_status(const PolicySettings& settings) {
-    json desired = json::array();
+    protocol::status::IndexPolicy record;
     const auto& members = state_.members();
     for (size_t i = 0; i < members.size(); ++i)
-        desired.push_back(json{{"field", members[i].field},
-                               {"priority", i},
-                               {"is_expression", members[i].is_expression},
-                               {"manual", members[i].manual}});
-    std::vector<json> fields;
-    for (const auto& [field, w] : state_.counters())
-        fields.push_back(json{{"field", field}, {"query_count", w.count}, {"window_start_ns", w.window_start_ns}});
-    json record{{"kind", "index_policy"},
-                {"meta_db", db_ ? json(db_->path().string()) : json(nullptr)},
-                {"meta_db_problem", db_problem_.empty() ? json(nullptr) : json(db_problem_)},
-                {"last_recompute_ns", last_pass_ns_ ? json(last_pass_ns_) : json(nullptr)},
-                {"interval_s", std::chrono::duration<double>(settings.interval).count()},
-                {"window_s", double(settings.params.window_ns) / 1e9},
-                {"create_threshold", settings.params.create_threshold},
-                {"drop_threshold", settings.params.drop_threshold},
-                {"desired", std::move(desired)}};
+        record.desired.push_back({members[i].field, i, members[i].is_expression, members[i].manual});
+    for (const auto& [field, w] : state_.counters()) record.counters.push_back({field, w.count, w.window_start_ns});
+    if (db_) record.meta_db = db_->path().string();
+    if (!db_problem_.empty()) record.meta_db_problem = db_problem_;
+    if (last_pass_ns_) record.last_recompute_ns = last_pass_ns_;
+    record.interval_s = std::chrono::duration<double>(settings.interval).count();
+    record.window_s = double(settings.params.window_ns) / 1e9;
+    record.create_threshold = settings.params.create_threshold;
+    record.drop_threshold = settings.params.drop_threshold;
     std::lock_guard lock(mutex_);
     status_ = std::move(record);
-    status_fields_ = std::move(fields);
 }
 
 std::vector<json> PolicyThread::status_records() const {
-    json record;
-    std::vector<json> fields;
+    protocol::status::IndexPolicy record;
     {
         std::lock_guard lock(mutex_);
         record = status_;
-        fields = status_fields_;
     }
     // Counts not yet taken by a pass are part of the window too.
+    auto& fields = record.counters;
     std::unordered_map<std::string, size_t> at;
-    for (size_t i = 0; i < fields.size(); ++i) at.emplace(fields[i]["field"].get<std::string>(), i);
+    for (size_t i = 0; i < fields.size(); ++i) at.emplace(fields[i].field, i);
     for (const auto& [field, n] : options_.counter->peek()) {
         const auto it = at.find(field);
         if (it == at.end())
-            fields.push_back(json{{"field", field}, {"query_count", n.count}, {"window_start_ns", nullptr}});
+            fields.push_back({field, n.count, std::nullopt});
         else
-            fields[it->second]["query_count"] = fields[it->second]["query_count"].get<uint64_t>() + n.count;
+            fields[it->second].query_count += n.count;
     }
-    std::stable_sort(fields.begin(), fields.end(), [](const json& a, const json& b) {
-        return a["query_count"].get<uint64_t>() > b["query_count"].get<uint64_t>();
-    });
-    record["counted_fields"] = fields.size();
-    record["not_counted"] = options_.counter->overflowed();
+    std::stable_sort(fields.begin(), fields.end(),
+                     [](const auto& a, const auto& b) { return a.query_count > b.query_count; });
+    record.counted_fields = fields.size();
+    record.not_counted = options_.counter->overflowed();
     if (fields.size() > kStatusFields) fields.resize(kStatusFields);
-    record["counters"] = std::move(fields);
-    return {record};
+    return {protocol::status::to_record(record)};
 }
 
 }  // namespace eventd::index

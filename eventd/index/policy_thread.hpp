@@ -46,6 +46,7 @@
 #include "eventd/index/meta_db.hpp"
 #include "eventd/index/policy.hpp"
 #include "eventd/common/lock_order.hpp"
+#include "protocol/status.hpp"
 
 namespace eventd::index {
 
@@ -127,8 +128,7 @@ private:
     bool stopping_ = false;
     bool running_ = false;
     std::shared_ptr<const AdminSd> admin_sd_;
-    nlohmann::json status_;  // {kind:"index_policy"} without the live counters
-    std::vector<nlohmann::json> status_fields_;
+    protocol::status::IndexPolicy status_;  // as of the last pass, without the live counters
 
     std::thread thread_;
 };

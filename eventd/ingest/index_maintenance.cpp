@@ -31,7 +31,6 @@ std::vector<std::string> ShardIndexMaintenance::material_indexes(store::ShardDb&
 
 bool ShardIndexMaintenance::converged() const { return indexes_.converged(*desired_.current()); }
 
-
 void ShardIndexMaintenance::report_ring_fill(uint64_t fill, uint64_t capacity) {
     if (capacity == 0) return;
     // Relaxed stores: flags polled by this shard's writer thread (build_must_yield, the
@@ -93,7 +92,7 @@ void ShardIndexMaintenance::run_index_step(const index::IndexStep& step) {
         std::lock_guard lock(db_mutex_);
         // A drop is never cancelled: shedding drops are how pressure is relieved.
         status = db_.run_index_statement(step.sql, build ? std::function<bool()>([this] { return build_must_yield(); })
-                                                          : std::function<bool()>([] { return false; }));
+                                                         : std::function<bool()>([] { return false; }));
     }
     const auto now = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(now - started).count();

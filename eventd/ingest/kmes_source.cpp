@@ -34,8 +34,8 @@ base::Status KmesSource::open() {
         auto reader = kmes::RingReader::open(cpu, kmes::ReaderOptions{});  // from tail_pos (§2.2.2)
         if (!reader) {
             if (reader.error().code == base::ErrorCode::invalid && cpu > 0) return {};  // past the last CPU
-            return base::Error{reader.error().code, "cannot attach the KMES ring of cpu " + std::to_string(cpu) +
-                                                        ": " + reader.error().message};
+            return base::Error{reader.error().code, "cannot attach the KMES ring of cpu " + std::to_string(cpu) + ": " +
+                                                        reader.error().message};
         }
         // Every ring must belong to the boot read in phase 3 (a shim restart in between would
         // mix two boots' sequences under one boot id).

@@ -48,7 +48,7 @@ private:
     std::vector<kmes::RingReader> readers_;  // attached in open(), moved into drains_ by start()
     std::vector<std::unique_ptr<DrainThread>> drains_;
     bool restart_ = false;
-    int watch_fd_ = -1;  // an attachment to ring 0 nobody reads: hangs up when the shim dies
+    int watch_fd_ = -1;                  // an attachment to ring 0 nobody reads: hangs up when the shim dies
     std::atomic<bool> started_{false};   // drains_ is complete (hung_up may look at it)
     std::atomic<bool> stopping_{false};  // stop() called: a lost ring is no failure any more
 };

@@ -8,9 +8,9 @@
 namespace eventd {
 namespace {
 uint64_t now_ns() {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count());
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
 }
 }  // namespace
 
@@ -75,8 +75,8 @@ void RetentionThread::loop() {
 void RetentionThread::run_pass(const RetentionLimits& limits) {
     store::RetentionOptions options;
     options.should_stop = [this] { return stopping_.load(); };
-    const store::RetentionOutcome outcome = store::run_retention(
-        shards_, {store::retention_cutoff(now_ns(), limits.days), limits.max_bytes}, options);
+    const store::RetentionOutcome outcome =
+        store::run_retention(shards_, {store::retention_cutoff(now_ns(), limits.days), limits.max_bytes}, options);
     if (outcome.deleted) spdlog::info("retention deleted {} rows", outcome.deleted);
     deleted_.fetch_add(outcome.deleted, std::memory_order_relaxed);
     runs_.fetch_add(1, std::memory_order_relaxed);

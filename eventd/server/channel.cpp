@@ -26,8 +26,7 @@ Sent Channel::send_until(const std::vector<uint8_t>& frame, Clock::time_point de
     while (done < frame.size()) {
         const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
         if (left.count() <= 0) return done ? Sent::torn : Sent::timed_out;
-        timeval tv{static_cast<time_t>(left.count() / 1'000'000),
-                   static_cast<suseconds_t>(left.count() % 1'000'000)};
+        timeval tv{static_cast<time_t>(left.count() / 1'000'000), static_cast<suseconds_t>(left.count() % 1'000'000)};
         setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         const ssize_t n = ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
         if (n >= 0) {
@@ -59,8 +58,7 @@ Sent Channel::send_now(const std::vector<uint8_t>& frame) {
 bool Channel::fits(size_t bytes) const {
     int queued = 0, limit = 0;
     socklen_t len = sizeof limit;
-    if (ioctl(fd_, SIOCOUTQ, &queued) != 0 || getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &limit, &len) != 0)
-        return true;
+    if (ioctl(fd_, SIOCOUTQ, &queued) != 0 || getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &limit, &len) != 0) return true;
     if (queued <= 0) return true;
     return static_cast<size_t>(queued) + bytes + bytes / 4 + kBufferOverhead <= static_cast<size_t>(limit);
 }
