@@ -12,7 +12,7 @@
 //   40 urgent                ShardWriter::urgent_mutex_              —
 //   50 commit_subscribers    CommitSignal::mutex_                    stream_wake (dispatch)
 //   60 stream_wake           StreamWake::mutex_                      —
-//   70 index_policy          index::PolicyThread::mutex_             field_counter (status)
+//   70 index_policy          index::PolicyThread::mutex_             —
 //   80 field_counter         index::FieldCounter::mutex_             —
 //
 // reload() holds config_mutex_ (10) while it hands new settings to the policy thread (70).
