@@ -187,6 +187,29 @@ struct IndexPolicy {
     uint64_t not_counted = 0;  // bumps lost to the field cap
 };
 
+// eventd-forward's own status (docs/FORWARD.md "Status"): not a STATUS record of eventd's but
+// the file the forwarder rewrites every second (StateDirectory/status.json), which
+// `eventd-forward --status` reads back.
+struct Forwarder {
+    static constexpr const char* kind = "forwarder";
+    std::string state = "starting";  // connecting, forwarding, backing off, stopped
+    std::string last_error;          // why the last session ended ("" none)
+    int64_t last_error_ns = 0;       // wall clock of last_error
+    bool caught_up = false;          // the stream's catch-up is over: records are live
+    uint64_t published = 0;          // every session's, since start
+    uint64_t acked = 0;
+    uint64_t duplicates = 0;              // acks saying JetStream already held the message (replays)
+    uint64_t pending = 0;                 // published, not yet acknowledged
+    int64_t backlog = -1;                 // matching records eventd stores after the saved cursor (-1: not known)
+    int64_t backlog_ns = 0;               // wall clock of that count
+    uint64_t reconnects = 0;              // sessions started after the first
+    uint64_t gaps = 0;                    // synthetic.forward_gap records published
+    int64_t last_acked_timestamp_ns = 0;  // event time of the newest acknowledged record
+    int64_t cursor_saved_ns = 0;          // wall clock of the last cursor persisted
+    int64_t updated_ns = 0;               // wall clock of this status
+    int pid = 0;
+};
+
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Daemon, version, boot_id, started_ns, uptime_s, mode, cpus, shards)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ring, cpu, capacity_bytes, fill_percent, reader_lag_bytes,
                                                 last_sequence, events, skipped, gaps, lost_events)
@@ -218,6 +241,9 @@ struct Key {
 // The key alone, also of the records nested in one (IndexPolicy's desired and counters).
 #define EVENTD_STATUS_MEMBER(R, member) (static_cast<void>(&R::member), #member)
 
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Forwarder, state, last_error, last_error_ns, caught_up, published,
+                                                acked, duplicates, pending, backlog, backlog_ns, reconnects, gaps,
+                                                last_acked_timestamp_ns, cursor_saved_ns, updated_ns, pid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DesiredIndex, field, priority, is_expression, manual)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FieldCount, field, query_count, window_start_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IndexPolicy, last_recompute_ns, interval_s, window_s, create_threshold,
