@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "accounting.hpp"
-#include "eventd_fixture.hpp"
-#include "shim_fixture.hpp"
+#include "support/accounting.hpp"
+#include "support/eventd_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 namespace eventd::it {
 

@@ -22,7 +22,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "kmes/kmes.h"
 #include "kmes/ring_reader.hpp"
 #include "pipeline.hpp"

@@ -22,10 +22,10 @@
 #include "kmes/kmes.h"
 #include "commit_delay.hpp"
 #include "eventctl_query.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "pipeline.hpp"
 #include "store_fill.hpp"
-#include "store_reader.hpp"
+#include "support/store_reader.hpp"
 
 using namespace eventd::it;
 using kmes::it::eventually;

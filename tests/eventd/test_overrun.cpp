@@ -4,7 +4,7 @@
 // stored events, its timestamps are theirs, and the accounting stays exact.
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "pipeline.hpp"
 
 using namespace eventd::it;

@@ -13,7 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "eventctl_query.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "kmes/kmes.h"
 #include "pipeline.hpp"
 

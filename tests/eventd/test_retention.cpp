@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "pipeline.hpp"
 #include "store_fill.hpp"
 

@@ -14,7 +14,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "pipeline.hpp"
 
 using namespace eventd::it;

@@ -13,8 +13,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon_process.hpp"
-#include "shim_fixture.hpp"
+#include "support/daemon_process.hpp"
+#include "support/shim_fixture.hpp"
 
 namespace {
 

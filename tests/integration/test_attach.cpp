@@ -9,7 +9,7 @@
 
 #include "kmes/kmes.h"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
 

@@ -25,10 +25,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
-#include "kernel_audit_state.hpp"
+#include "support/eventually.hpp"
+#include "support/kernel_audit_state.hpp"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 namespace kmes::it {
 namespace {

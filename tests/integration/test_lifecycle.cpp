@@ -15,7 +15,7 @@
 
 #include "kmes/kmes.h"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 #include "thread_state.hpp"
 
 using namespace kmes::it;

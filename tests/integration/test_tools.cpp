@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
 using nlohmann::json;

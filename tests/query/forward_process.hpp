@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 #include "nats_fixture.hpp"
 #include "query_env.hpp"
 

@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "wire_client.hpp"
 
 namespace eventd::query_it {

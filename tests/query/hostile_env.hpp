@@ -10,8 +10,8 @@
 
 #include <memory>
 
-#include "accounting.hpp"
-#include "daemon_process.hpp"
+#include "support/accounting.hpp"
+#include "support/daemon_process.hpp"
 #include "query_env.hpp"
 #include "sanitizers.hpp"
 

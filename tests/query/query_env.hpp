@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "eventctl_runner.hpp"
-#include "eventd_fixture.hpp"
+#include "support/eventd_fixture.hpp"
 #include "fixture_store.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 namespace eventd::query_it {
 

@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "case_runner.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
 #include "stream_helpers.hpp"

@@ -11,8 +11,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
-#include "kernel_audit_state.hpp"
+#include "support/eventually.hpp"
+#include "support/kernel_audit_state.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
 #include "stream_helpers.hpp"

@@ -18,16 +18,16 @@
 
 #include <catch2/catch.hpp>
 
-#include "accounting.hpp"
+#include "support/accounting.hpp"
 #include "base/guid_text.hpp"
 #include "eventctl_runner.hpp"
-#include "eventd_fixture.hpp"
-#include "eventually.hpp"
+#include "support/eventd_fixture.hpp"
+#include "support/eventually.hpp"
 #include "forward_process.hpp"
 #include "local_users.hpp"
 #include "nats_fixture.hpp"
 #include "query_env.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 #include "stream_helpers.hpp"
 #include "test_seed.hpp"
 

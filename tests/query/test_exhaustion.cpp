@@ -24,7 +24,7 @@
 #include <catch2/catch.hpp>
 
 #include "eventd/query_language/errors.hpp"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "hostile_env.hpp"
 #include "local_users.hpp"
 #include "wire_client.hpp"

@@ -16,7 +16,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 #include "forward/record_id.hpp"
 #include "forward_process.hpp"
 #include "nats_fixture.hpp"

@@ -19,7 +19,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "hostile_env.hpp"
 #include "query_env.hpp"
 #include "stream_helpers.hpp"

@@ -19,7 +19,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "local_users.hpp"
 #include "plan_explain.hpp"
 #include "query_env.hpp"

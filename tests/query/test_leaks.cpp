@@ -17,7 +17,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
 #include "stream_helpers.hpp"

@@ -23,7 +23,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
 #include "store/cursor_key.hpp"

@@ -22,10 +22,10 @@
 #include <catch2/catch.hpp>
 
 #include "kmes/kmes.h"
-#include "eventually.hpp"
+#include "support/eventually.hpp"
 #include "local_users.hpp"
 #include "query_env.hpp"
-#include "store_reader.hpp"
+#include "support/store_reader.hpp"
 #include "stream_helpers.hpp"
 #include "wire_client.hpp"
 

@@ -1,4 +1,4 @@
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

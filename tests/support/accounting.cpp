@@ -1,4 +1,4 @@
-#include "accounting.hpp"
+#include "support/accounting.hpp"
 
 #include "base/guid_text.hpp"
 
@@ -16,7 +16,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventd_fixture.hpp"
+#include "support/eventd_fixture.hpp"
 #include "kmes/kmes.h"
 
 namespace eventd::it {

@@ -4,7 +4,7 @@
 // owns the NOTIFY_SOCKET datagram socket and waits for "READY=1" (sd_notify in the shim).
 // Teardown sends SIGTERM and checks the shim exits with status 0 (DaemonProcess).
 //
-// The binary is taken from $KMES_SHIMD (set by tests/integration/meson.build).
+// The binary is taken from $KMES_SHIMD (set by the meson.build of each suite that starts one).
 // Constructing a ShimProcess also points this process's libkmes at it ($KMES_SOCKET).
 #pragma once
 
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 
 namespace kmes::it {
 

@@ -4,7 +4,7 @@
 // real systemd protocol: each process gets its own NOTIFY_SOCKET datagram socket, bound by the
 // fixture, and the fixture waits for "READY=1" (sd_notify in eventd's main).
 //
-// The binary is taken from $EVENTD (set by tests/eventd/meson.build).
+// The binary is taken from $EVENTD (set by the meson.build of each suite that starts one).
 #pragma once
 
 #include <memory>
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 
 namespace eventd::it {
 

@@ -1,4 +1,4 @@
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 #include <sys/stat.h>
 
