@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/eventually.hpp"
-#include "wire_client.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 

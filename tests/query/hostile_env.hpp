@@ -12,7 +12,7 @@
 
 #include "support/accounting.hpp"
 #include "support/daemon_process.hpp"
-#include "query_env.hpp"
+#include "support/query_env.hpp"
 #include "sanitizers.hpp"
 
 namespace eventd::query_it {

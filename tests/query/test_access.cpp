@@ -12,9 +12,9 @@
 
 #include "case_runner.hpp"
 #include "support/eventually.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {

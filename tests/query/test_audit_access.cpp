@@ -13,9 +13,9 @@
 
 #include "support/eventually.hpp"
 #include "support/kernel_audit_state.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {

@@ -26,8 +26,8 @@
 #include "eventd/query_language/errors.hpp"
 #include "support/eventually.hpp"
 #include "hostile_env.hpp"
-#include "local_users.hpp"
-#include "wire_client.hpp"
+#include "support/local_users.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {

@@ -21,10 +21,10 @@
 
 #include "support/eventually.hpp"
 #include "hostile_env.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
 #include "test_seed.hpp"
-#include "wire_client.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {

@@ -20,10 +20,10 @@
 #include <catch2/catch.hpp>
 
 #include "support/eventually.hpp"
-#include "local_users.hpp"
+#include "support/local_users.hpp"
 #include "plan_explain.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {

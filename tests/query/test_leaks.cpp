@@ -18,9 +18,9 @@
 #include <catch2/catch.hpp>
 
 #include "support/eventually.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {

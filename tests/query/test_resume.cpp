@@ -24,13 +24,13 @@
 #include <catch2/catch.hpp>
 
 #include "support/daemon_process.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
 #include "store/cursor_key.hpp"
 #include "store/store_identity.hpp"
 #include "store/store_position.hpp"
-#include "stream_helpers.hpp"
-#include "wire_client.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {

@@ -26,7 +26,7 @@
 #include "eventd/access/policy.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query_language/parser.hpp"
-#include "fixture_store.hpp"
+#include "support/fixture_store.hpp"
 #include "plan_explain.hpp"
 #include "store/secondary_index.hpp"
 #include "store/shard_db.hpp"

@@ -23,11 +23,11 @@
 
 #include "kmes/kmes.h"
 #include "support/eventually.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
 #include "support/store_reader.hpp"
-#include "stream_helpers.hpp"
-#include "wire_client.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {

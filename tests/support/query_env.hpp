@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eventctl_runner.hpp"
+#include "support/eventctl_runner.hpp"
 #include "support/eventd_fixture.hpp"
-#include "fixture_store.hpp"
+#include "support/fixture_store.hpp"
 #include "support/shim_fixture.hpp"
 
 namespace eventd::query_it {

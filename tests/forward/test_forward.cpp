@@ -18,11 +18,11 @@
 
 #include "support/daemon_process.hpp"
 #include "forward/record_id.hpp"
-#include "forward_process.hpp"
-#include "nats_fixture.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
-#include "wire_client.hpp"
+#include "support/forward_process.hpp"
+#include "support/nats_fixture.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {

@@ -20,15 +20,15 @@
 
 #include "support/accounting.hpp"
 #include "base/guid_text.hpp"
-#include "eventctl_runner.hpp"
+#include "support/eventctl_runner.hpp"
 #include "support/eventd_fixture.hpp"
 #include "support/eventually.hpp"
-#include "forward_process.hpp"
-#include "local_users.hpp"
-#include "nats_fixture.hpp"
-#include "query_env.hpp"
+#include "support/forward_process.hpp"
+#include "support/local_users.hpp"
+#include "support/nats_fixture.hpp"
+#include "support/query_env.hpp"
 #include "support/shim_fixture.hpp"
-#include "stream_helpers.hpp"
+#include "support/stream_helpers.hpp"
 #include "test_seed.hpp"
 
 namespace eventd::query_it {

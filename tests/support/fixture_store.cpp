@@ -1,4 +1,4 @@
-#include "fixture_store.hpp"
+#include "support/fixture_store.hpp"
 
 #include "base/guid_text.hpp"
 

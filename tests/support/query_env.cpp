@@ -1,4 +1,4 @@
-#include "query_env.hpp"
+#include "support/query_env.hpp"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

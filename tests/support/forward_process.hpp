@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "support/daemon_process.hpp"
-#include "nats_fixture.hpp"
-#include "query_env.hpp"
+#include "support/nats_fixture.hpp"
+#include "support/query_env.hpp"
 
 namespace eventd::query_it {
 

@@ -1,11 +1,11 @@
-#include "forward_process.hpp"
+#include "support/forward_process.hpp"
 
 #include <fstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
 
-#include "eventctl_runner.hpp"
+#include "support/eventctl_runner.hpp"
 
 namespace eventd::query_it {
 

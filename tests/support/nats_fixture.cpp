@@ -1,4 +1,4 @@
-#include "nats_fixture.hpp"
+#include "support/nats_fixture.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventctl_runner.hpp"
+#include "support/eventctl_runner.hpp"
 
 namespace eventd::query_it {
 namespace {

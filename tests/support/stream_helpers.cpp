@@ -1,4 +1,4 @@
-#include "stream_helpers.hpp"
+#include "support/stream_helpers.hpp"
 
 #include <sched.h>
 
