@@ -9,6 +9,7 @@
 
 #include "eventd/ingest/shard_writer.hpp"
 #include "unit_util.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -31,7 +32,7 @@ void wait_for(Done done) {
 
 // A started writer on a fresh shard in its own directory; MaxBatchLatencyMs 5 s, out of the way.
 struct WriterOnShard {
-    eventd_unit::TempDir dir;
+    test_support::TempDir dir;
     WriterSettings settings;
     std::unique_ptr<ShardWriter> writer;
 

@@ -26,6 +26,7 @@
 #include "store/shard_snapshot.hpp"
 #include "unit_util.hpp"
 #include "query_util.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -37,7 +38,7 @@ using Visibility = eventd::access::CallerAccess::Visibility;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
 using eventd::store::SqlParam;
-using eventd_unit::TempDir;
+using test_support::TempDir;
 using kmes::Guid;
 
 namespace {

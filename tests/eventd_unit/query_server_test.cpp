@@ -27,6 +27,7 @@
 #include "base/sync_point.hpp"
 #include "unit_util.hpp"
 #include "store/shard_db.hpp"
+#include "support/temp_dir.hpp"
 
 #ifdef KMES_SYNC_POINTS
 namespace {
@@ -35,7 +36,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace eventd;
 
-using eventd_unit::TempDir;
+using test_support::TempDir;
 
 // A Unix stream socket bound and listening on `path` (listen) or connected to it.
 int unix_socket(const fs::path& path, bool listen) {

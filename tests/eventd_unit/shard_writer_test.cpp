@@ -20,6 +20,7 @@
 #include "base/sync_point.hpp"
 #include "unit_util.hpp"
 #include "store/retention.hpp"
+#include "support/temp_dir.hpp"
 
 #ifdef KMES_SYNC_POINTS
 namespace {
@@ -27,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace eventd;
 
-using eventd_unit::TempDir;
+using test_support::TempDir;
 
 std::vector<HandoffItem> events(uint64_t first, uint64_t last) {
     std::vector<HandoffItem> items;
@@ -122,7 +123,7 @@ public:
 TEST_CASE("a redelivering source's records: its duplicate check decides, its receipts settle after the shard's lock",
           "[shard_writer]") {
     using namespace eventd;
-    eventd_unit::TempDir dir;
+    test_support::TempDir dir;
     auto db = store::ShardDb::open(dir.path(), 0);
     REQUIRE(db.ok());
     WriterSettings settings;

@@ -29,6 +29,7 @@
 #include "support/query_env.hpp"
 #include "support/shim_fixture.hpp"
 #include "support/stream_helpers.hpp"
+#include "support/temp_dir.hpp"
 #include "test_seed.hpp"
 
 namespace eventd::query_it {
@@ -54,7 +55,7 @@ public:
     }
     std::string socket() const { return dir_ / "query.sock"; }
     std::string config_path() const { return dir_ / "eventd.json"; }
-    void start() { process_ = eventd::it::EventdProcess::start(dir_.path(), config_path()); }
+    void start() { process_ = eventd::it::EventdProcess::start(dir_.str(), config_path()); }
     void kill() {
         process_->kill();
         process_.reset();
@@ -82,7 +83,7 @@ public:
     }
 
 private:
-    kmes::it::TempDir dir_;
+    test_support::TempDir dir_;
     std::unique_ptr<eventd::it::EventdProcess> process_;
 };
 
@@ -175,8 +176,8 @@ int64_t await_collected(const CollectorEventd& collector, const std::string& que
 }  // namespace
 
 TEST_CASE("two hosts through JetStream into one collector: every record exactly once across kills", "[collector]") {
-    kmes::it::TempDir nats_dir;
-    NatsServer nats(nats_dir.path());
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
     // Host A on 64 KiB rings: freezing its eventd below overruns them (host gaps).
     const std::string load = "rate=800,payload=48,count=4000";  // per CPU: ~5 s
     QueryEnv host_a({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false, .generate = load,
@@ -279,8 +280,8 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
     ensure_test_users();
     const auto auditor = lookup_user("eventd-auditor");
     REQUIRE(auditor);
-    kmes::it::TempDir nats_dir;
-    NatsServer nats(nats_dir.path());
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
     // About 40 s of events on each of two rings: before, during and after the outage.
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
                    .generate = "rate=200,payload=32,count=8000,types=app.login:1+kernel.exec:3"});
@@ -391,8 +392,8 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
 namespace eventd::query_it {
 
 TEST_CASE("messages that are not a host's own records are refused; the rest is stored", "[collector]") {
-    kmes::it::TempDir nats_dir;
-    NatsServer nats(nats_dir.path());
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
                    .generate = "rate=500,payload=32,count=500,types=app.login:1"});
     Forwarder forward(host, nats, {{"HostName", "host-a"}});
@@ -433,9 +434,9 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
 }
 
 TEST_CASE("the collector over TLS trusts only the configured CA and collects everything exactly once", "[collector]") {
-    kmes::it::TempDir nats_dir;
-    const NatsTls tls = make_test_certificates(nats_dir.path());
-    NatsServer nats(nats_dir.path(), tls);
+    test_support::TempDir nats_dir;
+    const NatsTls tls = make_test_certificates(nats_dir.str());
+    NatsServer nats(nats_dir.str(), tls);
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
                    .generate = "rate=500,payload=32,count=300,types=app.login:1"});
     Forwarder forward(host, nats, {{"HostName", "host-a"}, {"TlsCaFile", tls.ca_file}});

@@ -23,6 +23,7 @@
 #include "support/query_env.hpp"
 #include "support/stream_helpers.hpp"
 #include "support/wire_client.hpp"
+#include "support/temp_dir.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -217,7 +218,7 @@ TEST_CASE("eventd-forward over TLS trusts only the configured CA", "[forward]") 
 }
 
 TEST_CASE("eventd-forward names what is wrong with its configuration", "[forward]") {
-    kmes::it::TempDir dir;
+    test_support::TempDir dir;
     const std::string binary = kmes::it::path_from_env("EVENTD_FORWARD");
     auto run_with = [&](const std::string& text, std::vector<std::string> extra = {}) {
         std::ofstream(dir / "f.json") << text;
@@ -235,7 +236,7 @@ TEST_CASE("eventd-forward names what is wrong with its configuration", "[forward
     CHECK_THAT(r.err, Catch::Contains("MaxPendingAcks must be an integer from 1"));
     r = run_with("not json");
     CHECK_THAT(r.err, Catch::Contains("is not valid JSON"));
-    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "StateDirectory": ")" + dir.path() + R"(/nothing"})",
+    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "StateDirectory": ")" + dir.str() + R"(/nothing"})",
                  {"--status"});
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains("has eventd-forward run with this StateDirectory?"));

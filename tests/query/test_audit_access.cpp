@@ -16,6 +16,7 @@
 #include "support/local_users.hpp"
 #include "support/query_env.hpp"
 #include "support/stream_helpers.hpp"
+#include "support/temp_dir.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -55,7 +56,7 @@ TEST_CASE("self: each user reads the kernel's audit events of their own processe
     kmes::it::KernelAuditState before;
     ensure_test_users();
     const std::string key = "kmes-self-" + std::to_string(getpid());
-    kmes::it::TempDir files;
+    test_support::TempDir files;
     const std::string rules = files / "audit.rules";
     std::ofstream(rules) << "-a always,exit -F arch=b64 -S execve -F exe=/usr/bin/true -k " << key << "\n";
     EnvOptions options = fast_commits({{"Security", kAuditSelfPolicy}});

@@ -9,8 +9,10 @@
 
 #include "skip_test.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
+using test_support::TempDir;
 
 namespace {
 

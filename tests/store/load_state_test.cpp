@@ -1,8 +1,10 @@
 // load_sequence_state: the union of every shard's accounted ranges, read at startup without
 // scanning events (DESIGN.md §4.3, §8).
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
+using test_support::TempDir;
 using eventd::store::load_sequence_state;
 using eventd::store::quarantine_shard;
 using eventd::store::ShardDb;

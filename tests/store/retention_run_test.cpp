@@ -7,8 +7,10 @@
 
 #include "store/retention.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
+using test_support::TempDir;
 using eventd::store::RetentionLimits;
 using eventd::store::RetentionOptions;
 using eventd::store::RetentionShards;

@@ -5,8 +5,10 @@
 #include <random>
 
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
+using test_support::TempDir;
 
 namespace {
 

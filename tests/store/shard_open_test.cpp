@@ -6,8 +6,10 @@
 #include "store/shard_snapshot.hpp"
 #include "store_test_util.hpp"
 #include "tests/eventd_unit/unit_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
+using test_support::TempDir;
 using eventd::store::quarantine_shard;
 using eventd::store::shard_file_name;
 using eventd::store::ShardDb;

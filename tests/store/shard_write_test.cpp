@@ -3,8 +3,10 @@
 #include <cerrno>
 
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
+using test_support::TempDir;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
 

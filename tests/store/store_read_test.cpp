@@ -10,12 +10,13 @@
 #include "store/event_columns.hpp"
 #include "store/shard_catalog.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using nlohmann::json;
 using namespace eventd;
 using store::ExtractNull;
 using store::ExtractValue;
-using store_test::TempDir;
+using test_support::TempDir;
 
 namespace {
 

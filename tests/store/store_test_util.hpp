@@ -1,5 +1,5 @@
-// Helpers for the store tests: a temporary directory, a raw SQLite connection for looking at
-// what ShardDb wrote, and rows to write.
+// Helpers for the store tests: a raw SQLite connection for looking at what ShardDb wrote, and
+// rows to write. (The temporary directory is test_support::TempDir, tests/support/temp_dir.hpp.)
 #pragma once
 
 #include <sqlite3.h>
@@ -22,24 +22,6 @@ namespace store_test {
 namespace fs = std::filesystem;
 using eventd::store::EventRow;
 using kmes::Guid;
-
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "eventd-store-test-XXXXXX").string();
-        REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
 
 // A plain connection, as a query reader or an administrator would open one.
 class RawDb {

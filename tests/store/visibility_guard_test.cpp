@@ -16,6 +16,7 @@
 #include "store/read_sql.hpp"
 #include "store/secondary_index.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -26,7 +27,7 @@ using eventd::store::ReadPlan;
 using eventd::store::SqlParam;
 using nlohmann::json;
 using store_test::RawDb;
-using store_test::TempDir;
+using test_support::TempDir;
 
 constexpr int kHidden = 500;
 constexpr int kVisible = 7;

@@ -1,4 +1,4 @@
-// A real eventd for one test. The test owns a directory (usually a kmes::it::TempDir) that
+// A real eventd for one test. The test owns a directory (usually a test_support::TempDir) that
 // holds the configuration, the event store and the logs, so they outlive one eventd process:
 // a test can kill eventd and start another on the same store. Readiness arrives through the
 // real systemd protocol: each process gets its own NOTIFY_SOCKET datagram socket, bound by the
