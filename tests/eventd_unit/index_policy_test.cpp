@@ -19,7 +19,6 @@
 #include "eventd/index/policy_thread.hpp"
 #include "eventd/index/where_fields.hpp"
 #include "eventd/query_language/parser.hpp"
-#include "unit_util.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ix = eventd::index;

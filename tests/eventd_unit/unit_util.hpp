@@ -1,8 +1,7 @@
-// Helpers shared by eventd's unit tests (and the store tests): a KMES-like event row, descriptors
-// used up. (The temporary directory is test_support::TempDir, tests/support/temp_dir.hpp.)
+// This process out of descriptors, for eventd's unit tests and the store tests. (The temporary
+// directory and rows for a store are tests/support's: temp_dir.hpp, rows.hpp.)
 #pragma once
 
-#include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -10,25 +9,9 @@
 #include <cerrno>
 #include <vector>
 
-#include <filesystem>
-#include <string>
-
 #include <catch2/catch.hpp>
 
-#include "store/event_row.hpp"
-
 namespace eventd_unit {
-
-// A KMES event row of CPU 0: sequence and timestamp `n`, origin class 1, no payload.
-inline eventd::store::EventRow kmes_row(uint64_t n, std::string type) {
-    eventd::store::EventRow row;
-    row.timestamp = n;
-    row.cpu_id = 0;
-    row.sequence = n;
-    row.origin_class = 1;
-    row.event_type = std::move(type);
-    return row;
-}
 
 // This process at its RLIMIT_NOFILE, for tests of what happens then: the soft limit lowered
 // to 256 and every free descriptor number below it taken. give_back(n) frees n of them; the

@@ -7,6 +7,8 @@
 
 using namespace store_test;
 using test_support::TempDir;
+using test_support::event_row;
+using test_support::guid;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
 
@@ -28,7 +30,7 @@ std::string hex(const Guid& g) {
 TEST_CASE("a committed KMES row stores every header field in its column", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    EventRow row = kmes_row(guid(0xb0), 7, 42, 1'700'000'000'123'456'789ULL);
+    EventRow row = event_row({.boot = guid(0xb0), .timestamp = 1'700'000'000'123'456'789ULL, .cpu = 7, .sequence = 42});
     row.origin_class = 2;
     row.event_type = "kacs.access_check";
     row.payload = std::vector<uint8_t>{0x81, 0xa1, 'k', 0x01};
@@ -46,10 +48,9 @@ TEST_CASE("a committed KMES row stores every header field in its column", "[writ
 TEST_CASE("a synthetic row stores NULL for every absent field", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    EventRow row;
-    row.boot_id = guid(0xb0);
-    row.timestamp = 5;
-    row.event_type = "synthetic.startup";
+    const EventRow row = event_row({.boot = guid(0xb0), .timestamp = 5, .cpu = {}, .sequence = {}, .origin_class = {},
+                                    .type = "synthetic.startup", .effective_token = {}, .true_token = {},
+                                    .process = {}, .payload = {}});
     REQUIRE(db->begin().ok());
     REQUIRE(db->insert(row).ok());
     REQUIRE(db->commit().ok());
@@ -63,7 +64,7 @@ TEST_CASE("a synthetic row stores NULL for every absent field", "[write]") {
 TEST_CASE("a present but empty payload is stored as an empty BLOB, not NULL", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    EventRow row = kmes_row(guid(0xb0), 0, 1, 1);
+    EventRow row = event_row({.boot = guid(0xb0), .timestamp = 1, .cpu = 0, .sequence = 1});
     row.payload = std::vector<uint8_t>{};
     REQUIRE(db->begin().ok());
     REQUIRE(db->insert(row).ok());
@@ -90,7 +91,7 @@ TEST_CASE("rollback leaves neither rows nor ranges", "[write]") {
     const Guid boot = guid(0xb0);
     auto db = open_shard(dir.path());
     REQUIRE(db->begin().ok());
-    REQUIRE(db->insert(kmes_row(boot, 0, 1, 1)).ok());
+    REQUIRE(db->insert(event_row({.boot = boot, .timestamp = 1, .cpu = 0, .sequence = 1})).ok());
     REQUIRE(db->account(boot, 0, 1, 1).ok());
     db->rollback();
 
@@ -177,7 +178,7 @@ TEST_CASE("ranges of different CPUs and boots are kept apart", "[write]") {
 TEST_CASE("calls outside their transaction are refused", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    CHECK(db->insert(kmes_row(guid(1), 0, 1, 1)).error().code == base::ErrorCode::invalid);
+    CHECK(db->insert(event_row({.boot = guid(1), .timestamp = 1, .cpu = 0, .sequence = 1})).error().code == base::ErrorCode::invalid);
     CHECK(db->account(guid(1), 0, 1, 1).error().code == base::ErrorCode::invalid);
     CHECK(db->commit().error().code == base::ErrorCode::invalid);
     REQUIRE(db->begin().ok());
@@ -254,11 +255,9 @@ TEST_CASE("a collector's duplicate check: accounted sequences here, in the open 
 TEST_CASE("a collector's duplicate check of a record without a sequence: an identical stored row", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    EventRow row;
-    row.boot_id = guid(0xb0);
-    row.timestamp = 5;
-    row.event_type = "synthetic.startup";
-    row.payload = std::vector<uint8_t>{0x81, 0xa1, 'k', 0x01};
+    const EventRow row = event_row({.boot = guid(0xb0), .timestamp = 5, .cpu = {}, .sequence = {}, .origin_class = {},
+                                    .type = "synthetic.startup", .effective_token = {}, .true_token = {},
+                                    .process = {}, .payload = std::vector<uint8_t>{0x81, 0xa1, 'k', 0x01}});
     auto same = [&](const EventRow& r) {
         auto found = db->contains_same(r);
         REQUIRE(found);
