@@ -28,7 +28,7 @@
 #include "support/store_reader.hpp"
 
 using namespace eventd::it;
-using kmes::it::eventually;
+using test_support::eventually;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;

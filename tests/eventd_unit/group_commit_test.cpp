@@ -5,9 +5,9 @@
 
 #include <chrono>
 #include <memory>
-#include <thread>
 
 #include "eventd/ingest/shard_writer.hpp"
+#include "support/eventually.hpp"
 #include "support/rows.hpp"
 #include "support/temp_dir.hpp"
 
@@ -21,13 +21,10 @@ std::vector<HandoffItem> event(uint64_t sequence) {
     return items;
 }
 
+// REQUIRE that `done` holds within 30 s, asked every millisecond (the delays measured are 1 s).
 template <class Done>
 void wait_for(Done done) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!done()) {
-        REQUIRE(std::chrono::steady_clock::now() < give_up);
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    REQUIRE(test_support::eventually(done, std::chrono::seconds(30), std::chrono::milliseconds(1)));
 }
 
 // A started writer on a fresh shard in its own directory; MaxBatchLatencyMs 5 s, out of the way.

@@ -24,6 +24,7 @@
 #include "support/stream_helpers.hpp"
 #include "support/wire_client.hpp"
 #include "support/temp_dir.hpp"
+#include "support/eventually.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -36,12 +37,8 @@ constexpr const char* kHost = kForwardTestHost;  // a space and dots: escaped in
 
 // Wait until the stream holds `expected` messages; the last count.
 uint64_t await_messages(NatsServer& nats, uint64_t expected, seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    uint64_t n = nats.count("EVENTD");
-    while (n != expected && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(milliseconds(100));
-        n = nats.count("EVENTD");
-    }
+    uint64_t n = 0;
+    test_support::eventually([&] { return (n = nats.count("EVENTD")) == expected; }, timeout, milliseconds(100));
     return n;
 }
 

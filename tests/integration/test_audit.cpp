@@ -36,6 +36,7 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
+using test_support::eventually;
 
 
 // `count` runs of /bin/true with a marker argument each; waits for them. `cpu` ≥ 0: the

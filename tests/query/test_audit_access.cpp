@@ -68,7 +68,7 @@ TEST_CASE("self: each user reads the kernel's audit events of their own processe
     for (int i = 0; i < 2; ++i) run_true_as("eventd-auditor", key + "-auditor-" + std::to_string(i));
     run_true_as("", key + "-root");
     const std::string by_key = "EVENTS audit.syscall WHERE key == \"" + key + "\" COUNT";
-    REQUIRE(kmes::it::eventually([&] { return count_as(env, by_key, "") == 6; }, std::chrono::seconds(20)));
+    REQUIRE(test_support::eventually([&] { return count_as(env, by_key, "") == 6; }, std::chrono::seconds(20)));
 
     // Each user: their own execs, by a field granted to self.
     const std::string mine = "EVENTS audit.syscall WHERE exe == \"/usr/bin/true\" COUNT";

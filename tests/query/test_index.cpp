@@ -28,7 +28,7 @@
 namespace eventd::query_it {
 namespace {
 
-using kmes::it::eventually;
+using test_support::eventually;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;

@@ -25,7 +25,7 @@
 namespace eventd::query_it {
 namespace {
 
-using kmes::it::eventually;
+using test_support::eventually;
 using nlohmann::json;
 using std::chrono::seconds;
 namespace fs = std::filesystem;

@@ -31,6 +31,7 @@
 #include "store/store_position.hpp"
 #include "support/stream_helpers.hpp"
 #include "support/wire_client.hpp"
+#include "support/eventually.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -311,9 +312,8 @@ int kill_loop(QueryEnv& env, const std::vector<std::string>& argv, const std::fu
     Child eventctl(argv);
     // One more event, so that the run is seen working (not only started) before Ctrl-C.
     emit("loop.tick", {{"i", ++emitted}});
-    const auto deadline = std::chrono::steady_clock::now() + seconds(20);
-    while (printed(eventctl) < static_cast<size_t>(emitted) && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(milliseconds(100));
+    test_support::eventually([&] { return printed(eventctl) >= static_cast<size_t>(emitted); }, seconds(20),
+                             milliseconds(100));
     eventctl.signal(SIGINT);
     const RunResult r = eventctl.finish(seconds(5));
     INFO("last run: " << r.err << (r.timed_out ? " (timed out)" : "") << " signal " << r.term_signal);

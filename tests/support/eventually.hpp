@@ -1,21 +1,24 @@
-// Polling for a condition a daemon reaches on its own time (an index built, a counter
-// moved): `done` is asked every 50 ms until it holds or `limit` passes. No sleep stands in
-// for an assertion; the caller CHECKs what this returns.
+// Polling for a condition reached on someone else's time (a daemon's index built, a counter
+// moved, a thread asleep): `done` is asked, then again every `step`, until it holds or `limit`
+// has passed; true if it held. No sleep stands in for an assertion: the caller CHECKs or
+// REQUIREs what this returns. The one deadline loop of the tests: a helper that waits for a
+// state polls through this (a wait on a descriptor or a reader is a poll(2), not this).
 #pragma once
 
 #include <chrono>
 #include <thread>
 
-namespace kmes::it {
+namespace test_support {
 
 template <class F>
-bool eventually(F done, std::chrono::steady_clock::duration limit = std::chrono::seconds(10)) {
+bool eventually(F done, std::chrono::steady_clock::duration limit = std::chrono::seconds(10),
+                std::chrono::steady_clock::duration step = std::chrono::milliseconds(50)) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(step);
     }
     return true;
 }
 
-}  // namespace kmes::it
+}  // namespace test_support
