@@ -45,12 +45,22 @@ TEST_CASE("a committed KMES row stores every header field in its column", "[writ
                 hex(guid(0x71)), hex(guid(0x9a)), "81A16B01"}});
 }
 
+// A synthetic row (PSD-008 §2.6): no CPU, sequence, origin class, identity nor payload.
+const EventRow kSyntheticStartup = event_row({.boot = guid(0xb0),
+                                     .timestamp = 5,
+                                     .cpu = {},
+                                     .sequence = {},
+                                     .origin_class = {},
+                                     .type = "synthetic.startup",
+                                     .effective_token = {},
+                                     .true_token = {},
+                                     .process = {},
+                                     .payload = {}});
+
 TEST_CASE("a synthetic row stores NULL for every absent field", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    const EventRow row = event_row({.boot = guid(0xb0), .timestamp = 5, .cpu = {}, .sequence = {}, .origin_class = {},
-                                    .type = "synthetic.startup", .effective_token = {}, .true_token = {},
-                                    .process = {}, .payload = {}});
+    const EventRow& row = kSyntheticStartup;
     REQUIRE(db->begin().ok());
     REQUIRE(db->insert(row).ok());
     REQUIRE(db->commit().ok());
@@ -255,9 +265,8 @@ TEST_CASE("a collector's duplicate check: accounted sequences here, in the open 
 TEST_CASE("a collector's duplicate check of a record without a sequence: an identical stored row", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    const EventRow row = event_row({.boot = guid(0xb0), .timestamp = 5, .cpu = {}, .sequence = {}, .origin_class = {},
-                                    .type = "synthetic.startup", .effective_token = {}, .true_token = {},
-                                    .process = {}, .payload = std::vector<uint8_t>{0x81, 0xa1, 'k', 0x01}});
+    EventRow row = kSyntheticStartup;
+    row.payload = std::vector<uint8_t>{0x81, 0xa1, 'k', 0x01};
     auto same = [&](const EventRow& r) {
         auto found = db->contains_same(r);
         REQUIRE(found);
