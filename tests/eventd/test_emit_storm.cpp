@@ -22,10 +22,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/eventually.hpp"
 #include "kmes/kmes.h"
 #include "kmes/ring_reader.hpp"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 namespace eventd::it {
 namespace {

@@ -4,8 +4,8 @@
 // stored events, its timestamps are theirs, and the accounting stays exact.
 #include <catch2/catch.hpp>
 
-#include "support/eventually.hpp"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 

@@ -12,9 +12,9 @@
 #include <catch2/catch.hpp>
 
 #include "eventctl_query.hpp"
-#include "support/eventually.hpp"
 #include "kmes/kmes.h"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 

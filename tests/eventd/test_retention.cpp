@@ -10,9 +10,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/eventually.hpp"
 #include "pipeline.hpp"
 #include "store_fill.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 

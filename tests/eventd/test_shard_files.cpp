@@ -14,8 +14,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/eventually.hpp"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 

@@ -17,7 +17,9 @@ using namespace eventd;
 
 std::vector<HandoffItem> event(uint64_t sequence) {
     std::vector<HandoffItem> items;
-    items.push_back(HandoffItem{test_support::event_row({.timestamp = sequence, .sequence = sequence, .origin_class = 1, .type = "t"}), Accounting{0, sequence, sequence}});
+    items.push_back(HandoffItem{
+        test_support::event_row({.timestamp = sequence, .sequence = sequence, .origin_class = 1, .type = "t"}),
+        Accounting{0, sequence, sequence}});
     return items;
 }
 

@@ -39,9 +39,9 @@ using Visibility = eventd::access::CallerAccess::Visibility;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
 using eventd::store::SqlParam;
-using test_support::TempDir;
-using test_support::guid;
 using kmes::Guid;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 

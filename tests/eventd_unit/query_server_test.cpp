@@ -78,8 +78,11 @@ std::optional<json> read_frame(int fd) {
 std::string try_commit_row(const fs::path& dir, uint64_t i) {
     auto db = store::ShardDb::open(dir, 0);
     if (!db.ok()) return "open: " + db.error().message;
-    const store::EventRow r = test_support::event_row(
-        {.timestamp = i, .sequence = i, .origin_class = 1, .type = "app.login", .payload = json::to_msgpack(json{{"i", i}})});
+    const store::EventRow r = test_support::event_row({.timestamp = i,
+                                                       .sequence = i,
+                                                       .origin_class = 1,
+                                                       .type = "app.login",
+                                                       .payload = json::to_msgpack(json{{"i", i}})});
     if (auto st = (*db)->begin(); !st.ok()) return "begin: " + st.error().message;
     if (auto st = (*db)->insert(r); !st.ok()) return "insert: " + st.error().message;
     if (auto st = (*db)->commit(); !st.ok()) return "commit: " + st.error().message;

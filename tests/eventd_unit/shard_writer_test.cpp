@@ -33,7 +33,9 @@ using test_support::TempDir;
 std::vector<HandoffItem> events(uint64_t first, uint64_t last) {
     std::vector<HandoffItem> items;
     for (uint64_t s = first; s <= last; ++s) {
-        items.push_back(HandoffItem{test_support::event_row({.timestamp = s, .sequence = s, .origin_class = 1, .type = "t"}), Accounting{0, s, s}});
+        items.push_back(
+            HandoffItem{test_support::event_row({.timestamp = s, .sequence = s, .origin_class = 1, .type = "t"}),
+                        Accounting{0, s, s}});
     }
     return items;
 }
@@ -135,7 +137,8 @@ TEST_CASE("a redelivering source's records: its duplicate check decides, its rec
 
     std::vector<HandoffItem> items;
     for (uint64_t s = 1; s <= 5; ++s) {
-        HandoffItem item{test_support::event_row({.timestamp = s, .sequence = s, .origin_class = 1, .type = "t"}), Accounting{0, s, s}};
+        HandoffItem item{test_support::event_row({.timestamp = s, .sequence = s, .origin_class = 1, .type = "t"}),
+                         Accounting{0, s, s}};
         item.receipt = {&source, 100 + s};
         items.push_back(std::move(item));
     }

@@ -18,8 +18,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/accounting.hpp"
 #include "base/guid_text.hpp"
+#include "support/accounting.hpp"
 #include "support/eventctl_runner.hpp"
 #include "support/eventd_fixture.hpp"
 #include "support/eventually.hpp"
@@ -164,7 +164,8 @@ std::map<RecordKey, std::string> check_exactly_once(const std::vector<std::pair<
 // messages come again after AckWaitSeconds, 2 s); the last count.
 int64_t await_collected(const CollectorEventd& collector, const std::string& query, int64_t expected) {
     int64_t got = -1;
-    test_support::eventually([&] { return (got = collector.count(query)) == expected; }, seconds(90), milliseconds(500));
+    test_support::eventually([&] { return (got = collector.count(query)) == expected; }, seconds(90),
+                             milliseconds(500));
     return got;
 }
 
@@ -315,7 +316,8 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
     } join_reader{live_done, live_reader};
 
     // The outage begins once records flow through to the collector.
-    REQUIRE(test_support::eventually([&] { return collector.count("EVENTS WHERE host == \"web-3\"") > 0; }, seconds(30)));
+    REQUIRE(
+        test_support::eventually([&] { return collector.count("EVENTS WHERE host == \"web-3\"") > 0; }, seconds(30)));
     nats.stop();
     const int64_t host_at_stop = count(host, "EVENTS COUNT");
     // Both sides notice: they retry. What the collector held before is committed by then.
@@ -332,11 +334,13 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
     // wait ("backing off", with the attempt's error), again and again. Each shows the wait
     // with its reason before long, whatever moment the status is read at first.
     std::string forward_status;
-    CHECK(test_support::eventually([&] {
-        forward_status = forward.status();
-        return forward_status.find("backing off") != std::string::npos &&
-               forward_status.find("cannot connect to NATS") != std::string::npos;
-    }, seconds(30)));
+    CHECK(test_support::eventually(
+        [&] {
+            forward_status = forward.status();
+            return forward_status.find("backing off") != std::string::npos &&
+                   forward_status.find("cannot connect to NATS") != std::string::npos;
+        },
+        seconds(30)));
     INFO("forwarder status: " << forward_status);
     CHECK(test_support::eventually(
         [&] { return collector.run({"status"}).out.find("backing off") != std::string::npos; }, seconds(30)));
@@ -446,10 +450,12 @@ TEST_CASE("the collector over TLS trusts only the configured CA and collects eve
         CollectorEventd untrusting(nats, source(nats_dir / "other.pem"));
         untrusting.start();
         std::string status;
-        const bool says_ssl = test_support::eventually([&] {
-            status = untrusting.run({"status"}).out;
-            return status.find("SSL") != std::string::npos || status.find("certificate") != std::string::npos;
-        }, seconds(20));
+        const bool says_ssl = test_support::eventually(
+            [&] {
+                status = untrusting.run({"status"}).out;
+                return status.find("SSL") != std::string::npos || status.find("certificate") != std::string::npos;
+            },
+            seconds(20));
         INFO(status << "\nlog:\n" << untrusting.log());
         CHECK(says_ssl);
         CHECK(untrusting.count("EVENTS WHERE host IS NOT NULL") == 0);

@@ -16,15 +16,15 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/daemon_process.hpp"
 #include "forward/record_id.hpp"
+#include "support/daemon_process.hpp"
+#include "support/eventually.hpp"
 #include "support/forward_process.hpp"
 #include "support/nats_fixture.hpp"
 #include "support/query_env.hpp"
 #include "support/stream_helpers.hpp"
-#include "support/wire_client.hpp"
 #include "support/temp_dir.hpp"
-#include "support/eventually.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {

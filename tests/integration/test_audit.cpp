@@ -25,9 +25,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "ring_capture.hpp"
 #include "support/eventually.hpp"
 #include "support/kernel_audit_state.hpp"
-#include "ring_capture.hpp"
 #include "support/shim_fixture.hpp"
 #include "support/temp_dir.hpp"
 
@@ -37,7 +37,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 using test_support::eventually;
-
 
 // `count` runs of /bin/true with a marker argument each; waits for them. `cpu` ≥ 0: the
 // children run on that CPU only. False when one could not be started or waited for. No Catch2

@@ -10,10 +10,10 @@
 
 #include <memory>
 
+#include "sanitizers.hpp"
 #include "support/accounting.hpp"
 #include "support/daemon_process.hpp"
 #include "support/query_env.hpp"
-#include "sanitizers.hpp"
 
 namespace eventd::query_it {
 

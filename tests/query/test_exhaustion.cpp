@@ -24,8 +24,8 @@
 #include <catch2/catch.hpp>
 
 #include "eventd/query_language/errors.hpp"
-#include "support/eventually.hpp"
 #include "hostile_env.hpp"
+#include "support/eventually.hpp"
 #include "support/local_users.hpp"
 #include "support/wire_client.hpp"
 

@@ -19,12 +19,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/eventually.hpp"
 #include "hostile_env.hpp"
+#include "support/eventually.hpp"
 #include "support/query_env.hpp"
 #include "support/stream_helpers.hpp"
-#include "test_seed.hpp"
 #include "support/wire_client.hpp"
+#include "test_seed.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -246,12 +246,12 @@ TEST_CASE("clients that never read their results are closed at QueryTimeoutMs; o
     attack();
     // The read connections' descriptors SQLite parks (retained_shard_fds) are reused by the
     // next round, not added to.
-    REQUIRE(test_support::eventually([&] { return kmes::it::process_usage(h.eventd_pid()).threads ==
-                                              h.eventd_baseline().threads; }));
+    REQUIRE(test_support::eventually(
+        [&] { return kmes::it::process_usage(h.eventd_pid()).threads == h.eventd_baseline().threads; }));
     const size_t parked = retained_shard_fds(h.eventd_pid());
     attack();
-    REQUIRE(test_support::eventually([&] { return kmes::it::process_usage(h.eventd_pid()).threads ==
-                                              h.eventd_baseline().threads; }));
+    REQUIRE(test_support::eventually(
+        [&] { return kmes::it::process_usage(h.eventd_pid()).threads == h.eventd_baseline().threads; }));
     CHECK(retained_shard_fds(h.eventd_pid()) <= parked);
     h.check_recovered(8 + 2);
 }

@@ -19,17 +19,17 @@
 
 #include <catch2/catch.hpp>
 
+#include "plan_explain.hpp"
 #include "support/eventually.hpp"
 #include "support/local_users.hpp"
-#include "plan_explain.hpp"
 #include "support/query_env.hpp"
 #include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {
 
-using test_support::eventually;
 using nlohmann::json;
+using test_support::eventually;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 

@@ -25,9 +25,9 @@
 namespace eventd::query_it {
 namespace {
 
-using test_support::eventually;
 using nlohmann::json;
 using std::chrono::seconds;
+using test_support::eventually;
 namespace fs = std::filesystem;
 
 // Group eventd-auditors reads `mixed` in full, everything else is for group adm.

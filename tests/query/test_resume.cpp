@@ -23,15 +23,15 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/daemon_process.hpp"
-#include "support/local_users.hpp"
-#include "support/query_env.hpp"
 #include "store/cursor_key.hpp"
 #include "store/store_identity.hpp"
 #include "store/store_position.hpp"
+#include "support/daemon_process.hpp"
+#include "support/eventually.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
 #include "support/stream_helpers.hpp"
 #include "support/wire_client.hpp"
-#include "support/eventually.hpp"
 
 namespace eventd::query_it {
 namespace {

@@ -26,11 +26,11 @@
 #include "eventd/access/policy.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query_language/parser.hpp"
-#include "support/fixture_store.hpp"
-#include "support/temp_dir.hpp"
 #include "plan_explain.hpp"
 #include "store/secondary_index.hpp"
 #include "store/shard_db.hpp"
+#include "support/fixture_store.hpp"
+#include "support/temp_dir.hpp"
 
 namespace eventd::query_it {
 namespace {

@@ -265,7 +265,8 @@ TEST_CASE("out of file descriptors at stream set-up: the stream fails with a cle
     // Ingestion goes on while descriptors are still exhausted: these events are stored (read
     // from the shard files directly: no query can connect now).
     for (int i = 0; i < 5; ++i) emit("fd.after", {{"i", i}});
-    CHECK(test_support::eventually([&] { return eventd::it::read_store(env.store()).of_type("fd.after").size() == 5; }));
+    CHECK(
+        test_support::eventually([&] { return eventd::it::read_store(env.store()).of_type("fd.after").size() == 5; }));
     CHECK(kmes::it::process_state(pid) != '?');
     idle.clear();  // descriptors back, so the check below can connect
     REQUIRE(prlimit(pid, RLIMIT_NOFILE, &saved, nullptr) == 0);

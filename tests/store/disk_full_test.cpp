@@ -12,9 +12,9 @@
 #include "support/temp_dir.hpp"
 
 using namespace store_test;
-using test_support::TempDir;
 using test_support::event_row;
 using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 
@@ -107,7 +107,8 @@ TEST_CASE("a commit that fails on a full disk during COMMIT itself reports ENOSP
     fill(store / "filler");
 
     REQUIRE(db->begin().ok());
-    for (uint64_t s = 2; s <= 400; ++s) REQUIRE(db->insert(event_row({.boot = boot, .timestamp = s, .cpu = 0, .sequence = s})).ok());
+    for (uint64_t s = 2; s <= 400; ++s)
+        REQUIRE(db->insert(event_row({.boot = boot, .timestamp = s, .cpu = 0, .sequence = s})).ok());
     REQUIRE(db->account(boot, 0, 2, 400).ok());
     auto status = db->commit();
     REQUIRE_FALSE(status.ok());

@@ -10,13 +10,13 @@
 #include "support/temp_dir.hpp"
 
 using namespace store_test;
-using test_support::TempDir;
-using test_support::event_row;
-using test_support::guid;
 using eventd::store::RetentionLimits;
 using eventd::store::RetentionOptions;
 using eventd::store::RetentionShards;
 using eventd::store::ShardDb;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 

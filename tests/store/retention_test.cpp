@@ -8,9 +8,9 @@
 #include "support/temp_dir.hpp"
 
 using namespace store_test;
-using test_support::TempDir;
 using test_support::event_row;
 using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 
@@ -22,7 +22,8 @@ std::unique_ptr<eventd::store::ShardDb> shard_with_100_rows(const fs::path& dir)
     std::shuffle(timestamps.begin(), timestamps.end(), std::mt19937(7));
     REQUIRE(db->begin().ok());
     for (size_t i = 0; i < timestamps.size(); ++i) {
-        REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = timestamps[i], .cpu = 0, .sequence = i + 1})).ok());
+        REQUIRE(
+            db->insert(event_row({.boot = guid(0xb0), .timestamp = timestamps[i], .cpu = 0, .sequence = i + 1})).ok());
     }
     REQUIRE(db->account(guid(0xb0), 0, 1, 100).ok());
     REQUIRE(db->commit().ok());

@@ -5,16 +5,16 @@
 
 #include "store/shard_snapshot.hpp"
 #include "store_test_util.hpp"
-#include "tests/eventd_unit/unit_util.hpp"
 #include "support/temp_dir.hpp"
+#include "tests/eventd_unit/unit_util.hpp"
 
 using namespace store_test;
-using test_support::TempDir;
-using test_support::event_row;
-using test_support::guid;
 using eventd::store::quarantine_shard;
 using eventd::store::shard_file_name;
 using eventd::store::ShardDb;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 using Rows = std::vector<std::vector<std::string>>;
@@ -326,7 +326,9 @@ TEST_CASE("a -wal left without its database is set aside before a new shard is c
         auto db = ShardDb::open(dir.path(), 0);
         if (!db) return false;
         auto& shard = *std::move(db).value().release();  // never closed: the child dies like a killed writer
-        return shard.begin().ok() && shard.insert(event_row({.boot = boot, .timestamp = 1, .cpu = 0, .sequence = 1})).ok() && shard.commit().ok();
+        return shard.begin().ok() &&
+               shard.insert(event_row({.boot = boot, .timestamp = 1, .cpu = 0, .sequence = 1})).ok() &&
+               shard.commit().ok();
     });
     fs::remove(dir / "shard-0000.db");
     REQUIRE(fs::exists(dir / "shard-0000.db-wal"));

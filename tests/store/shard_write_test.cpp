@@ -6,11 +6,11 @@
 #include "support/temp_dir.hpp"
 
 using namespace store_test;
-using test_support::TempDir;
-using test_support::event_row;
-using test_support::guid;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 using Rows = std::vector<std::vector<std::string>>;
@@ -47,15 +47,15 @@ TEST_CASE("a committed KMES row stores every header field in its column", "[writ
 
 // A synthetic row (PSD-008 §2.6): no CPU, sequence, origin class, identity nor payload.
 const EventRow kSyntheticStartup = event_row({.boot = guid(0xb0),
-                                     .timestamp = 5,
-                                     .cpu = {},
-                                     .sequence = {},
-                                     .origin_class = {},
-                                     .type = "synthetic.startup",
-                                     .effective_token = {},
-                                     .true_token = {},
-                                     .process = {},
-                                     .payload = {}});
+                                              .timestamp = 5,
+                                              .cpu = {},
+                                              .sequence = {},
+                                              .origin_class = {},
+                                              .type = "synthetic.startup",
+                                              .effective_token = {},
+                                              .true_token = {},
+                                              .process = {},
+                                              .payload = {}});
 
 TEST_CASE("a synthetic row stores NULL for every absent field", "[write]") {
     TempDir dir;
@@ -188,7 +188,8 @@ TEST_CASE("ranges of different CPUs and boots are kept apart", "[write]") {
 TEST_CASE("calls outside their transaction are refused", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    CHECK(db->insert(event_row({.boot = guid(1), .timestamp = 1, .cpu = 0, .sequence = 1})).error().code == base::ErrorCode::invalid);
+    CHECK(db->insert(event_row({.boot = guid(1), .timestamp = 1, .cpu = 0, .sequence = 1})).error().code ==
+          base::ErrorCode::invalid);
     CHECK(db->account(guid(1), 0, 1, 1).error().code == base::ErrorCode::invalid);
     CHECK(db->commit().error().code == base::ErrorCode::invalid);
     REQUIRE(db->begin().ok());

@@ -336,7 +336,8 @@ TEST_CASE("read connection: read-only, extract registered, errors name the file"
         auto shard = store_test::open_shard(dir.path(), 0);
         REQUIRE(shard->begin().ok());
         for (uint64_t s = 1; s <= 2000; ++s) {
-            auto row = test_support::event_row({.boot = test_support::guid(1), .timestamp = 1000 + s, .cpu = 0, .sequence = s});
+            auto row = test_support::event_row(
+                {.boot = test_support::guid(1), .timestamp = 1000 + s, .cpu = 0, .sequence = s});
             row.payload = pack({{"user", s % 2 ? "alice" : "bob"}, {"n", s}});
             REQUIRE(shard->insert(row).ok());
         }

@@ -84,7 +84,8 @@ inline std::unique_ptr<eventd::store::ShardDb> open_shard(const fs::path& dir, u
 inline void commit_range(eventd::store::ShardDb& db, const Guid& boot, uint16_t cpu, uint64_t first, uint64_t last) {
     REQUIRE(db.begin().ok());
     for (uint64_t s = first; s <= last; ++s)
-        REQUIRE(db.insert(test_support::event_row({.boot = boot, .timestamp = 1000 + s, .cpu = cpu, .sequence = s})).ok());
+        REQUIRE(
+            db.insert(test_support::event_row({.boot = boot, .timestamp = 1000 + s, .cpu = cpu, .sequence = s})).ok());
     REQUIRE(db.account(boot, cpu, first, last).ok());
     auto committed = db.commit();
     INFO((committed ? std::string() : committed.error().message));

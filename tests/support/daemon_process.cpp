@@ -217,8 +217,8 @@ std::string DaemonProcess::log() const {
 bool DaemonProcess::wait_log(const std::string& text, std::chrono::milliseconds timeout) {
     const auto logged = [&] { return log().find(text) != std::string::npos; };
     // Until it is logged, the process has exited (nothing more will come) or the time is up.
-    test_support::eventually([&] { return logged() || wait_exit(std::chrono::milliseconds(0)).has_value(); },
-                             timeout, std::chrono::milliseconds(20));
+    test_support::eventually([&] { return logged() || wait_exit(std::chrono::milliseconds(0)).has_value(); }, timeout,
+                             std::chrono::milliseconds(20));
     return logged();
 }
 
