@@ -24,8 +24,8 @@
 #include "store/read_sql.hpp"
 #include "store/shard_db.hpp"
 #include "store/shard_snapshot.hpp"
-#include "unit_util.hpp"
 #include "query_util.hpp"
+#include "support/descriptors_exhausted.hpp"
 #include "support/rows.hpp"
 #include "support/temp_dir.hpp"
 

@@ -5,8 +5,8 @@
 
 #include "store/shard_snapshot.hpp"
 #include "store_test_util.hpp"
+#include "support/descriptors_exhausted.hpp"
 #include "support/temp_dir.hpp"
-#include "tests/eventd_unit/unit_util.hpp"
 
 using namespace store_test;
 using eventd::store::quarantine_shard;

@@ -1,5 +1,5 @@
-// This process out of descriptors, for eventd's unit tests and the store tests. (The temporary
-// directory and rows for a store are tests/support's: temp_dir.hpp, rows.hpp.)
+// This process out of descriptors, for the tests of what eventd's code does then (eventd's unit
+// tests, the store tests). Header only.
 #pragma once
 
 #include <sys/resource.h>
