@@ -1,8 +1,9 @@
 // Polling for a condition reached on someone else's time (a daemon's index built, a counter
 // moved, a thread asleep): `done` is asked, then again every `step`, until it holds or `limit`
 // has passed; true if it held. No sleep stands in for an assertion: the caller CHECKs or
-// REQUIREs what this returns. The one deadline loop of the tests: a helper that waits for a
-// state polls through this (a wait on a descriptor or a reader is a poll(2), not this).
+// REQUIREs what this returns. Helpers that wait for a state poll through this, not through a
+// deadline loop of their own (a wait on a descriptor or a ring reader blocks in poll(2) or in
+// the reader instead).
 #pragma once
 
 #include <chrono>
