@@ -11,7 +11,8 @@
 #include <chrono>
 #include <fstream>
 #include <string>
-#include <thread>
+
+#include "support/eventually.hpp"
 
 namespace kmes::test {
 
@@ -23,14 +24,13 @@ inline pid_t current_tid() { return pid_t(::syscall(SYS_gettid)); }
 inline bool wait_until_in_futex(pid_t tid, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
     const std::string path = "/proc/self/task/" + std::to_string(tid) + "/syscall";
     const std::string futex = std::to_string(SYS_futex);
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-        std::ifstream in(path);
-        std::string call;
-        if (in >> call && call == futex) return true;
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    return test_support::eventually(
+        [&] {
+            std::ifstream in(path);
+            std::string call;
+            return in >> call && call == futex;
+        },
+        limit, std::chrono::milliseconds(1));
 }
 
 }  // namespace kmes::test

@@ -12,9 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "accounting.hpp"
-#include "eventd_fixture.hpp"
-#include "shim_fixture.hpp"
+#include "support/accounting.hpp"
+#include "support/eventd_fixture.hpp"
+#include "support/shim_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 namespace eventd::it {
 
@@ -32,7 +33,7 @@ public:
     explicit Pipeline(PipelineOptions options);
     ~Pipeline();
 
-    const std::string& dir() const { return dir_.path(); }
+    const std::string& dir() const { return dir_.str(); }
     // `eventctl status` of the running eventd (a failure's diagnosis), or why there is none.
     std::string eventctl_status() const;
     // What eventd's threads are doing (a failure's diagnosis): the process state, each thread's
@@ -76,7 +77,7 @@ public:
     Highest finish(std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
 private:
-    kmes::it::TempDir dir_;
+    test_support::TempDir dir_;
     kmes::it::ShimOptions shim_options_;
     std::string store_;
     std::string config_path_;

@@ -4,12 +4,12 @@
 // record reports the highest persisted sequences.
 #include <fstream>
 #include <set>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "base/guid_text.hpp"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 
@@ -21,12 +21,13 @@ constexpr uint64_t kEvents = 1'000'000;
 constexpr uint64_t kBytesPerEventAtMost = 160;
 
 void run_until_emitted(Pipeline& p, uint64_t events) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (p.watch().bytes_written() / kBytesPerEventAtMost < events) {
-        REQUIRE(std::chrono::steady_clock::now() < deadline);
-        REQUIRE(p.eventd().running());
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    REQUIRE(test_support::eventually(
+        [&] {
+            if (p.watch().bytes_written() / kBytesPerEventAtMost >= events) return true;
+            REQUIRE(p.eventd().running());
+            return false;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(100)));
 }
 
 std::string os_boot_id() {

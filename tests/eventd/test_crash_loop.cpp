@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 
@@ -17,12 +18,11 @@ namespace {
 
 // Wait until at least `count` synthetic.startup records are committed.
 void wait_startups(Pipeline& p, size_t count) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (read_store(p.store(), {.kmes_rows = false}).of_type("synthetic.startup").size() < count) {
-        INFO("eventd log:\n" << p.eventd().log());
-        REQUIRE(std::chrono::steady_clock::now() < deadline);
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    const bool committed = test_support::eventually(
+        [&] { return read_store(p.store(), {.kmes_rows = false}).of_type("synthetic.startup").size() >= count; },
+        std::chrono::seconds(30), std::chrono::milliseconds(10));
+    INFO("eventd log:\n" << p.eventd().log());
+    REQUIRE(committed);
 }
 
 }  // namespace

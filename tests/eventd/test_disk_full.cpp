@@ -21,6 +21,7 @@
 #include "pipeline.hpp"
 #include "sqlite_faults.hpp"
 #include "store_fill.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace eventd::it;
 
@@ -68,8 +69,8 @@ bool require_root() {
 // A pipeline (2 rings at 1000 events/s, 2 shards) whose store lives on a 16 MiB tmpfs.
 struct SmallDisk {
     bool root = require_root();
-    kmes::it::TempDir mount_dir;
-    TmpfsMount mount{mount_dir.path(), "size=16m,mode=0755"};
+    test_support::TempDir mount_dir;
+    TmpfsMount mount{mount_dir.str(), "size=16m,mode=0755"};
     Pipeline pipeline{{.cpus = 2,
                        .generate = "rate=1000,payload=64",
                        .eventd = {{"StorageShards", 2}},
@@ -144,7 +145,7 @@ TEST_CASE("disk full: eventd survives, and once space returns the gap records de
           "[disk-full]") {
     SmallDisk disk;
     Pipeline& p = disk.pipeline;
-    const kmes::it::TempDir& mount_dir = disk.mount_dir;
+    const test_support::TempDir& mount_dir = disk.mount_dir;
     p.start_eventd();
     std::this_thread::sleep_for(std::chrono::seconds(1));
 
@@ -302,7 +303,7 @@ TEST_CASE("a full disk at startup quarantines no shard: eventd does not start, a
     // soak work: every shard and eventd-meta.db (admin_sd, the desired index set) were set aside.
     SmallDisk disk;
     Pipeline& p = disk.pipeline;
-    const kmes::it::TempDir& mount_dir = disk.mount_dir;
+    const test_support::TempDir& mount_dir = disk.mount_dir;
     p.start_eventd();
     std::this_thread::sleep_for(std::chrono::seconds(1));
     p.stop_eventd();  // a clean close removes each shard's -wal and -shm

@@ -22,10 +22,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
 #include "kmes/kmes.h"
 #include "kmes/ring_reader.hpp"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 namespace eventd::it {
 namespace {
@@ -159,7 +159,7 @@ TEST_CASE("100 processes emitting at once, valid and invalid mixed: each gets it
     // Nothing left behind: the emitters' connections (and their threads) are gone from the
     // shim within its reaping interval; eventd never saw them.
     kmes::it::ProcessUsage shim_now, eventd_now;
-    const bool settled = kmes::it::eventually([&] {
+    const bool settled = test_support::eventually([&] {
         shim_now = kmes::it::process_usage(p.shim().pid());
         eventd_now = kmes::it::process_usage(p.eventd().pid());
         return shim_now.fds == shim_base.fds && shim_now.threads == shim_base.threads &&

@@ -22,14 +22,14 @@
 #include "kmes/kmes.h"
 #include "commit_delay.hpp"
 #include "eventctl_query.hpp"
-#include "eventually.hpp"
 #include "pipeline.hpp"
 #include "store_fill.hpp"
-#include "store_reader.hpp"
+#include "support/eventually.hpp"
+#include "support/store_reader.hpp"
 
 using namespace eventd::it;
-using kmes::it::eventually;
 using nlohmann::json;
+using test_support::eventually;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;

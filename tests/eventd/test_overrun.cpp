@@ -4,8 +4,8 @@
 // stored events, its timestamps are theirs, and the accounting stays exact.
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 
@@ -24,7 +24,7 @@ TEST_CASE("overrun: eventd frozen on 64 KiB rings records the overwritten ranges
     // Frozen until every ring has had 10000 events written, ~23 times what a 64 KiB ring holds
     // (~430): at 20000 events/s about half a second.
     const Highest at_freeze = p.watch().highest();
-    REQUIRE(kmes::it::eventually([&] {
+    REQUIRE(test_support::eventually([&] {
         const Highest now = p.watch().highest();
         for (const auto& [cpu, top] : at_freeze)
             if (now.at(cpu) < top + 10000) return false;

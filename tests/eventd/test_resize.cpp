@@ -8,14 +8,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "eventctl_query.hpp"
-#include "eventually.hpp"
 #include "kmes/kmes.h"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 
@@ -31,14 +30,12 @@ uint64_t attached_capacity(uint32_t cpu) {
 }
 
 bool wait_capacity(uint32_t cpus, uint64_t capacity) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    for (;;) {
+    const auto all_resized = [&] {
         bool all = true;
         for (uint32_t cpu = 0; cpu < cpus; ++cpu) all = all && attached_capacity(cpu) == capacity;
-        if (all) return true;
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+        return all;
+    };
+    return test_support::eventually(all_resized, std::chrono::seconds(20), std::chrono::milliseconds(20));
 }
 
 }  // namespace
@@ -65,7 +62,7 @@ TEST_CASE("resize: BufferCapacity up and down while eventd ingests loses nothing
         p.shim().write_config({{"BufferCapacity", capacity}});
         p.shim().signal(SIGHUP);
         REQUIRE(wait_capacity(p.cpus(), capacity));
-        REQUIRE(kmes::it::eventually([&] { return eventd_follows(capacity); }, std::chrono::seconds(20)));
+        REQUIRE(test_support::eventually([&] { return eventd_follows(capacity); }, std::chrono::seconds(20)));
         REQUIRE(p.eventd().running());
     }
     // The rings really were swapped: generation 1 at start, + the boot-time resize to 1 MiB, + 6.

@@ -7,13 +7,12 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
 #include "pipeline.hpp"
 #include "store_fill.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 
@@ -38,11 +37,8 @@ TEST_CASE("retention: a tightened EventRetentionMaxBytes deletes the oldest rows
     p.start_eventd();
     // Let the store grow well past the limit used below.
     constexpr uint64_t kLimit = 1u << 20;  // 1 MiB
-    const auto grow_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (live_bytes(p.store()) < 4 * kLimit) {
-        REQUIRE(std::chrono::steady_clock::now() < grow_deadline);
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    REQUIRE(test_support::eventually([&] { return live_bytes(p.store()) >= 4 * kLimit; }, std::chrono::seconds(30),
+                                     std::chrono::milliseconds(100)));
     const Highest highest = p.stop_emission();  // no more events: the store only shrinks now
     std::string progress;
     REQUIRE(wait_accounted(p.store(), p.boot(), highest, std::chrono::seconds(60), &progress));  // all stored
@@ -51,11 +47,11 @@ TEST_CASE("retention: a tightened EventRetentionMaxBytes deletes the oldest rows
 
     p.write_eventd_config({{"EventRetentionMaxBytes", kLimit}});
     p.eventd().signal(SIGHUP);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (live_bytes(p.store()) > kLimit) {
+    const bool fits = test_support::eventually([&] { return live_bytes(p.store()) <= kLimit; },
+                                               std::chrono::seconds(30), std::chrono::milliseconds(100));
+    {
         INFO("eventd log:\n" << p.eventd().log());
-        REQUIRE(std::chrono::steady_clock::now() < deadline);
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        REQUIRE(fits);
     }
     const auto after = read_store(p.store());
     CHECK(after.rows.size() < rows_before);
@@ -99,7 +95,7 @@ TEST_CASE("retention: rows older than EventRetentionDays go while eventd runs; y
         for (const StoredRow& r : read_store(p.store()).rows) n += r.boot_id == old_boot;
         return n;
     };
-    const bool deleted = kmes::it::eventually([&] { return of_old_boot() == 3000; }, std::chrono::seconds(60));
+    const bool deleted = test_support::eventually([&] { return of_old_boot() == 3000; }, std::chrono::seconds(60));
     INFO("eventd log:\n" << p.eventd().log());
     CHECK(deleted);
     const auto after = read_store(p.store());

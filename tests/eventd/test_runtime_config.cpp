@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 
@@ -25,15 +26,14 @@ std::vector<StoredRow> config_changes(const Pipeline& p) {
 std::vector<StoredRow> reload_and_wait(Pipeline& p, const nlohmann::json& overrides, size_t count) {
     p.write_eventd_config(overrides);
     p.eventd().signal(SIGHUP);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    std::vector<StoredRow> changes;
-    while ((changes = config_changes(p)).size() < count) {
+    {
+        const bool recorded = test_support::eventually([&] { return config_changes(p).size() >= count; },
+                                                       std::chrono::seconds(20), std::chrono::milliseconds(50));
         INFO("eventd log:\n" << p.eventd().log());
-        REQUIRE(std::chrono::steady_clock::now() < deadline);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        REQUIRE(recorded);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    changes = config_changes(p);
+    std::vector<StoredRow> changes = config_changes(p);
     std::sort(changes.begin(), changes.end(),
               [](const StoredRow& a, const StoredRow& b) { return a.timestamp < b.timestamp; });
     return changes;

@@ -14,8 +14,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
 #include "pipeline.hpp"
+#include "support/eventually.hpp"
 
 using namespace eventd::it;
 
@@ -69,7 +69,7 @@ std::vector<std::string> quarantined(const std::string& dir, uint32_t index) {
 void run_past(Pipeline& p) {
     const Highest since = p.watch().highest();
     Highest target;
-    REQUIRE(kmes::it::eventually([&] {
+    REQUIRE(test_support::eventually([&] {
         target = p.watch().highest();
         for (const auto& [cpu, top] : target)
             if (top <= since.at(cpu)) return false;

@@ -13,8 +13,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon_process.hpp"
-#include "shim_fixture.hpp"
+#include "support/daemon_process.hpp"
+#include "support/shim_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -72,24 +73,24 @@ void copy_metrics_units(const std::string& dir) {
 
 TEST_CASE("systemd: systemd-analyze verify accepts the units with nothing to report", "[systemd]") {
     REQUIRE(run("command -v systemd-analyze").first == 0);
-    kmes::it::TempDir dir;
-    copy_unit("eventd.service", dir.path(), env("EVENTD"));
-    copy_unit("kmes-shim.service", dir.path(), env("KMES_SHIMD"));
-    copy_unit("eventd-forward.service", dir.path(), env("EVENTD_FORWARD"));
-    copy_metrics_units(dir.path());
-    const auto [status, output] = verify(dir.path());
+    test_support::TempDir dir;
+    copy_unit("eventd.service", dir.str(), env("EVENTD"));
+    copy_unit("kmes-shim.service", dir.str(), env("KMES_SHIMD"));
+    copy_unit("eventd-forward.service", dir.str(), env("EVENTD_FORWARD"));
+    copy_metrics_units(dir.str());
+    const auto [status, output] = verify(dir.str());
     INFO(output);
     CHECK(status == 0);
     CHECK(output.empty());
 }
 
 TEST_CASE("systemd: the verify check fails on a unit with an unknown directive", "[systemd]") {
-    kmes::it::TempDir dir;
-    copy_unit("eventd.service", dir.path(), env("EVENTD"), "NotADirective=1");
-    copy_unit("kmes-shim.service", dir.path(), env("KMES_SHIMD"));
-    copy_unit("eventd-forward.service", dir.path(), env("EVENTD_FORWARD"));
-    copy_metrics_units(dir.path());
-    const auto [status, output] = verify(dir.path());
+    test_support::TempDir dir;
+    copy_unit("eventd.service", dir.str(), env("EVENTD"), "NotADirective=1");
+    copy_unit("kmes-shim.service", dir.str(), env("KMES_SHIMD"));
+    copy_unit("eventd-forward.service", dir.str(), env("EVENTD_FORWARD"));
+    copy_metrics_units(dir.str());
+    const auto [status, output] = verify(dir.str());
     INFO(output);
     CHECK(output.find("NotADirective") != std::string::npos);
 }

@@ -11,7 +11,6 @@
 // wake-up), 2000000 rounds failed about one run in five: repetitions make that near certain.
 #include <catch2/catch.hpp>
 
-#include "unit_util.hpp"
 
 #include <poll.h>
 #include <sys/resource.h>
@@ -29,6 +28,7 @@
 
 #include "eventd/server/commit_signal.hpp"
 #include "base/sync_point.hpp"
+#include "support/descriptors_exhausted.hpp"
 
 using eventd::server::CommitSignal;
 using eventd::server::StreamWake;

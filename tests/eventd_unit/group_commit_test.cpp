@@ -5,10 +5,11 @@
 
 #include <chrono>
 #include <memory>
-#include <thread>
 
 #include "eventd/ingest/shard_writer.hpp"
-#include "unit_util.hpp"
+#include "support/eventually.hpp"
+#include "support/rows.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -16,22 +17,21 @@ using namespace eventd;
 
 std::vector<HandoffItem> event(uint64_t sequence) {
     std::vector<HandoffItem> items;
-    items.push_back(HandoffItem{eventd_unit::kmes_row(sequence, "t"), Accounting{0, sequence, sequence}});
+    items.push_back(HandoffItem{
+        test_support::event_row({.timestamp = sequence, .sequence = sequence, .origin_class = 1, .type = "t"}),
+        Accounting{0, sequence, sequence}});
     return items;
 }
 
+// REQUIRE that `done` holds within 30 s, asked every millisecond (the delays measured are 1 s).
 template <class Done>
 void wait_for(Done done) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!done()) {
-        REQUIRE(std::chrono::steady_clock::now() < give_up);
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    REQUIRE(test_support::eventually(done, std::chrono::seconds(30), std::chrono::milliseconds(1)));
 }
 
 // A started writer on a fresh shard in its own directory; MaxBatchLatencyMs 5 s, out of the way.
 struct WriterOnShard {
-    eventd_unit::TempDir dir;
+    test_support::TempDir dir;
     WriterSettings settings;
     std::unique_ptr<ShardWriter> writer;
 

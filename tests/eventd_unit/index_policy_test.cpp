@@ -19,7 +19,7 @@
 #include "eventd/index/policy_thread.hpp"
 #include "eventd/index/where_fields.hpp"
 #include "eventd/query_language/parser.hpp"
-#include "unit_util.hpp"
+#include "support/temp_dir.hpp"
 
 namespace ix = eventd::index;
 namespace fs = std::filesystem;
@@ -248,7 +248,7 @@ std::string text(const fs::path& db, const std::string& sql) {
 }  // namespace
 
 TEST_CASE("eventd-meta.db is created with the §3.3.9 schema, WAL, synchronous NORMAL, mode 0600", "[index]") {
-    eventd_unit::TempDir dir;
+    test_support::TempDir dir;
     ::umask(022);
     auto opened = ix::MetaDb::open(dir.path(), 1'764'043'709'000'000'000);
     REQUIRE(opened.ok());
@@ -275,7 +275,7 @@ TEST_CASE("eventd-meta.db is created with the §3.3.9 schema, WAL, synchronous N
 }
 
 TEST_CASE("eventd-meta.db keeps counters and the desired set in priority order", "[index]") {
-    eventd_unit::TempDir dir;
+    test_support::TempDir dir;
     {
         auto opened = ix::MetaDb::open(dir.path(), 1);
         REQUIRE(opened.ok());
@@ -295,7 +295,7 @@ TEST_CASE("eventd-meta.db keeps counters and the desired set in priority order",
 }
 
 TEST_CASE("an unreadable or unknown-version eventd-meta.db is set aside and recreated", "[index]") {
-    eventd_unit::TempDir dir;
+    test_support::TempDir dir;
     const fs::path path = dir.path() / "eventd-meta.db";
     SECTION("garbage bytes") {
         std::ofstream(path) << std::string(8192, 'x');
@@ -344,7 +344,7 @@ namespace {
 
 // A policy thread on a temporary store with a clock the test moves.
 struct PolicyRig {
-    eventd_unit::TempDir dir;
+    test_support::TempDir dir;
     ix::DesiredSetHolder holder;
     ix::FieldCounter counter;
     std::atomic<int64_t> now{1000 * kSecond};

@@ -24,8 +24,10 @@
 #include "store/read_sql.hpp"
 #include "store/shard_db.hpp"
 #include "store/shard_snapshot.hpp"
-#include "unit_util.hpp"
 #include "query_util.hpp"
+#include "support/descriptors_exhausted.hpp"
+#include "support/rows.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -37,36 +39,32 @@ using Visibility = eventd::access::CallerAccess::Visibility;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
 using eventd::store::SqlParam;
-using eventd_unit::TempDir;
 using kmes::Guid;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 
 using eventd_unit::root_access;
-
-Guid guid(uint8_t fill) {
-    Guid g;
-    g.fill(fill);
-    return g;
-}
 
 const Guid kBoot = guid(0xb0);
 const Guid kProcA = {0xaa, 0xbb, 0xcc, 0xdd, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb};
 const Guid kProcB = guid(0x22);
 const char* const kProcAText = "{AABBCCDD-0011-2233-4455-66778899AABB}";
 
+// A row of boot kBoot without the token GUIDs; origin class 1 when it has a sequence.
 EventRow row(uint64_t ts, std::optional<uint16_t> cpu, std::optional<uint64_t> seq, std::string type,
              std::optional<json> payload, std::optional<Guid> process = std::nullopt) {
-    EventRow r;
-    r.boot_id = kBoot;
-    r.timestamp = ts;
-    r.cpu_id = cpu;
-    r.sequence = seq;
-    if (seq) r.origin_class = 1;
-    r.event_type = std::move(type);
-    r.process = process;
-    if (payload) r.payload = json::to_msgpack(*payload);
-    return r;
+    return test_support::event_row({.boot = kBoot,
+                                    .timestamp = ts,
+                                    .cpu = cpu,
+                                    .sequence = seq,
+                                    .origin_class = seq ? std::optional<uint8_t>(1) : std::nullopt,
+                                    .type = std::move(type),
+                                    .effective_token = {},
+                                    .true_token = {},
+                                    .process = process,
+                                    .payload = payload ? std::optional(json::to_msgpack(*payload)) : std::nullopt});
 }
 
 void write_shard(const fs::path& dir, uint32_t index, const std::vector<EventRow>& rows) {

@@ -25,8 +25,9 @@
 #include "protocol/wire.hpp"
 #include "eventd/server/query_server.hpp"
 #include "base/sync_point.hpp"
-#include "unit_util.hpp"
 #include "store/shard_db.hpp"
+#include "support/rows.hpp"
+#include "support/temp_dir.hpp"
 
 #ifdef KMES_SYNC_POINTS
 namespace {
@@ -35,7 +36,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace eventd;
 
-using eventd_unit::TempDir;
+using test_support::TempDir;
 
 // A Unix stream socket bound and listening on `path` (listen) or connected to it.
 int unix_socket(const fs::path& path, bool listen) {
@@ -77,8 +78,11 @@ std::optional<json> read_frame(int fd) {
 std::string try_commit_row(const fs::path& dir, uint64_t i) {
     auto db = store::ShardDb::open(dir, 0);
     if (!db.ok()) return "open: " + db.error().message;
-    store::EventRow r = eventd_unit::kmes_row(i, "app.login");
-    r.payload = json::to_msgpack(json{{"i", i}});
+    const store::EventRow r = test_support::event_row({.timestamp = i,
+                                                       .sequence = i,
+                                                       .origin_class = 1,
+                                                       .type = "app.login",
+                                                       .payload = json::to_msgpack(json{{"i", i}})});
     if (auto st = (*db)->begin(); !st.ok()) return "begin: " + st.error().message;
     if (auto st = (*db)->insert(r); !st.ok()) return "insert: " + st.error().message;
     if (auto st = (*db)->commit(); !st.ok()) return "commit: " + st.error().message;

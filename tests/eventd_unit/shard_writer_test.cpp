@@ -18,8 +18,9 @@
 #include "eventd/ingest/redelivery.hpp"
 #include "eventd/ingest/shard_writer.hpp"
 #include "base/sync_point.hpp"
-#include "unit_util.hpp"
 #include "store/retention.hpp"
+#include "support/rows.hpp"
+#include "support/temp_dir.hpp"
 
 #ifdef KMES_SYNC_POINTS
 namespace {
@@ -27,12 +28,14 @@ namespace {
 namespace fs = std::filesystem;
 using namespace eventd;
 
-using eventd_unit::TempDir;
+using test_support::TempDir;
 
 std::vector<HandoffItem> events(uint64_t first, uint64_t last) {
     std::vector<HandoffItem> items;
     for (uint64_t s = first; s <= last; ++s) {
-        items.push_back(HandoffItem{eventd_unit::kmes_row(s, "t"), Accounting{0, s, s}});
+        items.push_back(
+            HandoffItem{test_support::event_row({.timestamp = s, .sequence = s, .origin_class = 1, .type = "t"}),
+                        Accounting{0, s, s}});
     }
     return items;
 }
@@ -122,7 +125,7 @@ public:
 TEST_CASE("a redelivering source's records: its duplicate check decides, its receipts settle after the shard's lock",
           "[shard_writer]") {
     using namespace eventd;
-    eventd_unit::TempDir dir;
+    test_support::TempDir dir;
     auto db = store::ShardDb::open(dir.path(), 0);
     REQUIRE(db.ok());
     WriterSettings settings;
@@ -134,7 +137,8 @@ TEST_CASE("a redelivering source's records: its duplicate check decides, its rec
 
     std::vector<HandoffItem> items;
     for (uint64_t s = 1; s <= 5; ++s) {
-        HandoffItem item{eventd_unit::kmes_row(s, "t"), Accounting{0, s, s}};
+        HandoffItem item{test_support::event_row({.timestamp = s, .sequence = s, .origin_class = 1, .type = "t"}),
+                         Accounting{0, s, s}};
         item.receipt = {&source, 100 + s};
         items.push_back(std::move(item));
     }

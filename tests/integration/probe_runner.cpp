@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 extern char** environ;
 

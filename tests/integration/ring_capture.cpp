@@ -5,11 +5,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "kmes/kmes.h"
+#include "support/eventually.hpp"
 
 namespace kmes::it {
 
@@ -93,12 +93,8 @@ uint64_t attach_capacity(uint32_t cpu) {
 }
 
 bool wait_for_capacity(uint32_t cpu, uint64_t capacity, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (attach_capacity(cpu) != capacity) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
+    return test_support::eventually([&] { return attach_capacity(cpu) == capacity; }, timeout,
+                                    std::chrono::milliseconds(10));
 }
 
 std::vector<uint8_t> msgpack(const nlohmann::json& value) { return nlohmann::json::to_msgpack(value); }

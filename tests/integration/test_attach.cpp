@@ -9,7 +9,8 @@
 
 #include "kmes/kmes.h"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace kmes::it;
 
@@ -44,7 +45,7 @@ TEST_CASE("attach: a cpu id at or beyond the ring count is EINVAL", "[attach]") 
 }
 
 TEST_CASE("attach: with no shim listening the error is ENOENT (no socket) or ECONNREFUSED (stale socket)", "[attach]") {
-    TempDir dir;
+    test_support::TempDir dir;
     uint64_t capacity = 0;
     setenv("KMES_SOCKET", (dir / "absent.sock").c_str(), 1);
     CHECK(kmes_attach(0, &capacity) == -1);

@@ -25,17 +25,18 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
-#include "kernel_audit_state.hpp"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/eventually.hpp"
+#include "support/kernel_audit_state.hpp"
+#include "support/shim_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kmes::it {
 namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
-
+using test_support::eventually;
 
 // `count` runs of /bin/true with a marker argument each; waits for them. `cpu` ≥ 0: the
 // children run on that CPU only. False when one could not be started or waited for. No Catch2
@@ -95,7 +96,7 @@ public:
                             << "max_log_file = 256\nmax_log_file_action = IGNORE\nspace_left = 2\n"
                             << "space_left_action = IGNORE\nadmin_space_left = 1\nadmin_space_left_action = IGNORE\n"
                             << "disk_full_action = IGNORE\ndisk_error_action = IGNORE\n"
-                            << "plugin_dir = " << (dir_ / "plugins") << "\n"
+                            << "plugin_dir = " << (dir_ / "plugins").native() << "\n"
                             << "q_depth = 2000\noverflow_action = IGNORE\nend_of_event_timeout = 2\n";
         chmod(conf.c_str(), 0640);  // auditd refuses a configuration others may write
         // Tied to this test: if it dies, auditd gets SIGTERM and gives the audit daemon role back.
@@ -122,11 +123,11 @@ public:
     }
 
 private:
-    TempDir dir_;
+    test_support::TempDir dir_;
     pid_t pid_ = -1;
 };
 
-std::string rules_file(const TempDir& dir, const std::string& key) {
+std::string rules_file(const test_support::TempDir& dir, const std::string& key) {
     const std::string path = dir / "audit.rules";
     std::ofstream(path) << "# the test's rules: every execve of /bin/true, nothing else\n"
                         << "-a always,exit -F arch=b64 -S execve -F exe=/usr/bin/true -k " << key << "\n";
@@ -136,7 +137,7 @@ std::string rules_file(const TempDir& dir, const std::string& key) {
 TEST_CASE("daemon mode: N execs give exactly N audit.syscall events; stop and SIGKILL leave the kernel as it was",
           "[audit]") {
     KernelAuditState before;
-    TempDir files;
+    test_support::TempDir files;
     const std::string key = "kmes-it-" + std::to_string(getpid());
     const json config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}}};
     constexpr uint32_t kCpus = 2;
@@ -247,7 +248,7 @@ std::map<std::string, uint64_t> check_every_exec_accounted(uint32_t cpus, const 
 
 TEST_CASE("nothing lost silently: execs while the shim is frozen are stored or counted in audit.lost", "[audit]") {
     KernelAuditState before;
-    TempDir files;
+    test_support::TempDir files;
     const std::string key = "kmes-lost-" + std::to_string(getpid());
     constexpr uint32_t kCpus = 2;
     // The smallest backlog and no waiting: the kernel drops (and counts) what does not fit. A
@@ -337,7 +338,7 @@ TEST_CASE("multicast mode beside a real auditd: both hold the same events", "[au
 
 TEST_CASE("reassembly on the real kernel: two CPUs at once, user messages, PAM through su", "[audit]") {
     KernelAuditState before;
-    TempDir files;
+    test_support::TempDir files;
     const std::string key = "kmes-asm-" + std::to_string(getpid());
     constexpr uint32_t kCpus = 2;
     auto shim = ShimProcess::start(
@@ -398,7 +399,7 @@ TEST_CASE("reassembly on the real kernel: two CPUs at once, user messages, PAM t
 
 TEST_CASE("-D in a rules file deletes the rules loaded before and the shim puts them back, in order", "[audit]") {
     KernelAuditState before;
-    TempDir files;
+    test_support::TempDir files;
     const std::string key = "kmes-foreign-" + std::to_string(getpid());
     // Two rules someone else loaded (their order matters: a never rule first).
     run("auditctl -a never,exit -F arch=b64 -S openat -F auid=12345 -k " + key + "-1 >/dev/null");
@@ -443,7 +444,7 @@ TEST_CASE("-D in a rules file deletes the rules loaded before and the shim puts 
 TEST_CASE("an audit event of a process that still runs carries its process GUID: it joins the process's own events",
           "[audit]") {
     KernelAuditState before;
-    TempDir files;
+    test_support::TempDir files;
     const std::string key = "kmes-join-" + std::to_string(getpid());
     const std::string path = files / "join.rules";
     // uname(2) by this very process, which also emits through libkmes.
@@ -490,7 +491,7 @@ TEST_CASE("the shipped rules load and are removed at stop", "[audit]") {
 
 TEST_CASE("a reload that changes Audit restarts the source; off gives everything back", "[audit]") {
     KernelAuditState before;
-    TempDir files;
+    test_support::TempDir files;
     const std::string key = "kmes-reload-" + std::to_string(getpid());
     const json daemon = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}}};
     auto shim = ShimProcess::start(ShimOptions{.config = daemon, .cpus = 2});
@@ -513,7 +514,7 @@ TEST_CASE("a reload that changes Audit restarts the source; off gives everything
 
 TEST_CASE("multicast mode reads beside a registered audit daemon and changes nothing in the kernel", "[audit]") {
     KernelAuditState before;
-    TempDir files;
+    test_support::TempDir files;
     const std::string key = "kmes-mc-" + std::to_string(getpid());
     constexpr uint32_t kCpus = 2;
     // The daemon role is taken by a first shim (daemon mode, our rule); a second one in auto

@@ -8,7 +8,8 @@
 
 #include "kmes/kmes.h"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/eventually.hpp"
+#include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
 using nlohmann::json;
@@ -164,10 +165,8 @@ TEST_CASE("config: a malformed file at start keeps the defaults and the shim run
 TEST_CASE("config: a malformed file at runtime keeps the values in force", "[config]") {
     auto shim = ShimProcess::start({.config = {{"BufferCapacity", 131072}}, .cpus = 1});
     shim->write_raw_config("{ \"BufferCapacity\": 262144,");
-    const auto deadline = std::chrono::steady_clock::now() + kApplyTimeout;
-    while (shim->log().find("not valid JSON") == std::string::npos && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    REQUIRE(shim->log().find("not valid JSON") != std::string::npos);
+    REQUIRE(test_support::eventually([&] { return shim->log().find("not valid JSON") != std::string::npos; },
+                                     kApplyTimeout, std::chrono::milliseconds(10)));
     CHECK(attach_capacity(0) == 131072);
     CHECK(emit("still.works", json::object()) == 0);
     shim->write_config({{"BufferCapacity", 262144}});  // and the next good file applies

@@ -10,7 +10,7 @@
 #include "emit_checks.hpp"
 #include "kmes/kmes.h"
 #include "probe_runner.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
 using nlohmann::json;

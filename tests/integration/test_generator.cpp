@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
 

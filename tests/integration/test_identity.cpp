@@ -8,7 +8,7 @@
 #include "kmes/kmes.h"
 #include "probe_runner.hpp"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
 using nlohmann::json;

@@ -15,7 +15,8 @@
 
 #include "kmes/kmes.h"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
+#include "support/temp_dir.hpp"
 #include "thread_state.hpp"
 
 using namespace kmes::it;
@@ -72,7 +73,7 @@ TEST_CASE("lifecycle: a second shim on the same socket refuses to start and the 
 }
 
 TEST_CASE("lifecycle: a stale socket file without a listener is replaced", "[lifecycle]") {
-    TempDir dir;
+    test_support::TempDir dir;
     const std::string path = dir / "kmes.sock";
     make_stale_socket(path);
     auto shim = ShimProcess::start({.cpus = 1, .socket_path = path});
@@ -82,7 +83,7 @@ TEST_CASE("lifecycle: a stale socket file without a listener is replaced", "[lif
 
 TEST_CASE("lifecycle: a file at the socket path that is not a socket is left alone and the shim refuses",
           "[lifecycle]") {
-    TempDir dir;
+    test_support::TempDir dir;
     const std::string path = dir / "kmes.sock";
     std::ofstream(path) << "precious";
     ShimProcess shim(ShimOptions{.cpus = 1, .socket_path = path});
@@ -96,7 +97,7 @@ TEST_CASE("lifecycle: a file at the socket path that is not a socket is left alo
 
 TEST_CASE("lifecycle: an emitter reconnects after a shim restart, which starts sequences and boot id anew",
           "[lifecycle]") {
-    TempDir dir;
+    test_support::TempDir dir;
     const std::string path = dir / "kmes.sock";
     uint8_t first_boot[16], second_boot[16];
     {
@@ -147,7 +148,7 @@ TEST_CASE("lifecycle: a reader waiting on a ring wakes when the shim stops and n
 }
 
 TEST_CASE("lifecycle: a reader refuses to resume on the rings of a restarted shim (new boot id)", "[lifecycle]") {
-    TempDir dir;
+    test_support::TempDir dir;
     const std::string path = dir / "kmes.sock";
     auto first = ShimProcess::start({.cpus = 1, .socket_path = path});
     auto reader = kmes::RingReader::open(0);

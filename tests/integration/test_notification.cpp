@@ -7,7 +7,7 @@
 
 #include "probe_runner.hpp"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 #include "thread_state.hpp"
 
 using namespace kmes::it;

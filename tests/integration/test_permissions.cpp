@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "probe_runner.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
 

@@ -10,7 +10,7 @@
 #include "probe_runner.hpp"
 #include "skip_test.hpp"
 #include "ring_capture.hpp"
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
 

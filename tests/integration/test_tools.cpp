@@ -12,7 +12,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace kmes::it;
 using nlohmann::json;
@@ -32,7 +33,7 @@ std::string tool(const char* variable) {
 }
 
 // Run `command` (a shell line; the tool's path first) with `socket` as KMES_SOCKET.
-ToolRun run_tool(const TempDir& dir, const std::string& socket, const std::string& command) {
+ToolRun run_tool(const test_support::TempDir& dir, const std::string& socket, const std::string& command) {
     const std::string err_file = dir / "stderr";
     const std::string line = "KMES_SOCKET='" + socket + "' " + command + " 2>'" + err_file + "'";
     ToolRun r;
@@ -59,7 +60,7 @@ std::vector<json> json_lines(const std::string& text) {
 
 TEST_CASE("kmes-emit and kmes-tail: options, payloads and exit statuses", "[tools]") {
     auto shim = ShimProcess::start({.cpus = 1});
-    TempDir dir;
+    test_support::TempDir dir;
     const std::string emit = tool("KMES_EMIT"), tail = tool("KMES_TAIL");
     const std::string socket = shim->socket_path();
     auto run = [&](const std::string& command) { return run_tool(dir, socket, command); };
@@ -103,7 +104,7 @@ TEST_CASE("kmes-emit and kmes-tail: options, payloads and exit statuses", "[tool
     // Usage errors: exit 2, a reason on stderr, nothing emitted.
     for (const std::string& bad : {emit + " --json '{}'",                            // no --type
                                    emit + " -t tools.bad --json '{not json'",         // invalid --json
-                                   emit + " -t tools.bad --msgpack " + (dir / "absent.bin"),
+                                   emit + " -t tools.bad --msgpack " + (dir / "absent.bin").native(),
                                    emit + " -t tools.bad --no-such-option",
                                    tail + " --no-such-option"}) {
         INFO(bad);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "case_file.hpp"
-#include "eventctl_runner.hpp"
+#include "support/eventctl_runner.hpp"
 
 namespace eventd::query_it {
 

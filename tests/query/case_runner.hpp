@@ -5,7 +5,7 @@
 #include <string>
 
 #include "case_file.hpp"
-#include "query_env.hpp"
+#include "support/query_env.hpp"
 
 namespace eventd::query_it {
 

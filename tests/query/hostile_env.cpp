@@ -9,8 +9,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
-#include "wire_client.hpp"
+#include "support/eventually.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 
@@ -40,11 +40,11 @@ HostileEnv::HostileEnv(EnvOptions options) {
     watch_ = std::make_unique<eventd::it::RingWatch>(2);
     // Warm up what eventd opens lazily (the writers' WAL files at their first commit, a
     // query's thread and read connections) before the baseline is taken.
-    REQUIRE(kmes::it::eventually([&] { return wire_count(socket_, "EVENTS hostile.tick COUNT") > 0; }));
+    REQUIRE(test_support::eventually([&] { return wire_count(socket_, "EVENTS hostile.tick COUNT") > 0; }));
     check_still_serving();
     // The warm-up queries' threads joined: eventd holds no query connection any more (it
     // closes one only after joining its thread).
-    REQUIRE(kmes::it::eventually([&] { return kmes::it::accepted_connections(eventd_pid(), socket_) == 0; }));
+    REQUIRE(test_support::eventually([&] { return kmes::it::accepted_connections(eventd_pid(), socket_) == 0; }));
     eventd_base_ = kmes::it::process_usage(eventd_pid());
     eventd_base_retained_ = retained_shard_fds(eventd_pid());
     shim_base_ = kmes::it::process_usage(env_->shim().pid());
@@ -92,7 +92,7 @@ void HostileEnv::check_recovered(size_t concurrent_readers) {
     // active shard (2) for each query that read at the same time, and one writer's each.
     kmes::it::ProcessUsage now;
     size_t retained = 0;
-    const bool settled = kmes::it::eventually(
+    const bool settled = test_support::eventually(
         [&] {
             now = kmes::it::process_usage(eventd);
             retained = retained_shard_fds(eventd);
@@ -109,7 +109,7 @@ void HostileEnv::check_recovered(size_t concurrent_readers) {
     CHECK(settled);
     CHECK(now.rss_kib <= eventd_base_.rss_kib + kRssSlackKib);
     kmes::it::ProcessUsage shim_now;
-    const bool shim_settled = kmes::it::eventually(
+    const bool shim_settled = test_support::eventually(
         [&] {
             shim_now = kmes::it::process_usage(shim);
             return shim_now.fds == shim_base_.fds && shim_now.threads == shim_base_.threads;

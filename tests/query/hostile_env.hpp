@@ -10,10 +10,10 @@
 
 #include <memory>
 
-#include "accounting.hpp"
-#include "daemon_process.hpp"
-#include "query_env.hpp"
 #include "sanitizers.hpp"
+#include "support/accounting.hpp"
+#include "support/daemon_process.hpp"
+#include "support/query_env.hpp"
 
 namespace eventd::query_it {
 

@@ -6,15 +6,14 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "case_runner.hpp"
-#include "eventually.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/eventually.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -48,12 +47,9 @@ int64_t count_as(QueryEnv& env, const std::string& query, const char* user) {
 
 // Poll until `query` as `user` counts `expected` (a reload is asynchronous); the last count.
 int64_t await_count(QueryEnv& env, const std::string& query, const char* user, int64_t expected) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    int64_t n = count_as(env, query, user);
-    while (n != expected && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        n = count_as(env, query, user);
-    }
+    int64_t n = 0;
+    test_support::eventually([&] { return (n = count_as(env, query, user)) == expected; }, std::chrono::seconds(5),
+                             std::chrono::milliseconds(100));
     return n;
 }
 
@@ -182,7 +178,7 @@ TEST_CASE("self: each user reads the events of their own processes and nothing o
     for (int n = 1; n <= 3; ++n) emit_as("eventd-auditor", {{"who", "auditor"}, {"n", n}, {"secret", "a"}});
     for (int n = 1; n <= 2; ++n) emit_as("nobody", {{"who", "nobody"}, {"n", n}, {"secret", "b"}});
     emit_as("", {{"who", "root"}, {"n", 1}, {"secret", "r"}});
-    REQUIRE(kmes::it::eventually([&] { return count_as(env, "EVENTS selfie.note COUNT", nullptr) == 6; }));
+    REQUIRE(test_support::eventually([&] { return count_as(env, "EVENTS selfie.note COUNT", nullptr) == 6; }));
 
     // Each sees their own records, with the fields granted to self, and counts only those.
     CHECK(count_as(env, "EVENTS selfie.note COUNT", "eventd-auditor") == 3);
@@ -211,7 +207,7 @@ TEST_CASE("self: each user reads the events of their own processes and nothing o
 
     // A live stream shows the caller's new records and skips the others'.
     Child stream(env.query_argv("EVENTS selfie.note STREAM TAKE 0", lookup_user("nobody")));
-    REQUIRE(kmes::it::eventually([&] { return status_record(env, "queries")["streaming"] == 1; }));
+    REQUIRE(test_support::eventually([&] { return status_record(env, "queries")["streaming"] == 1; }));
     emit_as("eventd-auditor", {{"who", "auditor"}, {"n", 4}, {"secret", "a"}});
     emit_as("nobody", {{"who", "nobody"}, {"n", 3}, {"secret", "b"}});
     emit_as("eventd-auditor", {{"who", "auditor"}, {"n", 5}, {"secret", "a"}});

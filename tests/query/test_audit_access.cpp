@@ -11,11 +11,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
-#include "kernel_audit_state.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/eventually.hpp"
+#include "support/kernel_audit_state.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/temp_dir.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -55,7 +56,7 @@ TEST_CASE("self: each user reads the kernel's audit events of their own processe
     kmes::it::KernelAuditState before;
     ensure_test_users();
     const std::string key = "kmes-self-" + std::to_string(getpid());
-    kmes::it::TempDir files;
+    test_support::TempDir files;
     const std::string rules = files / "audit.rules";
     std::ofstream(rules) << "-a always,exit -F arch=b64 -S execve -F exe=/usr/bin/true -k " << key << "\n";
     EnvOptions options = fast_commits({{"Security", kAuditSelfPolicy}});
@@ -67,7 +68,7 @@ TEST_CASE("self: each user reads the kernel's audit events of their own processe
     for (int i = 0; i < 2; ++i) run_true_as("eventd-auditor", key + "-auditor-" + std::to_string(i));
     run_true_as("", key + "-root");
     const std::string by_key = "EVENTS audit.syscall WHERE key == \"" + key + "\" COUNT";
-    REQUIRE(kmes::it::eventually([&] { return count_as(env, by_key, "") == 6; }, std::chrono::seconds(20)));
+    REQUIRE(test_support::eventually([&] { return count_as(env, by_key, "") == 6; }, std::chrono::seconds(20)));
 
     // Each user: their own execs, by a field granted to self.
     const std::string mine = "EVENTS audit.syscall WHERE exe == \"/usr/bin/true\" COUNT";

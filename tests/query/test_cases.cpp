@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "case_runner.hpp"
-#include "query_env.hpp"
+#include "support/query_env.hpp"
 
 namespace eventd::query_it {
 namespace {

@@ -24,10 +24,10 @@
 #include <catch2/catch.hpp>
 
 #include "eventd/query_language/errors.hpp"
-#include "eventually.hpp"
 #include "hostile_env.hpp"
-#include "local_users.hpp"
-#include "wire_client.hpp"
+#include "support/eventually.hpp"
+#include "support/local_users.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -128,7 +128,7 @@ TEST_CASE("eventd at its RLIMIT_NOFILE: clear errors, no spinning, ingestion goe
     // One connection accepted while descriptors remain; its query comes when they are gone.
     const std::set<std::string> sockets_before = kmes::it::open_sockets(pid);
     WireClient early(h.socket());
-    REQUIRE(kmes::it::eventually([&] {
+    REQUIRE(test_support::eventually([&] {
         for (const std::string& s : kmes::it::open_sockets(pid))
             if (!sockets_before.count(s)) return true;
         return false;
@@ -142,7 +142,7 @@ TEST_CASE("eventd at its RLIMIT_NOFILE: clear errors, no spinning, ingestion goe
     limit.rlim_cur = rlim_t(*std::max_element(held.begin(), held.end())) + 1 + 16;
     REQUIRE(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr) == 0);
     std::vector<std::unique_ptr<WireClient>> idle;
-    REQUIRE(kmes::it::eventually(
+    REQUIRE(test_support::eventually(
         [&] {
             if (idle.size() < limit.rlim_cur) idle.push_back(std::make_unique<WireClient>(h.socket()));
             return kmes::it::fds_below(pid, limit.rlim_cur) == limit.rlim_cur;
@@ -198,7 +198,7 @@ TEST_CASE("eventd at its RLIMIT_NOFILE: clear errors, no spinning, ingestion goe
 
     // Descriptors free up (the limit stays low): queries work again, nothing was lost.
     idle.clear();
-    CHECK(kmes::it::eventually([&] { return wire_count(h.socket(), "EVENTS hostile.tick COUNT") > 0; }));
+    CHECK(test_support::eventually([&] { return wire_count(h.socket(), "EVENTS hostile.tick COUNT") > 0; }));
     CHECK(h.env().eventd().wait_log("accepting connections again", seconds(5)));
     h.check_recovered();
 }

@@ -19,12 +19,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
 #include "hostile_env.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/eventually.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/wire_client.hpp"
 #include "test_seed.hpp"
-#include "wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -239,19 +239,19 @@ TEST_CASE("clients that never read their results are closed at QueryTimeoutMs; o
         // eventd's blocked sends give up at the deadline (STATUS counts each as a timeout) while
         // the clients still read nothing; each connection is closed (after a cut frame, or an
         // error frame if one still fitted) — it never waits for the client.
-        CHECK(kmes::it::eventually([&] { return timeouts() >= timeouts_before + 8; }, seconds(20)));
+        CHECK(test_support::eventually([&] { return timeouts() >= timeouts_before + 8; }, seconds(20)));
         for (auto& c : deaf) CHECK(c->wait_closed(seconds(10)));
         CHECK(std::chrono::steady_clock::now() - start < seconds(25));  // 10 × the 2 s deadline and more
     };
     attack();
     // The read connections' descriptors SQLite parks (retained_shard_fds) are reused by the
     // next round, not added to.
-    REQUIRE(kmes::it::eventually([&] { return kmes::it::process_usage(h.eventd_pid()).threads ==
-                                              h.eventd_baseline().threads; }));
+    REQUIRE(test_support::eventually(
+        [&] { return kmes::it::process_usage(h.eventd_pid()).threads == h.eventd_baseline().threads; }));
     const size_t parked = retained_shard_fds(h.eventd_pid());
     attack();
-    REQUIRE(kmes::it::eventually([&] { return kmes::it::process_usage(h.eventd_pid()).threads ==
-                                              h.eventd_baseline().threads; }));
+    REQUIRE(test_support::eventually(
+        [&] { return kmes::it::process_usage(h.eventd_pid()).threads == h.eventd_baseline().threads; }));
     CHECK(retained_shard_fds(h.eventd_pid()) <= parked);
     h.check_recovered(8 + 2);
 }

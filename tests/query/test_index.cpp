@@ -19,17 +19,17 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
-#include "local_users.hpp"
 #include "plan_explain.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/eventually.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {
 
-using kmes::it::eventually;
 using nlohmann::json;
+using test_support::eventually;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 

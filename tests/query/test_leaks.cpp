@@ -17,17 +17,17 @@
 
 #include <catch2/catch.hpp>
 
-#include "eventually.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
+#include "support/eventually.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
 namespace {
 
-using kmes::it::eventually;
 using nlohmann::json;
 using std::chrono::seconds;
+using test_support::eventually;
 namespace fs = std::filesystem;
 
 // Group eventd-auditors reads `mixed` in full, everything else is for group adm.

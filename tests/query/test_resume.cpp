@@ -23,14 +23,15 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon_process.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
 #include "store/cursor_key.hpp"
 #include "store/store_identity.hpp"
 #include "store/store_position.hpp"
-#include "stream_helpers.hpp"
-#include "wire_client.hpp"
+#include "support/daemon_process.hpp"
+#include "support/eventually.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -311,9 +312,8 @@ int kill_loop(QueryEnv& env, const std::vector<std::string>& argv, const std::fu
     Child eventctl(argv);
     // One more event, so that the run is seen working (not only started) before Ctrl-C.
     emit("loop.tick", {{"i", ++emitted}});
-    const auto deadline = std::chrono::steady_clock::now() + seconds(20);
-    while (printed(eventctl) < static_cast<size_t>(emitted) && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(milliseconds(100));
+    test_support::eventually([&] { return printed(eventctl) >= static_cast<size_t>(emitted); }, seconds(20),
+                             milliseconds(100));
     eventctl.signal(SIGINT);
     const RunResult r = eventctl.finish(seconds(5));
     INFO("last run: " << r.err << (r.timed_out ? " (timed out)" : "") << " signal " << r.term_signal);

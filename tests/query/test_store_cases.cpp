@@ -26,11 +26,11 @@
 #include "eventd/access/policy.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query_language/parser.hpp"
-#include "fixture_store.hpp"
 #include "plan_explain.hpp"
 #include "store/secondary_index.hpp"
 #include "store/shard_db.hpp"
-#include "tests/eventd_unit/unit_util.hpp"
+#include "support/fixture_store.hpp"
+#include "support/temp_dir.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -147,8 +147,8 @@ std::pair<size_t, size_t> run_every_table(const fs::path& dir) {
 }
 
 TEST_CASE("every query table gives its exact records or error in-process against the store", "[store-cases]") {
-    eventd_unit::TempDir dir;
-    build_fixture_store(dir.path().string());
+    test_support::TempDir dir;
+    build_fixture_store(dir.str());
     const auto [passed, total] = run_every_table(dir.path());
     std::cout << "in-process: " << passed << " of " << total << " cases pass\n";
     CHECK(total > 0);
@@ -157,8 +157,8 @@ TEST_CASE("every query table gives its exact records or error in-process against
 // Issue 10: an index changes how fast, never what. The same tables against the same store
 // with every candidate index present must give the same records in the same order.
 TEST_CASE("every query table gives the same results with every candidate index present", "[store-cases]") {
-    eventd_unit::TempDir dir;
-    build_fixture_store(dir.path().string());
+    test_support::TempDir dir;
+    build_fixture_store(dir.str());
     build_every_index(dir.path());
     const auto [passed, total] = run_every_table(dir.path());
     std::cout << "in-process, every index present: " << passed << " of " << total << " cases pass\n";
@@ -168,8 +168,8 @@ TEST_CASE("every query table gives the same results with every candidate index p
 // What SQLite does with the planner's SQL when the index exists (EXPLAIN QUERY PLAN): the
 // payload path written as a literal and the NOCASE collation make the expression index usable.
 TEST_CASE("the planner's SQL searches the secondary indexes", "[store-cases]") {
-    eventd_unit::TempDir dir;
-    build_fixture_store(dir.path().string());
+    test_support::TempDir dir;
+    build_fixture_store(dir.str());
     build_every_index(dir.path());
     const std::pair<const char*, const char*> cases[] = {
         {"EVENTS WHERE user == \"alice\"", "USING INDEX idx_events_payload_user (<expr>=?)"},

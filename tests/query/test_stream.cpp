@@ -22,12 +22,12 @@
 #include <catch2/catch.hpp>
 
 #include "kmes/kmes.h"
-#include "eventually.hpp"
-#include "local_users.hpp"
-#include "query_env.hpp"
-#include "store_reader.hpp"
-#include "stream_helpers.hpp"
-#include "wire_client.hpp"
+#include "support/eventually.hpp"
+#include "support/local_users.hpp"
+#include "support/query_env.hpp"
+#include "support/store_reader.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -165,7 +165,7 @@ TEST_CASE("MaxConcurrentQueries counts idle connections and streams", "[stream]"
     // Once eventd has accepted both idle connections, a query is refused (before that, one may
     // still get the third slot: asked again until the refusal, which must come).
     RunResult refused;
-    CHECK(kmes::it::eventually([&] { return (refused = env.query("EVENTS app.login COUNT")).exit_code != 0; }));
+    CHECK(test_support::eventually([&] { return (refused = env.query("EVENTS app.login COUNT")).exit_code != 0; }));
     CHECK(refused.exit_code == 1);
     CHECK(refused.out.empty());
     CHECK(refused.err.find("too many concurrent queries") != std::string::npos);
@@ -232,10 +232,7 @@ TEST_CASE("out of file descriptors at stream set-up: the stream fails with a cle
     const std::set<std::string> idle_sockets = open_sockets(pid);
     REQUIRE(!idle_sockets.empty());
     WireClient stream(env.socket());  // accepted while descriptors remain; the query comes later
-    const auto accepted_deadline = std::chrono::steady_clock::now() + seconds(5);
-    while (!has_new_socket(pid, idle_sockets) && std::chrono::steady_clock::now() < accepted_deadline)
-        std::this_thread::sleep_for(milliseconds(10));
-    REQUIRE(has_new_socket(pid, idle_sockets));
+    REQUIRE(test_support::eventually([&] { return has_new_socket(pid, idle_sockets); }, seconds(5), milliseconds(10)));
     const std::vector<int> held = open_fds(pid);
 
     // Lower eventd's soft RLIMIT_NOFILE to a little above its highest descriptor, then fill the
@@ -268,7 +265,8 @@ TEST_CASE("out of file descriptors at stream set-up: the stream fails with a cle
     // Ingestion goes on while descriptors are still exhausted: these events are stored (read
     // from the shard files directly: no query can connect now).
     for (int i = 0; i < 5; ++i) emit("fd.after", {{"i", i}});
-    CHECK(kmes::it::eventually([&] { return eventd::it::read_store(env.store()).of_type("fd.after").size() == 5; }));
+    CHECK(
+        test_support::eventually([&] { return eventd::it::read_store(env.store()).of_type("fd.after").size() == 5; }));
     CHECK(kmes::it::process_state(pid) != '?');
     idle.clear();  // descriptors back, so the check below can connect
     REQUIRE(prlimit(pid, RLIMIT_NOFILE, &saved, nullptr) == 0);

@@ -9,8 +9,12 @@
 
 #include "skip_test.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 
@@ -64,7 +68,7 @@ TEST_CASE("an insert that spills onto a full disk fails with ENOSPC and the stor
         eventd::store::Status status;
         uint64_t inserted = 0;
         for (uint64_t s = 11; s <= 70 && status.ok(); ++s) {
-            auto row = kmes_row(boot, 0, s, s);
+            auto row = event_row({.boot = boot, .timestamp = s, .cpu = 0, .sequence = s});
             row.payload = std::vector<uint8_t>(64 * 1024, 0xab);
             status = db->insert(row);
             if (status.ok()) ++inserted;
@@ -103,7 +107,8 @@ TEST_CASE("a commit that fails on a full disk during COMMIT itself reports ENOSP
     fill(store / "filler");
 
     REQUIRE(db->begin().ok());
-    for (uint64_t s = 2; s <= 400; ++s) REQUIRE(db->insert(kmes_row(boot, 0, s, s)).ok());
+    for (uint64_t s = 2; s <= 400; ++s)
+        REQUIRE(db->insert(event_row({.boot = boot, .timestamp = s, .cpu = 0, .sequence = s})).ok());
     REQUIRE(db->account(boot, 0, 2, 400).ok());
     auto status = db->commit();
     REQUIRE_FALSE(status.ok());

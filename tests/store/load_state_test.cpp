@@ -1,11 +1,15 @@
 // load_sequence_state: the union of every shard's accounted ranges, read at startup without
 // scanning events (DESIGN.md §4.3, §8).
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
 using eventd::store::load_sequence_state;
 using eventd::store::quarantine_shard;
 using eventd::store::ShardDb;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 using Ranges = std::map<uint64_t, uint64_t>;
@@ -40,8 +44,9 @@ TEST_CASE("ranges committed by a writer that crashed are read from its WAL", "[l
         auto db = ShardDb::open(dir.path(), 0);
         if (!db) return false;
         auto& shard = *std::move(db).value().release();  // never closed: the child dies like a killed writer
-        return shard.begin().ok() && shard.insert(kmes_row(boot, 2, 9, 9)).ok() && shard.account(boot, 2, 1, 9).ok() &&
-               shard.commit().ok();
+        return shard.begin().ok() &&
+               shard.insert(event_row({.boot = boot, .timestamp = 9, .cpu = 2, .sequence = 9})).ok() &&
+               shard.account(boot, 2, 1, 9).ok() && shard.commit().ok();
     });
     REQUIRE(fs::exists(dir / "shard-0000.db-wal"));
     auto state = load_sequence_state(dir.path());

@@ -7,12 +7,16 @@
 
 #include "store/retention.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
 using eventd::store::RetentionLimits;
 using eventd::store::RetentionOptions;
 using eventd::store::RetentionShards;
 using eventd::store::ShardDb;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 
@@ -29,7 +33,7 @@ struct Shards {
             REQUIRE(dbs.back()->begin().ok());
             uint64_t seq = 0;
             for (uint64_t ts : timestamps[i]) {
-                auto row = kmes_row(guid(0xb0), uint16_t(i), ++seq, ts);
+                auto row = event_row({.boot = guid(0xb0), .timestamp = ts, .cpu = uint16_t(i), .sequence = ++seq});
                 row.payload = std::vector<uint8_t>(2000, 0x22);
                 REQUIRE(dbs.back()->insert(row).ok());
             }

@@ -5,8 +5,12 @@
 #include <random>
 
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 
@@ -18,7 +22,8 @@ std::unique_ptr<eventd::store::ShardDb> shard_with_100_rows(const fs::path& dir)
     std::shuffle(timestamps.begin(), timestamps.end(), std::mt19937(7));
     REQUIRE(db->begin().ok());
     for (size_t i = 0; i < timestamps.size(); ++i) {
-        REQUIRE(db->insert(kmes_row(guid(0xb0), 0, i + 1, timestamps[i])).ok());
+        REQUIRE(
+            db->insert(event_row({.boot = guid(0xb0), .timestamp = timestamps[i], .cpu = 0, .sequence = i + 1})).ok());
     }
     REQUIRE(db->account(guid(0xb0), 0, 1, 100).ok());
     REQUIRE(db->commit().ok());
@@ -100,7 +105,7 @@ TEST_CASE("used_bytes falls when retention deletes rows, while the file keeps it
     auto db = shard_with_100_rows(dir.path());
     REQUIRE(db->begin().ok());
     for (uint64_t s = 101; s <= 300; ++s) {
-        auto row = kmes_row(guid(0xb0), 0, s, s);
+        auto row = event_row({.boot = guid(0xb0), .timestamp = s, .cpu = 0, .sequence = s});
         row.payload = std::vector<uint8_t>(2000, 0x11);
         REQUIRE(db->insert(row).ok());
     }

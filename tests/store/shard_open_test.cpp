@@ -5,12 +5,16 @@
 
 #include "store/shard_snapshot.hpp"
 #include "store_test_util.hpp"
-#include "tests/eventd_unit/unit_util.hpp"
+#include "support/descriptors_exhausted.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
 using eventd::store::quarantine_shard;
 using eventd::store::shard_file_name;
 using eventd::store::ShardDb;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 using Rows = std::vector<std::vector<std::string>>;
@@ -129,7 +133,7 @@ TEST_CASE("row ids are never reused: not after retention deleted the largest, no
         commit_range(*db, boot, 0, 1, 3);  // ids 1..3, timestamps 1001..1003
         // Id 4 holds the oldest timestamp (committed late): retention deletes it first.
         REQUIRE(db->begin().ok());
-        REQUIRE(db->insert(kmes_row(boot, 1, 1, 5)).ok());
+        REQUIRE(db->insert(event_row({.boot = boot, .timestamp = 5, .cpu = 1, .sequence = 1})).ok());
         REQUIRE(db->commit().ok());
         CHECK(max_id() == 4);
         CHECK(db->delete_oldest(0, 1).value() == 1);
@@ -139,7 +143,7 @@ TEST_CASE("row ids are never reused: not after retention deleted the largest, no
 
         // A rolled-back transaction's ids are issued again: they were never committed.
         REQUIRE(db->begin().ok());
-        REQUIRE(db->insert(kmes_row(boot, 0, 5, 1005)).ok());
+        REQUIRE(db->insert(event_row({.boot = boot, .timestamp = 1005, .cpu = 0, .sequence = 5})).ok());
         db->rollback();
         commit_range(*db, boot, 0, 5, 5);
         CHECK(max_id() == 6);
@@ -282,7 +286,7 @@ TEST_CASE("quarantine renames the shard with its WAL and it stays readable", "[o
         auto& shard = *std::move(db).value().release();  // never closed: the child dies like a killed writer
         if (!shard.begin()) return false;
         for (uint64_t s = 1; s <= 5; ++s) {
-            if (!shard.insert(kmes_row(boot, 0, s, s))) return false;
+            if (!shard.insert(event_row({.boot = boot, .timestamp = s, .cpu = 0, .sequence = s}))) return false;
         }
         return shard.account(boot, 0, 1, 5).ok() && shard.commit().ok();
     });
@@ -322,7 +326,9 @@ TEST_CASE("a -wal left without its database is set aside before a new shard is c
         auto db = ShardDb::open(dir.path(), 0);
         if (!db) return false;
         auto& shard = *std::move(db).value().release();  // never closed: the child dies like a killed writer
-        return shard.begin().ok() && shard.insert(kmes_row(boot, 0, 1, 1)).ok() && shard.commit().ok();
+        return shard.begin().ok() &&
+               shard.insert(event_row({.boot = boot, .timestamp = 1, .cpu = 0, .sequence = 1})).ok() &&
+               shard.commit().ok();
     });
     fs::remove(dir / "shard-0000.db");
     REQUIRE(fs::exists(dir / "shard-0000.db-wal"));

@@ -3,10 +3,14 @@
 #include <cerrno>
 
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace store_test;
 using eventd::store::EventRow;
 using eventd::store::ShardDb;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
 
 namespace {
 using Rows = std::vector<std::vector<std::string>>;
@@ -26,7 +30,7 @@ std::string hex(const Guid& g) {
 TEST_CASE("a committed KMES row stores every header field in its column", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    EventRow row = kmes_row(guid(0xb0), 7, 42, 1'700'000'000'123'456'789ULL);
+    EventRow row = event_row({.boot = guid(0xb0), .timestamp = 1'700'000'000'123'456'789ULL, .cpu = 7, .sequence = 42});
     row.origin_class = 2;
     row.event_type = "kacs.access_check";
     row.payload = std::vector<uint8_t>{0x81, 0xa1, 'k', 0x01};
@@ -41,13 +45,22 @@ TEST_CASE("a committed KMES row stores every header field in its column", "[writ
                 hex(guid(0x71)), hex(guid(0x9a)), "81A16B01"}});
 }
 
+// A synthetic row (PSD-008 §2.6): no CPU, sequence, origin class, identity nor payload.
+const EventRow kSyntheticStartup = event_row({.boot = guid(0xb0),
+                                              .timestamp = 5,
+                                              .cpu = {},
+                                              .sequence = {},
+                                              .origin_class = {},
+                                              .type = "synthetic.startup",
+                                              .effective_token = {},
+                                              .true_token = {},
+                                              .process = {},
+                                              .payload = {}});
+
 TEST_CASE("a synthetic row stores NULL for every absent field", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    EventRow row;
-    row.boot_id = guid(0xb0);
-    row.timestamp = 5;
-    row.event_type = "synthetic.startup";
+    const EventRow& row = kSyntheticStartup;
     REQUIRE(db->begin().ok());
     REQUIRE(db->insert(row).ok());
     REQUIRE(db->commit().ok());
@@ -61,7 +74,7 @@ TEST_CASE("a synthetic row stores NULL for every absent field", "[write]") {
 TEST_CASE("a present but empty payload is stored as an empty BLOB, not NULL", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    EventRow row = kmes_row(guid(0xb0), 0, 1, 1);
+    EventRow row = event_row({.boot = guid(0xb0), .timestamp = 1, .cpu = 0, .sequence = 1});
     row.payload = std::vector<uint8_t>{};
     REQUIRE(db->begin().ok());
     REQUIRE(db->insert(row).ok());
@@ -88,7 +101,7 @@ TEST_CASE("rollback leaves neither rows nor ranges", "[write]") {
     const Guid boot = guid(0xb0);
     auto db = open_shard(dir.path());
     REQUIRE(db->begin().ok());
-    REQUIRE(db->insert(kmes_row(boot, 0, 1, 1)).ok());
+    REQUIRE(db->insert(event_row({.boot = boot, .timestamp = 1, .cpu = 0, .sequence = 1})).ok());
     REQUIRE(db->account(boot, 0, 1, 1).ok());
     db->rollback();
 
@@ -175,7 +188,8 @@ TEST_CASE("ranges of different CPUs and boots are kept apart", "[write]") {
 TEST_CASE("calls outside their transaction are refused", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    CHECK(db->insert(kmes_row(guid(1), 0, 1, 1)).error().code == base::ErrorCode::invalid);
+    CHECK(db->insert(event_row({.boot = guid(1), .timestamp = 1, .cpu = 0, .sequence = 1})).error().code ==
+          base::ErrorCode::invalid);
     CHECK(db->account(guid(1), 0, 1, 1).error().code == base::ErrorCode::invalid);
     CHECK(db->commit().error().code == base::ErrorCode::invalid);
     REQUIRE(db->begin().ok());
@@ -252,10 +266,7 @@ TEST_CASE("a collector's duplicate check: accounted sequences here, in the open 
 TEST_CASE("a collector's duplicate check of a record without a sequence: an identical stored row", "[write]") {
     TempDir dir;
     auto db = open_shard(dir.path());
-    EventRow row;
-    row.boot_id = guid(0xb0);
-    row.timestamp = 5;
-    row.event_type = "synthetic.startup";
+    EventRow row = kSyntheticStartup;
     row.payload = std::vector<uint8_t>{0x81, 0xa1, 'k', 0x01};
     auto same = [&](const EventRow& r) {
         auto found = db->contains_same(r);

@@ -9,6 +9,7 @@
 #include "store/store_identity.hpp"
 #include "store/store_position.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using eventd::store::decode_cursor;
 using eventd::store::encode_cursor;
@@ -112,7 +113,7 @@ TEST_CASE("a cursor eventd did not write is refused with a reason, never misread
 }
 
 TEST_CASE("a store id is created once, durably, and read back the same", "[cursor]") {
-    store_test::TempDir dir;
+    test_support::TempDir dir;
     auto missing = eventd::store::read_store_id(dir.path());
     REQUIRE_FALSE(missing);
     CHECK(missing.error().code == base::ErrorCode::not_found);
@@ -124,12 +125,12 @@ TEST_CASE("a store id is created once, durably, and read back the same", "[curso
     CHECK(eventd::store::load_or_create_store_id(dir.path()).value() == *created);
     CHECK(eventd::store::read_store_id(dir.path()).value() == *created);
 
-    store_test::TempDir other;
+    test_support::TempDir other;
     CHECK(eventd::store::load_or_create_store_id(other.path()).value() != *created);
 }
 
 TEST_CASE("a store-id file that holds no GUID is reported, not replaced", "[cursor]") {
-    store_test::TempDir dir;
+    test_support::TempDir dir;
     { std::ofstream(dir / "store-id") << "not a guid\n"; }
     auto r = eventd::store::load_or_create_store_id(dir.path());
     REQUIRE_FALSE(r);

@@ -10,12 +10,13 @@
 #include "store/event_columns.hpp"
 #include "store/shard_catalog.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 using nlohmann::json;
 using namespace eventd;
 using store::ExtractNull;
 using store::ExtractValue;
-using store_test::TempDir;
+using test_support::TempDir;
 
 namespace {
 
@@ -335,7 +336,8 @@ TEST_CASE("read connection: read-only, extract registered, errors name the file"
         auto shard = store_test::open_shard(dir.path(), 0);
         REQUIRE(shard->begin().ok());
         for (uint64_t s = 1; s <= 2000; ++s) {
-            auto row = store_test::kmes_row(store_test::guid(1), 0, s, 1000 + s);
+            auto row = test_support::event_row(
+                {.boot = test_support::guid(1), .timestamp = 1000 + s, .cpu = 0, .sequence = s});
             row.payload = pack({{"user", s % 2 ? "alice" : "bob"}, {"n", s}});
             REQUIRE(shard->insert(row).ok());
         }

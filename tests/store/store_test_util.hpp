@@ -1,5 +1,6 @@
-// Helpers for the store tests: a temporary directory, a raw SQLite connection for looking at
-// what ShardDb wrote, and rows to write.
+// Helpers for the store tests: a raw SQLite connection for looking at what ShardDb wrote, and
+// rows committed. (The temporary directory and the rows are tests/support's: temp_dir.hpp,
+// rows.hpp.)
 #pragma once
 
 #include <sqlite3.h>
@@ -16,30 +17,13 @@
 #include <vector>
 
 #include "store/shard_db.hpp"
+#include "support/rows.hpp"
 
 namespace store_test {
 
 namespace fs = std::filesystem;
 using eventd::store::EventRow;
 using kmes::Guid;
-
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "eventd-store-test-XXXXXX").string();
-        REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
 
 // A plain connection, as a query reader or an administrator would open one.
 class RawDb {
@@ -89,27 +73,6 @@ private:
     sqlite3* db_ = nullptr;
 };
 
-inline Guid guid(uint8_t fill) {
-    Guid g;
-    g.fill(fill);
-    return g;
-}
-
-inline EventRow kmes_row(const Guid& boot, uint16_t cpu, uint64_t sequence, uint64_t timestamp) {
-    EventRow row;
-    row.boot_id = boot;
-    row.timestamp = timestamp;
-    row.cpu_id = cpu;
-    row.sequence = sequence;
-    row.origin_class = 0;
-    row.event_type = "test.event";
-    row.effective_token = guid(0xe1);
-    row.true_token = guid(0x71);
-    row.process = guid(0x9a);
-    row.payload = std::vector<uint8_t>{0x80};  // msgpack {}
-    return row;
-}
-
 inline std::unique_ptr<eventd::store::ShardDb> open_shard(const fs::path& dir, uint32_t index = 0) {
     auto db = eventd::store::ShardDb::open(dir, index);
     INFO((db ? std::string() : db.error().message));
@@ -120,7 +83,9 @@ inline std::unique_ptr<eventd::store::ShardDb> open_shard(const fs::path& dir, u
 // Insert and account sequences [first, last] of (boot, cpu) in one committed transaction.
 inline void commit_range(eventd::store::ShardDb& db, const Guid& boot, uint16_t cpu, uint64_t first, uint64_t last) {
     REQUIRE(db.begin().ok());
-    for (uint64_t s = first; s <= last; ++s) REQUIRE(db.insert(kmes_row(boot, cpu, s, 1000 + s)).ok());
+    for (uint64_t s = first; s <= last; ++s)
+        REQUIRE(
+            db.insert(test_support::event_row({.boot = boot, .timestamp = 1000 + s, .cpu = cpu, .sequence = s})).ok());
     REQUIRE(db.account(boot, cpu, first, last).ok());
     auto committed = db.commit();
     INFO((committed ? std::string() : committed.error().message));

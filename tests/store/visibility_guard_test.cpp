@@ -16,6 +16,7 @@
 #include "store/read_sql.hpp"
 #include "store/secondary_index.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -26,7 +27,7 @@ using eventd::store::ReadPlan;
 using eventd::store::SqlParam;
 using nlohmann::json;
 using store_test::RawDb;
-using store_test::TempDir;
+using test_support::TempDir;
 
 constexpr int kHidden = 500;
 constexpr int kVisible = 7;
@@ -65,12 +66,12 @@ struct Shard {
     std::filesystem::path file;
     Shard() {
         auto db = store_test::open_shard(dir.path());
-        const auto boot = store_test::guid(0xb0);
+        const auto boot = test_support::guid(0xb0);
         REQUIRE(db->begin().ok());
         uint64_t seq = 0;
         for (int i = 0; i < kHidden + kVisible; ++i) {
             ++seq;
-            auto row = store_test::kmes_row(boot, 0, seq, 1000 + seq);
+            auto row = test_support::event_row({.boot = boot, .timestamp = 1000 + seq, .cpu = 0, .sequence = seq});
             const bool hidden = !(i % 71 == 0 && i / 71 < kVisible);  // 7 visible rows among the hidden
             row.event_type = hidden ? "secret.bulk" : "public.thing";
             row.payload = json::to_msgpack(hidden ? json{{"pin", 1234}, {"hidden", true}} : json{{"pin", 1}});

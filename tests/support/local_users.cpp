@@ -1,4 +1,4 @@
-#include "local_users.hpp"
+#include "support/local_users.hpp"
 
 #include <fcntl.h>
 #include <grp.h>

@@ -1,10 +1,10 @@
-// A real eventd for one test. The test owns a directory (usually a kmes::it::TempDir) that
+// A real eventd for one test. The test owns a directory (usually a test_support::TempDir) that
 // holds the configuration, the event store and the logs, so they outlive one eventd process:
 // a test can kill eventd and start another on the same store. Readiness arrives through the
 // real systemd protocol: each process gets its own NOTIFY_SOCKET datagram socket, bound by the
 // fixture, and the fixture waits for "READY=1" (sd_notify in eventd's main).
 //
-// The binary is taken from $EVENTD (set by tests/eventd/meson.build).
+// The binary is taken from $EVENTD (set by the meson.build of each suite that starts one).
 #pragma once
 
 #include <memory>
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 
 namespace eventd::it {
 

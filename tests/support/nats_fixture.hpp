@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 
 namespace eventd::query_it {
 

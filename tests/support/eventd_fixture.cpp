@@ -1,4 +1,4 @@
-#include "eventd_fixture.hpp"
+#include "support/eventd_fixture.hpp"
 
 #include <atomic>
 #include <cerrno>

@@ -1,11 +1,11 @@
-#include "forward_process.hpp"
+#include "support/forward_process.hpp"
 
 #include <fstream>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
-#include "eventctl_runner.hpp"
+#include "support/eventctl_runner.hpp"
+#include "support/eventually.hpp"
 
 namespace eventd::query_it {
 
@@ -49,14 +49,16 @@ std::string Forwarder::status() const {
 }
 
 std::string Forwarder::await_status(const std::vector<std::string>& texts, seconds timeout) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        const std::string text = status();
-        bool all = true;
-        for (const auto& t : texts) all = all && text.find(t) != std::string::npos;
-        if (all || std::chrono::steady_clock::now() > deadline) return text;
-        std::this_thread::sleep_for(milliseconds(50));
-    }
+    std::string text;
+    test_support::eventually(
+        [&] {
+            text = status();
+            bool all = true;
+            for (const auto& t : texts) all = all && text.find(t) != std::string::npos;
+            return all;
+        },
+        timeout);
+    return text;
 }
 
 }  // namespace eventd::query_it

@@ -3,8 +3,8 @@
 // environment, sends the daemon's stdout and stderr to a log file, and reads the notifications
 // ("READY=1", "STATUS=…") back. Teardown sends SIGTERM and CHECKs a clean exit.
 //
-// The plumbing shared by kmes::it::ShimProcess (tests/integration/shim_fixture.hpp) and
-// eventd::it::EventdProcess (tests/eventd/eventd_fixture.hpp); each of them says what to run.
+// The plumbing shared by kmes::it::ShimProcess (shim_fixture.hpp) and
+// eventd::it::EventdProcess (eventd_fixture.hpp); each of them says what to run.
 #pragma once
 
 #include <sys/resource.h>

@@ -1,8 +1,7 @@
-// Helpers shared by eventd's unit tests (and the store tests): a temporary directory, a KMES-like
-// event row, descriptors used up.
+// This process out of descriptors, for the tests of what eventd's code does then (eventd's unit
+// tests, the store tests). Header only.
 #pragma once
 
-#include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -10,45 +9,9 @@
 #include <cerrno>
 #include <vector>
 
-#include <filesystem>
-#include <string>
-
 #include <catch2/catch.hpp>
 
-#include "store/event_row.hpp"
-
 namespace eventd_unit {
-
-// A temporary directory for one test, removed with everything in it.
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "eventd-unit-XXXXXX").string();
-        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
-
-// A KMES event row of CPU 0: sequence and timestamp `n`, origin class 1, no payload.
-inline eventd::store::EventRow kmes_row(uint64_t n, std::string type) {
-    eventd::store::EventRow row;
-    row.timestamp = n;
-    row.cpu_id = 0;
-    row.sequence = n;
-    row.origin_class = 1;
-    row.event_type = std::move(type);
-    return row;
-}
 
 // This process at its RLIMIT_NOFILE, for tests of what happens then: the soft limit lowered
 // to 256 and every free descriptor number below it taken. give_back(n) frees n of them; the

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kmes/ring_reader.hpp"
-#include "store_reader.hpp"
+#include "support/store_reader.hpp"
 
 namespace eventd::it {
 

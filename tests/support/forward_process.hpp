@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon_process.hpp"
-#include "nats_fixture.hpp"
-#include "query_env.hpp"
+#include "support/daemon_process.hpp"
+#include "support/nats_fixture.hpp"
+#include "support/query_env.hpp"
 
 namespace eventd::query_it {
 

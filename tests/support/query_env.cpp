@@ -1,14 +1,15 @@
-#include "query_env.hpp"
+#include "support/query_env.hpp"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <csignal>
 #include <filesystem>
-#include <thread>
 #include <sstream>
 
 #include <catch2/catch.hpp>
+
+#include "support/eventually.hpp"
 
 namespace eventd::query_it {
 
@@ -51,24 +52,18 @@ std::string QueryEnv::stop_eventd() {
 
 void QueryEnv::reload(const nlohmann::json& overrides, const std::string& changed_key) {
     const std::string marker = "configuration key " + changed_key + " changed";
-    const size_t before = [&] {
+    const auto logged = [&] {
         size_t n = 0;
         const std::string log = eventd_->log();
         for (size_t at = log.find(marker); at != std::string::npos; at = log.find(marker, at + 1)) ++n;
         return n;
-    }();
+    };
+    const size_t before = logged();
     eventd::it::write_json_file(dir_ / "eventd.json", config(overrides));
     eventd_->signal(SIGHUP);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (;;) {
-        size_t n = 0;
-        const std::string log = eventd_->log();
-        for (size_t at = log.find(marker); at != std::string::npos; at = log.find(marker, at + 1)) ++n;
-        if (n > before) return;
-        if (std::chrono::steady_clock::now() > deadline)
-            FAIL("eventd did not log \"" << marker << "\" after SIGHUP; log:\n" << log);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    if (!test_support::eventually([&] { return logged() > before; }, std::chrono::seconds(10),
+                                  std::chrono::milliseconds(20)))
+        FAIL("eventd did not log \"" << marker << "\" after SIGHUP; log:\n" << eventd_->log());
 }
 
 std::vector<std::string> QueryEnv::query_argv(const std::string& text, const std::optional<RunAs>& as,

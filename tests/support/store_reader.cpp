@@ -1,4 +1,4 @@
-#include "store_reader.hpp"
+#include "support/store_reader.hpp"
 
 #include <sqlite3.h>
 

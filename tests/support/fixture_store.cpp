@@ -1,4 +1,4 @@
-#include "fixture_store.hpp"
+#include "support/fixture_store.hpp"
 
 #include "base/guid_text.hpp"
 
@@ -9,12 +9,15 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "kmes/guid.hpp"
 #include "store/shard_db.hpp"
+#include "support/rows.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -36,6 +39,13 @@ std::vector<uint8_t> hex_bytes(const std::string& hex) {
     std::vector<uint8_t> out;
     for (size_t i = 0; i < hex.size(); i += 2) out.push_back(uint8_t(std::stoul(hex.substr(i, 2), nullptr, 16)));
     return out;
+}
+
+// A nullable number of a fixture line: null is NULL.
+template <class T>
+std::optional<T> optional_value(const json& value) {
+    if (value.is_null()) return std::nullopt;
+    return value.get<T>();
 }
 
 kmes::Guid guid(const std::string& text) {
@@ -123,22 +133,28 @@ FixtureInfo build_fixture_store(const std::string& store_dir) {
                 db = std::move(*opened);
                 if (auto s = db->begin(); !s) throw std::runtime_error(s.error().message);
             }
-            store::EventRow row;
-            row.boot_id = guid(e.at("boot") == "A" ? kBootA : kBootB);
-            row.timestamp = uint64_t(timestamp(e.at("ts"), info.built_at));
-            if (!e.at("cpu").is_null()) row.cpu_id = e.at("cpu").get<uint16_t>();
-            if (!e.at("seq").is_null()) row.sequence = e.at("seq").get<uint64_t>();
-            if (!e.at("origin").is_null()) row.origin_class = e.at("origin").get<uint8_t>();
-            row.event_type = e.at("type");
-            if (!(e.contains("identity") && e["identity"].is_null())) {
-                row.effective_token = guid(e.value("eff", kEffectiveToken));
-                row.true_token = guid(e.value("true", kTrueToken));
-                row.process = guid(e.value("proc", kProcess));
-            }
+            const bool identity = !(e.contains("identity") && e["identity"].is_null());
+            auto identity_guid = [&](const char* key, const char* otherwise) -> std::optional<kmes::Guid> {
+                if (!identity) return std::nullopt;
+                return guid(e.value(key, otherwise));
+            };
+            std::optional<std::vector<uint8_t>> payload;
             if (e.contains("payload_hex"))
-                row.payload = hex_bytes(e["payload_hex"]);
+                payload = hex_bytes(e["payload_hex"]);
             else if (!e.at("payload").is_null())
-                row.payload = json::to_msgpack(with_binaries(e["payload"]));
+                payload = json::to_msgpack(with_binaries(e["payload"]));
+            const store::EventRow row = test_support::event_row({
+                .boot = guid(e.at("boot") == "A" ? kBootA : kBootB),
+                .timestamp = uint64_t(timestamp(e.at("ts"), info.built_at)),
+                .cpu = optional_value<uint16_t>(e.at("cpu")),
+                .sequence = optional_value<uint64_t>(e.at("seq")),
+                .origin_class = optional_value<uint8_t>(e.at("origin")),
+                .type = e.at("type"),
+                .effective_token = identity_guid("eff", kEffectiveToken),
+                .true_token = identity_guid("true", kTrueToken),
+                .process = identity_guid("proc", kProcess),
+                .payload = std::move(payload),
+            });
             if (auto s = db->insert(row); !s) throw std::runtime_error(s.error().message);
             ++info.events;
         } catch (const std::exception& ex) {
@@ -157,19 +173,22 @@ void add_filler_shard(const std::string& store_dir, uint32_t shard, uint64_t row
         throw std::runtime_error("cannot create shard " + std::to_string(shard) + ": " + opened.error().message);
     auto& db = *opened;
     if (auto s = db->begin(); !s) throw std::runtime_error(s.error().message);
-    store::EventRow row;
-    row.boot_id = guid(kBootB);
-    row.event_type = "filler.row";
-    row.origin_class = 0;
-    row.effective_token = guid(kEffectiveToken);
-    row.true_token = guid(kTrueToken);
-    row.process = guid(kProcess);
+    const kmes::Guid boot = guid(kBootB), effective = guid(kEffectiveToken), true_token = guid(kTrueToken),
+                     process = guid(kProcess);
     const uint64_t start = uint64_t(timestamp("2026-02-01T00:00:00", 0));
     for (uint64_t n = 0; n < rows; ++n) {
-        row.timestamp = start + n * 1000;
-        row.cpu_id = uint16_t(n % 4);
-        row.sequence = 1000000 + n;
-        row.payload = json::to_msgpack(json{{"i", n}, {"s", "row-" + std::to_string(n)}});
+        const store::EventRow row = test_support::event_row({
+            .boot = boot,
+            .timestamp = start + n * 1000,
+            .cpu = uint16_t(n % 4),
+            .sequence = 1000000 + n,
+            .origin_class = 0,
+            .type = "filler.row",
+            .effective_token = effective,
+            .true_token = true_token,
+            .process = process,
+            .payload = json::to_msgpack(json{{"i", n}, {"s", "row-" + std::to_string(n)}}),
+        });
         if (auto s = db->insert(row); !s) throw std::runtime_error(s.error().message);
     }
     if (auto s = db->commit(); !s) throw std::runtime_error(s.error().message);

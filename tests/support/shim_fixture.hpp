@@ -1,10 +1,10 @@
-// A real kmes-shimd for one test: its own temporary directory under /tmp (mode 0755, so a
-// probe running as `nobody` can reach the socket), a kmes.json written by the test, the
+// A real kmes-shimd for one test: its own temporary directory (test_support::TempDir: mode
+// 0755, so a probe running as `nobody` can reach the socket), a kmes.json written by the test, the
 // socket at <dir>/kmes.sock, and readiness through the real systemd protocol — the fixture
 // owns the NOTIFY_SOCKET datagram socket and waits for "READY=1" (sd_notify in the shim).
 // Teardown sends SIGTERM and checks the shim exits with status 0 (DaemonProcess).
 //
-// The binary is taken from $KMES_SHIMD (set by tests/integration/meson.build).
+// The binary is taken from $KMES_SHIMD (set by the meson.build of each suite that starts one).
 // Constructing a ShimProcess also points this process's libkmes at it ($KMES_SOCKET).
 #pragma once
 
@@ -16,23 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kmes::it {
-
-// mkdtemp under /tmp, chmod 0755, removed recursively on destruction.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::string& path() const { return path_; }
-    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
 
 struct ShimOptions {
     nlohmann::json config = nlohmann::json::object();  // written as <dir>/etc/kmes.json
@@ -55,7 +42,7 @@ class ShimFiles {
 protected:
     explicit ShimFiles(const ShimOptions& options);
 
-    TempDir dir_;
+    test_support::TempDir dir_;
     std::string socket_path_;
     std::string config_path_;
     std::string config_file_;
@@ -70,7 +57,7 @@ public:
     // Spawn, then REQUIRE readiness (and the configured status unless disabled).
     static std::unique_ptr<ShimProcess> start(ShimOptions options = {});
 
-    const std::string& dir() const { return dir_.path(); }
+    const std::string& dir() const { return dir_.str(); }
     const std::string& socket_path() const { return socket_path_; }
     const std::string& config_path() const { return config_path_; }
 

@@ -1,4 +1,4 @@
-#include "wire_client.hpp"
+#include "support/wire_client.hpp"
 
 #include "eventctl/json_record.hpp"
 

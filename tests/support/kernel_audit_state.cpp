@@ -1,4 +1,4 @@
-#include "kernel_audit_state.hpp"
+#include "support/kernel_audit_state.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "nats_fixture.hpp"
+#include "support/nats_fixture.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
-#include "eventctl_runner.hpp"
+#include "support/eventctl_runner.hpp"
+#include "support/eventually.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -106,13 +106,15 @@ void NatsServer::start() {
     c.ready_timeout = std::chrono::seconds(10);
     c.stop_timeout = std::chrono::seconds(10);
     process_ = std::make_unique<kmes::it::DaemonProcess>(c);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!accepts(port_)) {
+    const auto listening = [&] {
+        if (accepts(port_)) return true;
         INFO(process_->log());
         REQUIRE(process_->running());
-        REQUIRE(std::chrono::steady_clock::now() < deadline);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+        return false;
+    };
+    const bool ready = test_support::eventually(listening, std::chrono::seconds(10), std::chrono::milliseconds(20));
+    INFO(process_->log());
+    REQUIRE(ready);
 }
 
 void NatsServer::stop() {

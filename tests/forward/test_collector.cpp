@@ -18,17 +18,18 @@
 
 #include <catch2/catch.hpp>
 
-#include "accounting.hpp"
 #include "base/guid_text.hpp"
-#include "eventctl_runner.hpp"
-#include "eventd_fixture.hpp"
-#include "eventually.hpp"
-#include "forward_process.hpp"
-#include "local_users.hpp"
-#include "nats_fixture.hpp"
-#include "query_env.hpp"
-#include "shim_fixture.hpp"
-#include "stream_helpers.hpp"
+#include "support/accounting.hpp"
+#include "support/eventctl_runner.hpp"
+#include "support/eventd_fixture.hpp"
+#include "support/eventually.hpp"
+#include "support/forward_process.hpp"
+#include "support/local_users.hpp"
+#include "support/nats_fixture.hpp"
+#include "support/query_env.hpp"
+#include "support/shim_fixture.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/temp_dir.hpp"
 #include "test_seed.hpp"
 
 namespace eventd::query_it {
@@ -54,7 +55,7 @@ public:
     }
     std::string socket() const { return dir_ / "query.sock"; }
     std::string config_path() const { return dir_ / "eventd.json"; }
-    void start() { process_ = eventd::it::EventdProcess::start(dir_.path(), config_path()); }
+    void start() { process_ = eventd::it::EventdProcess::start(dir_.str(), config_path()); }
     void kill() {
         process_->kill();
         process_.reset();
@@ -82,7 +83,7 @@ public:
     }
 
 private:
-    kmes::it::TempDir dir_;
+    test_support::TempDir dir_;
     std::unique_ptr<eventd::it::EventdProcess> process_;
 };
 
@@ -162,21 +163,17 @@ std::map<RecordKey, std::string> check_exactly_once(const std::vector<std::pair<
 // count() of `query` on the collector until it is `expected` (90 s at most: unacknowledged
 // messages come again after AckWaitSeconds, 2 s); the last count.
 int64_t await_collected(const CollectorEventd& collector, const std::string& query, int64_t expected) {
-    const auto deadline = std::chrono::steady_clock::now() + seconds(90);
     int64_t got = -1;
-    while (std::chrono::steady_clock::now() < deadline) {
-        got = collector.count(query);
-        if (got == expected) break;
-        std::this_thread::sleep_for(milliseconds(500));
-    }
+    test_support::eventually([&] { return (got = collector.count(query)) == expected; }, seconds(90),
+                             milliseconds(500));
     return got;
 }
 
 }  // namespace
 
 TEST_CASE("two hosts through JetStream into one collector: every record exactly once across kills", "[collector]") {
-    kmes::it::TempDir nats_dir;
-    NatsServer nats(nats_dir.path());
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
     // Host A on 64 KiB rings: freezing its eventd below overruns them (host gaps).
     const std::string load = "rate=800,payload=48,count=4000";  // per CPU: ~5 s
     QueryEnv host_a({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false, .generate = load,
@@ -279,8 +276,8 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
     ensure_test_users();
     const auto auditor = lookup_user("eventd-auditor");
     REQUIRE(auditor);
-    kmes::it::TempDir nats_dir;
-    NatsServer nats(nats_dir.path());
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
     // About 40 s of events on each of two rings: before, during and after the outage.
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
                    .generate = "rate=200,payload=32,count=8000,types=app.login:1+kernel.exec:3"});
@@ -319,30 +316,33 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
     } join_reader{live_done, live_reader};
 
     // The outage begins once records flow through to the collector.
-    REQUIRE(kmes::it::eventually([&] { return collector.count("EVENTS WHERE host == \"web-3\"") > 0; }, seconds(30)));
+    REQUIRE(
+        test_support::eventually([&] { return collector.count("EVENTS WHERE host == \"web-3\"") > 0; }, seconds(30)));
     nats.stop();
     const int64_t host_at_stop = count(host, "EVENTS COUNT");
     // Both sides notice: they retry. What the collector held before is committed by then.
     auto retrying = [](const std::string& status) {
         return status.find("backing off") != std::string::npos || status.find("connecting") != std::string::npos;
     };
-    REQUIRE(kmes::it::eventually([&] { return retrying(collector.run({"status"}).out); }, seconds(30)));
-    REQUIRE(kmes::it::eventually([&] { return retrying(forward.status()); }, seconds(30)));
+    REQUIRE(test_support::eventually([&] { return retrying(collector.run({"status"}).out); }, seconds(30)));
+    REQUIRE(test_support::eventually([&] { return retrying(forward.status()); }, seconds(30)));
     const int64_t collected_at_stop = collector.count("EVENTS WHERE host == \"web-3\"");
     // The host goes on ingesting through the outage (5000 records: 12 s at its rate).
-    CHECK(kmes::it::eventually([&] { return count(host, "EVENTS COUNT") > host_at_stop + 5000; }, seconds(60)));
+    CHECK(test_support::eventually([&] { return count(host, "EVENTS COUNT") > host_at_stop + 5000; }, seconds(60)));
     CHECK(collector.count("EVENTS WHERE host == \"web-3\"") == collected_at_stop);  // nothing came
     // What both do through an outage: attempt ("connecting", until the attempt fails), then
     // wait ("backing off", with the attempt's error), again and again. Each shows the wait
     // with its reason before long, whatever moment the status is read at first.
     std::string forward_status;
-    CHECK(kmes::it::eventually([&] {
-        forward_status = forward.status();
-        return forward_status.find("backing off") != std::string::npos &&
-               forward_status.find("cannot connect to NATS") != std::string::npos;
-    }, seconds(30)));
+    CHECK(test_support::eventually(
+        [&] {
+            forward_status = forward.status();
+            return forward_status.find("backing off") != std::string::npos &&
+                   forward_status.find("cannot connect to NATS") != std::string::npos;
+        },
+        seconds(30)));
     INFO("forwarder status: " << forward_status);
-    CHECK(kmes::it::eventually(
+    CHECK(test_support::eventually(
         [&] { return collector.run({"status"}).out.find("backing off") != std::string::npos; }, seconds(30)));
     nats.start();
 
@@ -373,7 +373,7 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
         std::lock_guard lock(live_mutex);
         return int64_t(live_lines.size());
     };
-    CHECK(kmes::it::eventually([&] { return streamed_now() >= host_logins; }, seconds(30)));
+    CHECK(test_support::eventually([&] { return streamed_now() >= host_logins; }, seconds(30)));
     std::this_thread::sleep_for(milliseconds(1000));  // and nothing twice: no more comes after
     live_done.store(true);
     live_reader.join();
@@ -391,8 +391,8 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
 namespace eventd::query_it {
 
 TEST_CASE("messages that are not a host's own records are refused; the rest is stored", "[collector]") {
-    kmes::it::TempDir nats_dir;
-    NatsServer nats(nats_dir.path());
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
                    .generate = "rate=500,payload=32,count=500,types=app.login:1"});
     Forwarder forward(host, nats, {{"HostName", "host-a"}});
@@ -409,7 +409,7 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     const auto body = json::to_msgpack(record);
     const std::string subject = "eventd.host-a.app.login";
     // The forwarder has created the stream once its first records are in it.
-    REQUIRE(kmes::it::eventually([&] { return nats.count("EVENTD") > 0; }, seconds(30)));
+    REQUIRE(test_support::eventually([&] { return nats.count("EVENTD") > 0; }, seconds(30)));
     nats.publish(subject, {{"Eventd-Host", "host-b"}}, body);  // posing as another host
     nats.publish(subject, {}, body);                            // no Eventd-Host
     nats.publish(subject, {{"Eventd-Host", "host-a"}}, {0xc1});  // not msgpack
@@ -433,9 +433,9 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
 }
 
 TEST_CASE("the collector over TLS trusts only the configured CA and collects everything exactly once", "[collector]") {
-    kmes::it::TempDir nats_dir;
-    const NatsTls tls = make_test_certificates(nats_dir.path());
-    NatsServer nats(nats_dir.path(), tls);
+    test_support::TempDir nats_dir;
+    const NatsTls tls = make_test_certificates(nats_dir.str());
+    NatsServer nats(nats_dir.str(), tls);
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
                    .generate = "rate=500,payload=32,count=300,types=app.login:1"});
     Forwarder forward(host, nats, {{"HostName", "host-a"}, {"TlsCaFile", tls.ca_file}});
@@ -450,10 +450,12 @@ TEST_CASE("the collector over TLS trusts only the configured CA and collects eve
         CollectorEventd untrusting(nats, source(nats_dir / "other.pem"));
         untrusting.start();
         std::string status;
-        const bool says_ssl = kmes::it::eventually([&] {
-            status = untrusting.run({"status"}).out;
-            return status.find("SSL") != std::string::npos || status.find("certificate") != std::string::npos;
-        }, seconds(20));
+        const bool says_ssl = test_support::eventually(
+            [&] {
+                status = untrusting.run({"status"}).out;
+                return status.find("SSL") != std::string::npos || status.find("certificate") != std::string::npos;
+            },
+            seconds(20));
         INFO(status << "\nlog:\n" << untrusting.log());
         CHECK(says_ssl);
         CHECK(untrusting.count("EVENTS WHERE host IS NOT NULL") == 0);

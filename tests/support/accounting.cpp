@@ -1,4 +1,4 @@
-#include "accounting.hpp"
+#include "support/accounting.hpp"
 
 #include "base/guid_text.hpp"
 
@@ -11,18 +11,16 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <tuple>
 
 #include <catch2/catch.hpp>
 
-#include "eventd_fixture.hpp"
 #include "kmes/kmes.h"
+#include "support/eventd_fixture.hpp"
+#include "support/eventually.hpp"
 
 namespace eventd::it {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxErrors = 200;
 
@@ -291,8 +289,7 @@ std::map<uint16_t, uint64_t> accounted_per_cpu(const std::string& store_dir, con
 
 bool wait_accounted(const std::string& store_dir, const Guid& boot, const Highest& highest,
                     std::chrono::milliseconds timeout, std::string* status, const std::function<void()>& each_poll) {
-    const auto deadline = Clock::now() + timeout;
-    for (;;) {
+    const auto all_accounted = [&] {
         if (each_poll) each_poll();
         const auto accounted = accounted_per_cpu(store_dir, boot, highest);
         bool done = true;
@@ -303,10 +300,9 @@ bool wait_accounted(const std::string& store_dir, const Guid& boot, const Highes
             if (have < top) done = false;
         }
         if (status) *status = s.str();
-        if (done) return true;
-        if (Clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+        return done;
+    };
+    return test_support::eventually(all_accounted, timeout, std::chrono::milliseconds(100));
 }
 
 Guid current_boot_id() {

@@ -1,13 +1,13 @@
-#include "stream_helpers.hpp"
+#include "support/stream_helpers.hpp"
 
 #include <sched.h>
 
 #include <cerrno>
-#include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "kmes/kmes.h"
+#include "support/eventually.hpp"
 
 namespace eventd::query_it {
 
@@ -24,13 +24,14 @@ void emit(const std::string& type, const json& payload) {
     }();
     REQUIRE(pinned);
     const auto bytes = json::to_msgpack(payload);
-    const auto deadline = std::chrono::steady_clock::now() + seconds(10);
-    while (kmes_emit(type.data(), uint16_t(type.size()), bytes.data(), uint32_t(bytes.size())) != 0) {
+    const auto emitted = [&] {
+        if (kmes_emit(type.data(), uint16_t(type.size()), bytes.data(), uint32_t(bytes.size())) == 0) return true;
         INFO("kmes_emit " << type << ": errno " << errno);
-        REQUIRE(errno == EAGAIN);
-        REQUIRE(std::chrono::steady_clock::now() < deadline);
-        std::this_thread::sleep_for(milliseconds(2));
-    }
+        REQUIRE(errno == EAGAIN);  // the ring is full: again
+        return false;
+    };
+    INFO("kmes_emit " << type << ": EAGAIN for 10 s");
+    REQUIRE(test_support::eventually(emitted, seconds(10), milliseconds(2)));
 }
 
 int64_t count(QueryEnv& env, const std::string& query) {
@@ -41,12 +42,8 @@ int64_t count(QueryEnv& env, const std::string& query) {
 }
 
 int64_t await_count(QueryEnv& env, const std::string& query, int64_t expected, seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int64_t n = count(env, query);
-    while (n != expected && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(milliseconds(100));
-        n = count(env, query);
-    }
+    int64_t n = 0;
+    test_support::eventually([&] { return (n = count(env, query)) == expected; }, timeout, milliseconds(100));
     return n;
 }
 

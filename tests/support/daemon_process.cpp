@@ -1,4 +1,4 @@
-#include "daemon_process.hpp"
+#include "support/daemon_process.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,9 +17,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
-#include <thread>
 
 #include <catch2/catch.hpp>
+
+#include "support/eventually.hpp"
 
 extern char** environ;
 
@@ -171,18 +172,16 @@ bool DaemonProcess::wait_notification(const std::string& text, std::chrono::mill
 }
 
 std::optional<int> DaemonProcess::wait_exit(std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (!exit_status_) {
-        int status = 0;
-        const pid_t r = waitpid(pid_, &status, WNOHANG);
-        if (r == pid_) {
-            exit_status_ = status;
-            break;
-        }
-        if (r < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
-        if (Clock::now() >= deadline) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    test_support::eventually(
+        [&] {
+            if (exit_status_) return true;
+            int status = 0;
+            const pid_t r = waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) exit_status_ = status;
+            if (r < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+            return exit_status_.has_value();
+        },
+        timeout, std::chrono::milliseconds(5));
     return exit_status_;
 }
 
@@ -216,13 +215,11 @@ std::string DaemonProcess::log() const {
 }
 
 bool DaemonProcess::wait_log(const std::string& text, std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    for (;;) {
-        if (log().find(text) != std::string::npos) return true;
-        if (wait_exit(std::chrono::milliseconds(0)) || Clock::now() >= deadline)
-            return log().find(text) != std::string::npos;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const auto logged = [&] { return log().find(text) != std::string::npos; };
+    // Until it is logged, the process has exited (nothing more will come) or the time is up.
+    test_support::eventually([&] { return logged() || wait_exit(std::chrono::milliseconds(0)).has_value(); }, timeout,
+                             std::chrono::milliseconds(20));
+    return logged();
 }
 
 std::string path_from_env(const char* variable) {
@@ -339,17 +336,18 @@ std::string describe_fds(pid_t pid) {
 
 void stop_process(pid_t pid) {
     ::kill(pid, SIGSTOP);
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (process_state(pid) != 'T' && process_state(pid) != 't' && Clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (process_state(pid) != 'T' && process_state(pid) != 't') FAIL("process " << pid << " did not stop on SIGSTOP");
+    const auto stopped = [&] {
+        const char state = process_state(pid);
+        return state == 'T' || state == 't';
+    };
+    if (!test_support::eventually(stopped, std::chrono::seconds(10), std::chrono::milliseconds(1)))
+        FAIL("process " << pid << " did not stop on SIGSTOP");
 }
 
 void continue_process(pid_t pid) {
     ::kill(pid, SIGCONT);
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (process_state(pid) == 'T' && Clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    test_support::eventually([&] { return process_state(pid) != 'T'; }, std::chrono::seconds(10),
+                             std::chrono::milliseconds(1));
 }
 
 }  // namespace kmes::it

@@ -28,7 +28,7 @@ FixtureInfo build_fixture_store(const std::string& store_dir);
 // scanning it outlasts QueryTimeoutMs.
 void add_filler_shard(const std::string& store_dir, uint32_t shard, uint64_t rows);
 
-// $QUERY_FIXTURE (set by tests/query/meson.build).
+// $QUERY_FIXTURE (set by tests/query/meson.build; the forward and collector tests share its environment).
 std::string fixture_path();
 
 }  // namespace eventd::query_it

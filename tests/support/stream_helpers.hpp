@@ -1,5 +1,6 @@
-// What the stream tests share (test_stream.cpp, test_resume.cpp, test_leaks.cpp, test_access.cpp): emitting through the real
-// shim from CPU 0 (one ring, one shard, one commit order), counting as root, fast commits.
+// What the tests that emit into a QueryEnv share (the query suite's streams, resume, leaks and
+// access; the forwarder and collector tests): emitting through the real shim from CPU 0 (one
+// ring, one shard, one commit order), counting as root, fast commits.
 #pragma once
 
 #include <chrono>
@@ -8,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "query_env.hpp"
+#include "support/query_env.hpp"
 
 namespace eventd::query_it {
 

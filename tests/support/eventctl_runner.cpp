@@ -1,4 +1,4 @@
-#include "eventctl_runner.hpp"
+#include "support/eventctl_runner.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -12,10 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eventctl_runner.hpp"
-#include "eventd_fixture.hpp"
-#include "fixture_store.hpp"
-#include "shim_fixture.hpp"
+#include "support/eventctl_runner.hpp"
+#include "support/eventd_fixture.hpp"
+#include "support/fixture_store.hpp"
+#include "support/shim_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 namespace eventd::query_it {
 
@@ -33,7 +34,7 @@ public:
     explicit QueryEnv(EnvOptions options = {});  // REQUIREs eventd readiness
     ~QueryEnv();
 
-    const std::string& dir() const { return dir_.path(); }
+    const std::string& dir() const { return dir_.str(); }
     std::string store() const { return dir_ / "events"; }
     std::string socket() const { return dir_ / "query.sock"; }
     std::string eventctl() const { return dir_ / "eventctl"; }
@@ -57,7 +58,7 @@ public:
 private:
     nlohmann::json config(const nlohmann::json& overrides) const;
 
-    kmes::it::TempDir dir_;
+    test_support::TempDir dir_;
     std::unique_ptr<kmes::it::ShimProcess> shim_;
     FixtureInfo fixture_;
     nlohmann::json base_;

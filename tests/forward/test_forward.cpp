@@ -16,13 +16,15 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon_process.hpp"
 #include "forward/record_id.hpp"
-#include "forward_process.hpp"
-#include "nats_fixture.hpp"
-#include "query_env.hpp"
-#include "stream_helpers.hpp"
-#include "wire_client.hpp"
+#include "support/daemon_process.hpp"
+#include "support/eventually.hpp"
+#include "support/forward_process.hpp"
+#include "support/nats_fixture.hpp"
+#include "support/query_env.hpp"
+#include "support/stream_helpers.hpp"
+#include "support/temp_dir.hpp"
+#include "support/wire_client.hpp"
 
 namespace eventd::query_it {
 namespace {
@@ -35,12 +37,8 @@ constexpr const char* kHost = kForwardTestHost;  // a space and dots: escaped in
 
 // Wait until the stream holds `expected` messages; the last count.
 uint64_t await_messages(NatsServer& nats, uint64_t expected, seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    uint64_t n = nats.count("EVENTD");
-    while (n != expected && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(milliseconds(100));
-        n = nats.count("EVENTD");
-    }
+    uint64_t n = 0;
+    test_support::eventually([&] { return (n = nats.count("EVENTD")) == expected; }, timeout, milliseconds(100));
     return n;
 }
 
@@ -217,7 +215,7 @@ TEST_CASE("eventd-forward over TLS trusts only the configured CA", "[forward]") 
 }
 
 TEST_CASE("eventd-forward names what is wrong with its configuration", "[forward]") {
-    kmes::it::TempDir dir;
+    test_support::TempDir dir;
     const std::string binary = kmes::it::path_from_env("EVENTD_FORWARD");
     auto run_with = [&](const std::string& text, std::vector<std::string> extra = {}) {
         std::ofstream(dir / "f.json") << text;
@@ -235,7 +233,7 @@ TEST_CASE("eventd-forward names what is wrong with its configuration", "[forward
     CHECK_THAT(r.err, Catch::Contains("MaxPendingAcks must be an integer from 1"));
     r = run_with("not json");
     CHECK_THAT(r.err, Catch::Contains("is not valid JSON"));
-    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "StateDirectory": ")" + dir.path() + R"(/nothing"})",
+    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "StateDirectory": ")" + dir.str() + R"(/nothing"})",
                  {"--status"});
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains("has eventd-forward run with this StateDirectory?"));

@@ -1,10 +1,6 @@
-#include "shim_fixture.hpp"
+#include "support/shim_fixture.hpp"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -22,7 +18,7 @@ void write_file(const std::string& path, const std::string& text) {
     if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-DaemonCommand shim_command(const ShimOptions& options, const TempDir& dir, const std::string& config_path,
+DaemonCommand shim_command(const ShimOptions& options, const test_support::TempDir& dir, const std::string& config_path,
                            const std::string& socket_path) {
     std::vector<std::string> args{path_from_env("KMES_SHIMD"), "--config", config_path, "--socket", socket_path};
     if (options.cpus) args.insert(args.end(), {"--cpus", std::to_string(options.cpus)});
@@ -39,18 +35,6 @@ DaemonCommand shim_command(const ShimOptions& options, const TempDir& dir, const
 }
 
 }  // namespace
-
-TempDir::TempDir() {
-    char pattern[] = "/tmp/kmes-it-XXXXXX";
-    if (!mkdtemp(pattern)) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
-    path_ = pattern;
-    chmod(path_.c_str(), 0755);  // other users (the probe as nobody) must reach the socket
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
 
 ShimFiles::ShimFiles(const ShimOptions& options) {
     socket_path_ = options.socket_path.value_or(dir_ / "kmes.sock");
