@@ -35,11 +35,4 @@ std::vector<json> eventctl(Pipeline& p, const std::string& query, int* exit_code
     return records;
 }
 
-std::vector<json> status_records(Pipeline& p, const std::string& kind) {
-    std::vector<json> out;
-    for (json& r : eventctl(p, "STATUS"))
-        if (r.value("kind", "") == kind) out.push_back(std::move(r));
-    return out;
-}
-
 }  // namespace eventd::it

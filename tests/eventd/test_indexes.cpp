@@ -36,16 +36,18 @@ using std::chrono::seconds;
 
 namespace {
 
+using ShardIndexes = protocol::status::ShardIndexes;
+
 // The STATUS record {kind: "shard_indexes"} of shard 0.
-json shard_indexes(Pipeline& p) {
-    for (const json& r : status_records(p, "shard_indexes"))
-        if (r.value("shard", -1) == 0) return r;
+ShardIndexes shard_indexes(Pipeline& p) {
+    for (const ShardIndexes& r : status_of<ShardIndexes>(p))
+        if (r.shard == 0) return r;
     FAIL("no shard_indexes record in STATUS");
     return {};
 }
 
-bool has_index(const json& status, const std::string& name) {
-    return status["indexes"].get<std::string>().find(name) != std::string::npos;
+bool has_index(const ShardIndexes& status, const std::string& name) {
+    return status.indexes.find(name) != std::string::npos;
 }
 
 // Emits `rate` events per second from this process (root: no rate limit) through the shim's
@@ -133,12 +135,12 @@ TEST_CASE("an index build on 2 million rows yields to a flood: cancelled, nothin
 
     // EVENTS INDEX: the idle writer starts building at once (§3.3.3 quiet period).
     REQUIRE(eventctl(p, "EVENTS INDEX user").empty());
-    REQUIRE(eventually([&] { return shard_indexes(p)["building"] == "idx_events_payload_user"; }, seconds(30)));
+    REQUIRE(eventually([&] { return shard_indexes(p).building == "idx_events_payload_user"; }, seconds(30)));
 
     // The same flood during the build: the build is cancelled, ingestion goes on.
     {
         PacedEmitter flood(20000);
-        CHECK(eventually([&] { return shard_indexes(p)["builds_cancelled"].get<int>() >= 1; }, seconds(20)));
+        CHECK(eventually([&] { return shard_indexes(p).builds_cancelled >= 1; }, seconds(20)));
         std::this_thread::sleep_for(seconds(2));
     }
     REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), seconds(60), &progress));
@@ -146,11 +148,11 @@ TEST_CASE("an index build on 2 million rows yields to a flood: cancelled, nothin
 
     // Idle again: the build is retried and completes.
     const bool built = eventually([&] { return has_index(shard_indexes(p), "idx_events_payload_user"); }, seconds(120));
-    const json status = shard_indexes(p);
-    INFO(status.dump());
+    const ShardIndexes status = shard_indexes(p);
+    INFO(protocol::status::to_record(status).dump());
     CHECK(built);
-    CHECK(status["builds_done"].get<int>() == 1);
-    CHECK(status["missing"] == "none");
+    CHECK(status.builds_done == 1);
+    CHECK(status.missing == "none");
     const std::string log = p.stop_eventd();
     CHECK(log.find("build of index idx_events_payload_user (desired) cancelled") != std::string::npos);
 }
@@ -171,7 +173,7 @@ TEST_CASE("graduated shedding under a slow writer drops the lowest-priority inde
     REQUIRE(eventctl(p, "EVENTS INDEX event_type").empty());  // INDEX'd last = highest priority
     REQUIRE(eventually(
         [&] {
-            const json s = shard_indexes(p);
+            const ShardIndexes s = shard_indexes(p);
             return has_index(s, "idx_events_payload_user") && has_index(s, "idx_events_event_type");
         },
         seconds(20)));
@@ -180,22 +182,22 @@ TEST_CASE("graduated shedding under a slow writer drops the lowest-priority inde
     delay.set(200);
     {
         PacedEmitter load(2000);
-        REQUIRE(eventually([&] { return shard_indexes(p)["sheds_graduated"].get<int>() >= 1; }, seconds(20)));
-        const json first = shard_indexes(p);
-        INFO(first.dump());
+        REQUIRE(eventually([&] { return shard_indexes(p).sheds_graduated >= 1; }, seconds(20)));
+        const ShardIndexes first = shard_indexes(p);
+        INFO(protocol::status::to_record(first).dump());
         CHECK_FALSE(has_index(first, "idx_events_payload_user"));  // the lower priority goes first
         // The pressure lasts: the next-lowest at a later commit.
-        CHECK(eventually([&] { return shard_indexes(p)["sheds_graduated"].get<int>() == 2; }, seconds(20)));
-        CHECK(shard_indexes(p)["indexes"] == "none");
+        CHECK(eventually([&] { return shard_indexes(p).sheds_graduated == 2; }, seconds(20)));
+        CHECK(shard_indexes(p).indexes == "none");
     }
-    CHECK(shard_indexes(p)["sheds_emergency"] == 0);
+    CHECK(shard_indexes(p).sheds_emergency == 0);
 
     // Pressure gone: both come back, highest priority first, a shedding window later.
     delay.set(0);
     REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), seconds(60), nullptr));
-    CHECK(eventually([&] { return shard_indexes(p)["restored"].get<int>() == 2; }, seconds(60)));
-    const json after = shard_indexes(p);
-    INFO(after.dump());
+    CHECK(eventually([&] { return shard_indexes(p).restored == 2; }, seconds(60)));
+    const ShardIndexes after = shard_indexes(p);
+    INFO(protocol::status::to_record(after).dump());
     CHECK(has_index(after, "idx_events_payload_user"));
     CHECK(has_index(after, "idx_events_event_type"));
     const std::string log = p.stop_eventd();
@@ -221,7 +223,7 @@ TEST_CASE("emergency shedding on ring pressure drops every secondary index at on
     REQUIRE(eventctl(p, "EVENTS INDEX cpu_id").empty());
     REQUIRE(eventually(
         [&] {
-            const json s = shard_indexes(p);
+            const ShardIndexes s = shard_indexes(p);
             return has_index(s, "idx_events_payload_user") && has_index(s, "idx_events_cpu_id");
         },
         seconds(20)));
@@ -229,12 +231,12 @@ TEST_CASE("emergency shedding on ring pressure drops every secondary index at on
     delay.set(200);
     {
         PacedEmitter load(4000);  // ~8× what the slowed writer commits: the 64 KiB ring fills
-        REQUIRE(eventually([&] { return shard_indexes(p)["sheds_emergency"].get<int>() == 2; }, seconds(20)));
+        REQUIRE(eventually([&] { return shard_indexes(p).sheds_emergency == 2; }, seconds(20)));
     }
-    const json shed = shard_indexes(p);
-    INFO(shed.dump());
-    CHECK(shed["indexes"] == "none");
-    CHECK(shed["sheds_graduated"] == 0);
+    const ShardIndexes shed = shard_indexes(p);
+    INFO(protocol::status::to_record(shed).dump());
+    CHECK(shed.indexes == "none");
+    CHECK(shed.sheds_graduated == 0);
     delay.set(0);
     const std::string log = p.stop_eventd();
     CHECK(log.find("index idx_events_payload_user dropped (emergency shedding)") != std::string::npos);

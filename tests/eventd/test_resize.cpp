@@ -51,10 +51,10 @@ TEST_CASE("resize: BufferCapacity up and down while eventd ingests loses nothing
     REQUIRE(wait_accounted(p.store(), p.boot(), p.watch().highest(), std::chrono::seconds(30), &progress));
     // eventd's drain threads on rings of `capacity` (STATUS: each has followed the swap).
     auto eventd_follows = [&](uint64_t capacity) {
-        const auto rings = status_records(p, "ring");
-        return rings.size() == p.cpus() && std::all_of(rings.begin(), rings.end(), [&](const nlohmann::json& r) {
-                   return r.value("capacity_bytes", uint64_t(0)) == capacity;
-               });
+        const auto rings = status_of<protocol::status::Ring>(p);
+        return rings.size() == p.cpus() &&
+               std::all_of(rings.begin(), rings.end(),
+                           [&](const protocol::status::Ring& r) { return r.capacity_bytes == capacity; });
     };
     // 256 KiB holds ~1700 events, almost a second of this load: far more than eventd lags.
     for (uint64_t capacity : {4u << 20, 256u << 10, 2u << 20, 512u << 10, 256u << 10, 1u << 20}) {

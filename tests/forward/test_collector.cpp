@@ -99,7 +99,7 @@ RecordKey key_of(const json& r) {
 // The host's record count once its eventd has accounted for every event its generators emit:
 // `per_cpu` (their count=) on each of the host's two rings, stored or in a gap record.
 int64_t settled_count(QueryEnv& host, uint64_t per_cpu) {
-    const auto boot = base::parse_guid(status_record(host, "daemon")["boot_id"].get<std::string>());  // its shim's
+    const auto boot = base::parse_guid(status_of<protocol::status::Daemon>(host).boot_id);  // its shim's
     REQUIRE(boot);
     std::string progress;
     const bool done =

@@ -207,7 +207,7 @@ TEST_CASE("self: each user reads the events of their own processes and nothing o
 
     // A live stream shows the caller's new records and skips the others'.
     Child stream(env.query_argv("EVENTS selfie.note STREAM TAKE 0", lookup_user("nobody")));
-    REQUIRE(test_support::eventually([&] { return status_record(env, "queries")["streaming"] == 1; }));
+    REQUIRE(test_support::eventually([&] { return status_of<protocol::status::Queries>(env).streaming == 1; }));
     emit_as("eventd-auditor", {{"who", "auditor"}, {"n", 4}, {"secret", "a"}});
     emit_as("nobody", {{"who", "nobody"}, {"n", 3}, {"secret", "b"}});
     emit_as("eventd-auditor", {{"who", "auditor"}, {"n", 5}, {"secret", "a"}});

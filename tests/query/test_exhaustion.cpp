@@ -23,6 +23,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "protocol/status.hpp"
 #include "eventd/query_language/errors.hpp"
 #include "hostile_env.hpp"
 #include "support/eventually.hpp"
@@ -60,11 +61,15 @@ std::multiset<std::string> first_errors(std::vector<std::unique_ptr<WireClient>>
     return errors;
 }
 
-json queries_record(const std::string& socket) {
+protocol::status::Queries queries_record(const std::string& socket) {
     WireClient client(socket);
     REQUIRE(client.send_query("STATUS"));
-    for (const json& r : records_of(client.read_reply(seconds(10))))
-        if (r.value("kind", "") == "queries") return r;
+    for (const json& r : records_of(client.read_reply(seconds(10)))) {
+        if (protocol::status::kind_of(r) != protocol::status::Queries::kind) continue;
+        auto typed = protocol::status::from_record<protocol::status::Queries>(r);
+        REQUIRE(typed.ok());
+        return *typed;
+    }
     FAIL("no queries record in STATUS");
     return {};
 }
@@ -84,10 +89,10 @@ TEST_CASE("1000 idle connections from one user: MaxQueriesPerUser holds, others 
     // The first 16 hold their slots (no frame yet); the other 984 were refused at accept.
     const auto refused = first_errors(idle, 16);
     CHECK(refused.count("too many concurrent queries from this user") == 984);
-    const json q = queries_record(h.socket());
-    INFO(q.dump());
-    CHECK(q["refused_per_user"] == 984);
-    CHECK(q["active"] == 16 + 1);  // the 16, and this STATUS query
+    const auto q = queries_record(h.socket());
+    INFO(protocol::status::to_record(q).dump());
+    CHECK(q.refused_per_user == 984);
+    CHECK(q.active == 16 + 1);  // the 16, and this STATUS query
     // eventd holds one descriptor per admitted connection, not one per client.
     CHECK(kmes::it::process_usage(h.eventd_pid()).fds <= h.eventd_baseline().fds + 16 + 2);
     // The idle 16 are closed at QueryTimeoutMs with its text.

@@ -225,7 +225,7 @@ TEST_CASE("clients that never read their results are closed at QueryTimeoutMs; o
           "[hostile]") {
     // 20,000 filler rows: a result of several MB, far beyond the socket buffers.
     HostileEnv h(EnvOptions{.eventd = {{"QueryTimeoutMs", 2000}}, .filler_rows = 20000});
-    auto timeouts = [&] { return status_record(h.env(), "queries")["timeouts"].get<uint64_t>(); };
+    auto timeouts = [&] { return status_of<protocol::status::Queries>(h.env()).timeouts; };
     auto attack = [&] {
         const uint64_t timeouts_before = timeouts();
         std::vector<std::unique_ptr<WireClient>> deaf;

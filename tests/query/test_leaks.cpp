@@ -23,6 +23,9 @@
 #include "support/stream_helpers.hpp"
 
 namespace eventd::query_it {
+using protocol::status::IndexPolicy;
+using protocol::status::Queries;
+
 namespace {
 
 using nlohmann::json;
@@ -50,7 +53,7 @@ TEST_CASE("a reload that hides a stream's WHERE field ends the stream; one still
     Child oracle_b(env.query_argv("EVENTS mixed.* STREAM TAKE 0 WHERE secret_field STARTS_WITH \"b\"", auditor));
     Child on_public(env.query_argv("EVENTS mixed.* STREAM TAKE 0 WHERE public == 1", auditor));
     Child plain(env.query_argv("EVENTS mixed.* STREAM TAKE 0", auditor));
-    REQUIRE(eventually([&] { return status_record(env, "queries")["streaming"] == 4; }));
+    REQUIRE(eventually([&] { return status_of<Queries>(env).streaming == 4; }));
 
     emit("mixed.thing", {{"secret_field", "apple"}, {"public", 1}, {"n", 1}});
     emit("mixed.thing", {{"secret_field", "banana"}, {"public", 1}, {"n", 2}});
@@ -92,7 +95,7 @@ TEST_CASE("a reload that hides a stream's WHERE field ends the stream; one still
     const auto last = plain.read_line(seconds(10));
     REQUIRE(last.has_value());
     CHECK(json::parse(*last).size() == 2);  // timestamp and event_type only
-    CHECK(status_record(env, "queries")["streaming"] == 1);
+    CHECK(status_of<Queries>(env).streaming == 1);
 }
 
 TEST_CASE("unprivileged users cannot fill the adaptive-index counters nor decide an index alone", "[leaks]") {
@@ -122,26 +125,26 @@ TEST_CASE("unprivileged users cannot fill the adaptive-index counters nor decide
         for (int f = 0; f < 500; ++f) where += (f ? " OR g" : "g") + std::to_string(q * 500 + f) + " == 1";
         REQUIRE(env.query("EVENTS app.login WHERE " + where + " COUNT", nobody).exit_code == 0);
     }
-    json status = status_record(env, "index_policy");
-    CHECK(status["counted_fields"].get<size_t>() == 64);  // FieldCounter::kMaxFieldsPerUser
-    CHECK(status["not_counted"].get<uint64_t>() == 3 * 501 - 66);
-    for (const json& c : status["counters"]) CHECK(c["field"].get<std::string>().rfind("f", 0) != 0);
+    auto status = status_of<IndexPolicy>(env);
+    CHECK(status.counted_fields == 64);  // FieldCounter::kMaxFieldsPerUser
+    CHECK(status.not_counted == 3 * 501 - 66);
+    for (const auto& c : status.counters) CHECK(c.field.rfind("f", 0) != 0);
 
     // Another user queries `user` 20 times: 4 count. No index on one user's word alone.
     const auto auditor = lookup_user("eventd-auditor");
     for (int q = 0; q < 20; ++q) REQUIRE(env.query("EVENTS WHERE user == \"x\" COUNT", auditor).exit_code == 0);
     // Two policy passes later (the first may have taken the counts before the last query's),
     // the 20 queries have been weighed.
-    status = status_record(env, "index_policy");
+    status = status_of<IndexPolicy>(env);
     for (int pass = 0; pass < 2; ++pass) {
-        const json last = status["last_recompute_ns"];
-        REQUIRE(eventually([&] { return (status = status_record(env, "index_policy"))["last_recompute_ns"] != last; }));
+        const auto last = status.last_recompute_ns;
+        REQUIRE(eventually([&] { return (status = status_of<IndexPolicy>(env)).last_recompute_ns != last; }));
     }
-    CHECK(status["desired"] == json::array());
+    CHECK(status.desired.empty());
     // An administrator's queries are counted in full, beside the flood: root adds 6 → 10.
     for (int q = 0; q < 6; ++q) REQUIRE(env.query("EVENTS WHERE user == \"x\" COUNT").exit_code == 0);
-    CHECK(eventually([&] { return status_record(env, "index_policy")["desired"].size() == 1; }));
-    CHECK(status_record(env, "index_policy")["desired"][0]["field"] == "user");
+    CHECK(eventually([&] { return status_of<IndexPolicy>(env).desired.size() == 1; }));
+    CHECK(status_of<IndexPolicy>(env).desired.at(0).field == "user");
 }
 
 // Every entry of `dir` (and `dir`) without permission bits for others and without group write.
@@ -203,7 +206,7 @@ TEST_CASE("unprivileged users together cannot take the administrators' slots; st
     // nobody: two streams; a third is over its own limit.
     Child first(env.query_argv("EVENTS app.login STREAM TAKE 0", nobody));
     Child second(env.query_argv("EVENTS app.login STREAM TAKE 0", nobody));
-    REQUIRE(eventually([&] { return status_record(env, "queries")["streaming"] == 2; }));
+    REQUIRE(eventually([&] { return status_of<Queries>(env).streaming == 2; }));
     const RunResult third = env.query("EVENTS app.login STREAM TAKE 0", nobody);
     CHECK(third.exit_code != 0);
     CHECK_THAT(third.err, Catch::Contains("too many concurrent streaming queries from this user"));
@@ -214,7 +217,7 @@ TEST_CASE("unprivileged users together cannot take the administrators' slots; st
     // Root and an administrator (group adm) stream in them.
     Child root_stream(env.query_argv("EVENTS app.login STREAM TAKE 0"));
     Child adm_stream(env.query_argv("EVENTS app.login STREAM TAKE 0", lookup_user("eventd-adm")));
-    REQUIRE(eventually([&] { return status_record(env, "queries")["streaming"] == 4; }));
+    REQUIRE(eventually([&] { return status_of<Queries>(env).streaming == 4; }));
     // Four connections are open: no unprivileged one fits any more, an administrator's does.
     const RunResult refused = env.query("EVENTS app.login COUNT", auditor);
     CHECK(refused.exit_code != 0);
@@ -223,12 +226,12 @@ TEST_CASE("unprivileged users together cannot take the administrators' slots; st
     const RunResult adm = env.query("EVENTS app.login COUNT", lookup_user("eventd-adm"));
     INFO(adm.err);
     CHECK(adm.exit_code == 0);
-    const json queries = status_record(env, "queries");
-    CHECK(queries["refused_streaming_per_user"] == 1);
-    CHECK(queries["refused_streaming"] == 1);
-    CHECK(queries["refused_concurrency"] == 1);
-    CHECK(queries["admin_reserved_queries"] == 2);
-    CHECK(queries["max_streaming_queries_per_user"] == 2);
+    const auto queries = status_of<Queries>(env);
+    CHECK(queries.refused_streaming_per_user == 1);
+    CHECK(queries.refused_streaming == 1);
+    CHECK(queries.refused_concurrency == 1);
+    CHECK(queries.admin_reserved_queries == 2);
+    CHECK(queries.max_streaming_queries_per_user == 2);
 }
 
 }  // namespace

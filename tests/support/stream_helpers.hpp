@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "support/query_env.hpp"
+#include "protocol/status.hpp"
+
+#include <catch2/catch.hpp>
 
 namespace eventd::query_it {
 
@@ -23,8 +26,24 @@ int64_t count(QueryEnv& env, const std::string& query);
 // count() until it is `expected` or `timeout` passed; the last count.
 int64_t await_count(QueryEnv& env, const std::string& query, int64_t expected, std::chrono::seconds timeout);
 
-// The record of kind `kind` ("queries", "store", …) in STATUS, asked as root; FAILs without one.
-nlohmann::json status_record(QueryEnv& env, const std::string& kind);
+// STATUS as root: its records (REQUIREs success).
+std::vector<nlohmann::json> status_records(QueryEnv& env);
+
+// The STATUS record of kind R (protocol/status.hpp: status_of<protocol::status::Queries>(env)),
+// read through the schema; FAILs without one or when it does not read as R.
+template <class R>
+R status_of(QueryEnv& env) {
+    const auto records = status_records(env);
+    for (const nlohmann::json& rec : records) {
+        if (protocol::status::kind_of(rec) != R::kind) continue;
+        auto typed = protocol::status::from_record<R>(rec);
+        INFO(rec.dump());
+        REQUIRE(typed.ok());
+        return *typed;
+    }
+    FAIL("no {kind: " << R::kind << "} record in STATUS");
+    return {};
+}
 
 // MaxBatchLatencyMs 20 (commits, and so stream frames, follow emits quickly) plus `extra`.
 EnvOptions fast_commits(nlohmann::json extra = nlohmann::json::object());
