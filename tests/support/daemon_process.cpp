@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -190,7 +191,13 @@ int DaemonProcess::terminate() {
     ::kill(pid_, SIGCONT);
     ::kill(pid_, SIGTERM);
     if (auto status = wait_exit(command_.stop_timeout)) return *status;
-    ::kill(pid_, SIGKILL);  // hung on shutdown: the caller's status check fails
+    // Hung on shutdown: where its threads wait goes into its log (which the caller's failed
+    // status check prints), then SIGKILL.
+    const std::string backtrace = "timeout 60 gdb -p " + std::to_string(pid_) +
+                                  " -batch -ex 'thread apply all bt' >> '" + command_.log_path + "' 2>&1";
+    if (std::system("command -v gdb > /dev/null") == 0 && std::system(backtrace.c_str()) != 0)
+        std::fprintf(stderr, "gdb could not take the backtraces of %d\n", int(pid_));
+    ::kill(pid_, SIGKILL);
     return wait_exit(std::chrono::seconds(10)).value_or(-1);
 }
 
