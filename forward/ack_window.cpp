@@ -2,17 +2,19 @@
 
 namespace eventd::forward {
 
-uint64_t AckWindow::reserve() {
+uint64_t AckWindow::reserve(uint32_t records) {
     std::lock_guard lock(mutex_);
-    slots_.push_back(Slot::in_flight);
-    ++counters_.published;
-    if (++counters_.pending == 1) last_progress_ = Clock::now();  // the ack timeout starts now
+    slots_.push_back(Slot{records, false});
+    counters_.published += records;
+    counters_.pending += records;
+    ++counters_.messages;
+    if (++counters_.pending_messages == 1) last_progress_ = Clock::now();  // the ack timeout starts now
     return next_++;
 }
 
 void AckWindow::cancel() {
     std::lock_guard lock(mutex_);
-    // The record stays in flight: nothing after it can persist, and the session ends.
+    // The message stays in flight: nothing after it can persist, and the session ends.
     fail_locked("a publish was refused before it was sent");
 }
 
@@ -25,7 +27,7 @@ void AckWindow::checkpoint(const std::string& cursor, int64_t newest_event_ns) {
 bool AckWindow::wait_for_room(uint64_t limit, Clock::time_point until) {
     std::unique_lock lock(mutex_);
     reader_waiting_ = true;
-    const bool room = room_.wait_until(lock, until, [&] { return counters_.pending < limit || failure_; });
+    const bool room = room_.wait_until(lock, until, [&] { return counters_.pending_messages < limit || failure_; });
     reader_waiting_ = false;
     return room && !failure_;
 }
@@ -36,11 +38,12 @@ void AckWindow::acked(uint64_t number, bool duplicate) {
     std::lock_guard lock(mutex_);
     if (number <= contiguous_ || number >= next_) return;  // not ours, or acknowledged already
     Slot& slot = slots_[number - contiguous_ - 1];
-    if (slot == Slot::acked) return;  // a second ack for one message (a server retry)
-    slot = Slot::acked;
-    ++counters_.acked;
-    --counters_.pending;
-    if (duplicate) ++counters_.duplicates;
+    if (slot.acked) return;  // a second ack for one message (a server retry)
+    slot.acked = true;
+    counters_.acked += slot.records;
+    counters_.pending -= slot.records;
+    --counters_.pending_messages;
+    if (duplicate) counters_.duplicates += slot.records;
     last_progress_ = Clock::now();
     if (reader_waiting_) room_.notify_one();
     advance_locked();
@@ -48,7 +51,7 @@ void AckWindow::acked(uint64_t number, bool duplicate) {
 
 void AckWindow::advance_locked() {
     // Move the contiguous mark, then the persistable cursor with it.
-    while (!slots_.empty() && slots_.front() == Slot::acked) {
+    while (!slots_.empty() && slots_.front().acked) {
         slots_.pop_front();
         ++contiguous_;
     }
@@ -68,9 +71,10 @@ void AckWindow::failed(const std::string& why) {
 
 bool AckWindow::fail_if_stalled(std::chrono::milliseconds timeout) {
     std::lock_guard lock(mutex_);
-    if (failure_ || counters_.pending == 0 || Clock::now() - last_progress_ < timeout) return false;
+    if (failure_ || counters_.pending_messages == 0 || Clock::now() - last_progress_ < timeout) return false;
     fail_locked("no acknowledgement from JetStream within " + std::to_string(timeout.count()) + " ms (" +
-                std::to_string(counters_.pending) + " outstanding)");
+                std::to_string(counters_.pending_messages) +
+                (counters_.pending_messages == 1 ? " message outstanding)" : " messages outstanding)"));
     return true;
 }
 

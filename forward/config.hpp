@@ -25,8 +25,13 @@ struct ForwardConfig {
     std::string query = "EVENTS";  // STREAM is added; SINCE/UNTIL/SORT/SKIP/TAKE/aggregates/SELECT refused
     std::string host_name;         // default: the machine's hostname
     nats::ClientAuth auth;  // NATS authentication and TLS (all optional)
+    // Packing (packer.hpp; docs/FORWARD.md "Packed messages"): a message closes at whichever
+    // limit comes first. Defaults measured with ./scripts/bench fleet (docs/PERFORMANCE.md §12).
+    uint32_t max_records_per_message = 1000;  // 1: one record per message, the record itself as the body
+    uint32_t max_message_bytes = 65536;       // kept below the server's max_payload
+    uint32_t max_message_delay_ms = 5;        // the latency packing may add
     // Publishing.
-    uint32_t max_pending_acks = 4096;        // published, not yet acknowledged
+    uint32_t max_pending_acks = 4096;        // messages published, not yet acknowledged
     uint32_t ack_timeout_ms = 30000;         // no ack progress this long: reconnect
     uint32_t duplicate_window_seconds = 3600;  // for a stream it creates; warned about when shorter
     uint32_t max_backoff_ms = 30000;         // reconnect backoff cap (with jitter)

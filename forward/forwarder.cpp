@@ -28,6 +28,7 @@
 #include "protocol/reply.hpp"
 #include "forward/ack_window.hpp"
 #include "forward/jetstream.hpp"
+#include "forward/packer.hpp"
 #include "forward/record_id.hpp"
 #include "forward/status.hpp"
 
@@ -170,6 +171,7 @@ private:
                     s.published = base_.published + c.published;
                     s.acked = base_.acked + c.acked;
                     s.duplicates = base_.duplicates + c.duplicates;
+                    s.messages = base_.messages + c.messages;
                     s.pending = c.pending;
                 });
                 (void)state_.write_status_now();  // logged there; retried in a second
@@ -265,7 +267,7 @@ std::vector<uint8_t> gap_record(const std::string& host, const std::string& resu
 
 enum class SessionEnd { stopped, failed };
 
-class Session {
+class Session final : public PackerSink {
 public:
     Session(State& state, WindowCounters base) : state_(state), config_(state.config()), base_(base) {}
 
@@ -311,13 +313,21 @@ public:
         if (auto sent = conn->send_frame(body); !sent) return sent.error();
         state_.set_state("forwarding");
 
+        Packer packer(pack_limits((*js)->max_payload()), *this);
         std::vector<uint8_t> frame;
         for (;;) {
+            // The next frame, or the moment the oldest open message is due (MaxMessageDelayMs).
+            if (!frame_or_due(conn->fd(), packer.next_due())) {
+                if (auto st = packer.flush_due(Packer::Clock::now()); !st) return st.error();
+                continue;
+            }
             auto got = conn->read_frame(frame);
             if (auto failure = window_.failure()) return base::Error{EIO, *failure};
             if (!got) return base::Error{got.error().code, "eventd: " + got.error().message};
             if (*got == protocol::ReadResult::interrupted) {
-                // Let the acks of what was published arrive, so the cursor saved is the newest.
+                // What is packed goes out, then the acks of what was published may arrive, so
+                // the cursor saved is the newest.
+                if (auto st = packer.flush_all(); !st) return st.error();
                 if (auto st = (*js)->complete(5000); !st) spdlog::warn("{}", st.error().message);
                 made_progress = true;
                 return SessionEnd::stopped;
@@ -332,18 +342,19 @@ public:
                              "synthetic.forward_gap",
                              reply->lost ? std::to_string(*reply->lost) : "an unknown number of", reply->detail);
                 const auto record = gap_record(config_.host_name, resumed_after, *reply);
-                if (auto st = publish(record, "gap:" + stable_hash(resumed_after)); !st)
+                if (auto st = publish_gap(record, "gap:" + stable_hash(resumed_after)); !st)
                     return st.error();
                 state_.update([](ForwardStatus& s) { ++s.gaps; });
             }
             int64_t newest = 0;
+            const auto now = Packer::Clock::now();
             for (const auto& record : reply->records) {
                 auto keys = record_keys(record);
                 if (!keys) return keys.error();
                 newest = std::max(newest, keys->timestamp);
-                if (auto st = publish_record(*keys, record); !st) return st.error();
+                if (auto st = packer.add(*keys, record, now); !st) return st.error();
             }
-            if (reply->cursor) window_.checkpoint(*reply->cursor, newest);
+            if (reply->cursor) packer.cursor(*reply->cursor, newest);
             if (reply->status == protocol::ReplyStatus::watch) {
                 state_.update([](ForwardStatus& s) { s.caught_up = true; });
                 spdlog::info("caught up with eventd: forwarding live");
@@ -353,20 +364,52 @@ public:
     }
 
 private:
-    base::Status publish_record(const RecordKeys& keys, std::span<const uint8_t> record) {
+    // PackerSink: a packed message (or one record) to JetStream; a frame's cursor, once every
+    // record before it is published, to the ack window.
+    base::Status publish(const PackedMessage& m) override {
         // Records come in runs of one type: the subject is escaped once per run.
-        if (keys.event_type != subject_type_) {
-            subject_type_ = keys.event_type;
-            subject_ = subject_for(config_.subject_prefix, config_.host_name, keys.event_type);
+        if (m.event_type != subject_type_) {
+            subject_type_ = m.event_type;
+            subject_ = subject_for(config_.subject_prefix, config_.host_name, m.event_type);
         }
+        const std::string records = std::to_string(m.records);
         const JetStream::Header headers[] = {{"Eventd-Host", config_.host_name.c_str()},
-                                             {"Eventd-Boot", keys.boot_id.c_str()}};
-        return js_->publish(subject_.c_str(), message_id(keys, record).c_str(), headers, record);
+                                             {"Eventd-Boot", m.boot_id.c_str()},
+                                             {"Eventd-Records", records.c_str()}};
+        return js_->publish(subject_.c_str(), m.msg_id.c_str(), headers, m.body, m.records);
     }
-    base::Status publish(const std::vector<uint8_t>& record, const std::string& id) {
+    void checkpoint(const PersistPoint& point) override { window_.checkpoint(point.cursor, point.newest_event_ns); }
+
+    base::Status publish_gap(const std::vector<uint8_t>& record, const std::string& id) {
         const JetStream::Header headers[] = {{"Eventd-Host", config_.host_name.c_str()}};
         return js_->publish(subject_for(config_.subject_prefix, config_.host_name, "synthetic.forward_gap").c_str(),
                             id.c_str(), headers, record);
+    }
+
+    // The configured packing, its byte limit kept under the server's max_payload (headers and
+    // the array header need room too).
+    PackLimits pack_limits(int64_t max_payload) {
+        PackLimits limits{config_.max_records_per_message, config_.max_message_bytes,
+                          std::chrono::milliseconds(config_.max_message_delay_ms)};
+        if (max_payload > 2 * kHeaderRoom && limits.max_bytes > max_payload - kHeaderRoom) {
+            limits.max_bytes = static_cast<uint32_t>(max_payload - kHeaderRoom);
+            if (!warned_max_payload_)
+                spdlog::warn("MaxMessageBytes {} is more than the NATS server accepts (max_payload {}): packing "
+                             "up to {} bytes",
+                             config_.max_message_bytes, max_payload, limits.max_bytes);
+            warned_max_payload_ = true;
+        }
+        return limits;
+    }
+    static constexpr int64_t kHeaderRoom = 1024;
+
+    // Waits until eventd's socket (or Ctrl-C) has something to read — true — or `due` passed.
+    static bool frame_or_due(int fd, Packer::Clock::time_point due) {
+        if (due == Packer::Clock::time_point::max()) return true;  // nothing packed: read_frame waits
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(due - Packer::Clock::now()).count();
+        if (left <= 0) return false;
+        pollfd fds[2] = {{fd, POLLIN, 0}, {base::interrupt_fd(), POLLIN, 0}};
+        return ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 60000))) != 0;  // -1 (EINTR): read
     }
 
     State& state_;
@@ -376,6 +419,7 @@ private:
     JetStream* js_ = nullptr;
     std::string subject_type_;  // the event type subject_ was made for
     std::string subject_;
+    bool warned_max_payload_ = false;
 };
 
 }  // namespace
@@ -407,6 +451,7 @@ base::Status run_forwarder(const ForwardConfig& config) {
         totals.published += session_counters.published;
         totals.acked += session_counters.acked;
         totals.duplicates += session_counters.duplicates;
+        totals.messages += session_counters.messages;
         if (end && *end == SessionEnd::stopped) break;
         if (base::interrupted()) break;
         const std::string why = end ? "the session ended" : end.error().message;

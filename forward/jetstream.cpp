@@ -57,8 +57,8 @@ AckReply read_ack(natsMsg* msg) {
     return ack;
 }
 
-// The record number at the end of an ack's subject `<inbox>.<number>`; 0 if there is none.
-uint64_t record_number(const char* subject) {
+// The message number at the end of an ack's subject `<inbox>.<number>`; 0 if there is none.
+uint64_t message_number(const char* subject) {
     const std::string_view s(subject ? subject : "");
     const auto dot = s.rfind('.');
     uint64_t n = 0;
@@ -78,7 +78,7 @@ struct JetStream::Handles {
     natsConnection* connection = nullptr;
     jsCtx* js = nullptr;
     natsSubscription* acks = nullptr;
-    std::string inbox;  // the acks' subjects are <inbox>.<record number>
+    std::string inbox;  // the acks' subjects are <inbox>.<message number>
     std::atomic<bool> closing{false};
     std::mutex mutex;
     std::condition_variable closed_cv;
@@ -211,7 +211,7 @@ base::Status JetStream::ensure_stream(std::vector<std::string>& warnings) {
 
 void JetStream::on_ack(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
     auto* self = static_cast<JetStream*>(closure);
-    const uint64_t number = record_number(natsMsg_GetSubject(msg));
+    const uint64_t number = message_number(natsMsg_GetSubject(msg));
     const AckReply ack = read_ack(msg);
     natsMsg_Destroy(msg);
     if (number == 0) return;  // not an ack of ours
@@ -224,14 +224,14 @@ void JetStream::on_ack(natsConnection*, natsSubscription*, natsMsg* msg, void* c
 }
 
 base::Status JetStream::publish(const char* subject, const char* msg_id, std::span<const Header> headers,
-                                std::span<const uint8_t> body) {
+                                std::span<const uint8_t> body, uint32_t records) {
     using namespace std::chrono;
     const auto give_up = AckWindow::Clock::now() + milliseconds(config_.ack_timeout_ms);
     if (!window_.wait_for_room(config_.max_pending_acks, give_up)) {
         if (window_.fail_if_stalled(milliseconds(config_.ack_timeout_ms)) && on_failure_) on_failure_();
         return base::Error{EIO, window_.failure().value_or("JetStream acknowledges nothing")};
     }
-    const uint64_t number = window_.reserve();
+    const uint64_t number = window_.reserve(records);
     char reply[96];
     const int n = std::snprintf(reply, sizeof reply, "%s.%llu", handles_->inbox.c_str(),
                                 static_cast<unsigned long long>(number));
@@ -255,6 +255,8 @@ base::Status JetStream::publish(const char* subject, const char* msg_id, std::sp
     }
     return {};
 }
+
+int64_t JetStream::max_payload() const { return natsConnection_GetMaxPayload(handles_->connection); }
 
 base::Status JetStream::complete(int64_t timeout_ms) {
     if (const natsStatus s = natsConnection_FlushTimeout(handles_->connection, timeout_ms); s != NATS_OK)

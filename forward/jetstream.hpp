@@ -3,7 +3,7 @@
 // their Nats-Msg-Id, acknowledgements counted into an AckWindow (ack_window.hpp).
 //
 // Publishing is plain NATS publishing with a reply subject, which is all a JetStream publish is
-// on the wire: each message's reply subject is `<inbox>.<record number>`, one subscription to
+// on the wire: each message's reply subject is `<inbox>.<message number>`, one subscription to
 // `<inbox>.*` receives JetStream's acks, and the number leads straight to the AckWindow's slot.
 // (nats.c's js_PublishMsgAsync does the same but keeps every message, a hash entry and a timer
 // entry per message until its ack, and parses each ack into allocated strings: measured, it
@@ -55,10 +55,13 @@ public:
         const char* key;
         const char* value;
     };
-    // Publish `body` asynchronously with the headers `Nats-Msg-Id: msg_id` and `headers`; blocks
-    // while MaxPendingAcks are outstanding (at most AckTimeoutMs without an ack: then a failure).
+    // Publish `body` (packing `records` records) asynchronously with the headers
+    // `Nats-Msg-Id: msg_id` and `headers`; blocks while MaxPendingAcks messages are outstanding
+    // (at most AckTimeoutMs without an ack: then a failure).
     base::Status publish(const char* subject, const char* msg_id, std::span<const Header> headers,
-                         std::span<const uint8_t> body);
+                         std::span<const uint8_t> body, uint32_t records = 1);
+    // The largest message the server accepts (its max_payload), headers included.
+    int64_t max_payload() const;
     // Wait up to `timeout_ms` for every outstanding ack.
     base::Status complete(int64_t timeout_ms);
 

@@ -62,8 +62,9 @@ std::string message_id(const RecordKeys& keys, std::span<const uint8_t> record) 
            stable_hash(std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
 }
 
-std::string stable_hash(std::string_view bytes) {
-    const uint64_t h = base::fnv1a64(base::kFnv1aOffsetBasis, bytes);
+std::string stable_hash(std::string_view bytes) { return hex64(base::fnv1a64(base::kFnv1aOffsetBasis, bytes)); }
+
+std::string hex64(uint64_t h) {
     static constexpr char kHex[] = "0123456789abcdef";
     std::string hex(16, '0');
     for (int i = 0; i < 16; ++i) hex[i] = kHex[(h >> (60 - 4 * i)) & 15];

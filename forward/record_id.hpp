@@ -40,5 +40,7 @@ std::string message_id(const RecordKeys& keys, std::span<const uint8_t> record);
 
 // FNV-1a 64 of `bytes` as 16 lowercase hex digits: the same on every machine and version.
 std::string stable_hash(std::string_view bytes);
+// `h` as 16 lowercase hex digits.
+std::string hex64(uint64_t h);
 
 }  // namespace eventd::forward

@@ -63,7 +63,7 @@ base::Result<std::string> status_text(const std::string& dir, int64_t now_ns) {
         line("lag, records", "not counted yet (" + std::to_string(s.pending) + " published, not yet acknowledged)");
     }
     line("lag, seconds", lag_seconds);
-    line("published", std::to_string(s.published));
+    line("published", std::to_string(s.published) + " records in " + std::to_string(s.messages) + " messages");
     line("acknowledged", std::to_string(s.acked));
     line("duplicates", std::to_string(s.duplicates) + " (JetStream already held them: replays)");
     line("reconnects", std::to_string(s.reconnects));

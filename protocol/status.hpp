@@ -148,12 +148,13 @@ struct Collector {
     std::optional<int64_t> pending;  // the consumer's lag as of its last look; null: not known yet
     std::optional<int64_t> ack_pending;
     std::optional<int64_t> redelivered;
-    uint64_t received = 0;
-    uint64_t duplicates = 0;  // found stored already, not stored again
-    uint64_t acked = 0;
-    uint64_t uncommitted = 0;  // delivered, held, not yet committed
-    uint64_t redelivery_requested = 0;
-    uint64_t refused = 0;
+    uint64_t received = 0;    // records (a message packs one or more)
+    uint64_t messages = 0;    // messages received (refused ones not counted)
+    uint64_t duplicates = 0;  // records found stored already, not stored again
+    uint64_t acked = 0;       // messages acknowledged
+    uint64_t uncommitted = 0;  // records delivered, held, not yet committed
+    uint64_t redelivery_requested = 0;  // messages
+    uint64_t refused = 0;               // messages
     uint64_t sessions = 0;
     std::optional<uint64_t> last_received_ns;
     std::optional<std::string> last_error;
@@ -196,10 +197,11 @@ struct Forwarder {
     std::string last_error;          // why the last session ended ("" none)
     int64_t last_error_ns = 0;       // wall clock of last_error
     bool caught_up = false;          // the stream's catch-up is over: records are live
-    uint64_t published = 0;          // every session's, since start
-    uint64_t acked = 0;
-    uint64_t duplicates = 0;              // acks saying JetStream already held the message (replays)
-    uint64_t pending = 0;                 // published, not yet acknowledged
+    uint64_t published = 0;          // records, every session's, since start
+    uint64_t acked = 0;              // records
+    uint64_t duplicates = 0;              // records of messages JetStream said it already held (replays)
+    uint64_t pending = 0;                 // records published, not yet acknowledged
+    uint64_t messages = 0;                // messages published (each packs one or more records)
     int64_t backlog = -1;                 // matching records eventd stores after the saved cursor (-1: not known)
     int64_t backlog_ns = 0;               // wall clock of that count
     uint64_t reconnects = 0;              // sessions started after the first
@@ -227,7 +229,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Queries, active, streaming, acce
                                                 max_concurrent_queries, max_streaming_queries, max_queries_per_user,
                                                 max_streaming_queries_per_user, admin_reserved_queries)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Collector, state, nats_url, stream, durable, pending, ack_pending,
-                                                redelivered, received, duplicates, acked, uncommitted,
+                                                redelivered, received, messages, duplicates, acked, uncommitted,
                                                 redelivery_requested, refused, sessions, last_received_ns, last_error)
 
 // A reader's reference to one key of one record kind, checked by the compiler: a member that
@@ -241,7 +243,7 @@ struct Key {
 // The key alone, also of the records nested in one (IndexPolicy's desired and counters).
 #define EVENTD_STATUS_MEMBER(R, member) (static_cast<void>(&R::member), #member)
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Forwarder, state, last_error, last_error_ns, caught_up, published,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Forwarder, state, last_error, last_error_ns, caught_up, published, messages,
                                                 acked, duplicates, pending, backlog, backlog_ns, reconnects, gaps,
                                                 last_acked_timestamp_ns, cursor_saved_ns, updated_ns, pid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DesiredIndex, field, priority, is_expression, manual)

@@ -228,37 +228,60 @@ void Collector::run_session(Session& s) {
     }
 }
 
+// A message's records, each checked and made a row; an error refuses the whole message (a
+// forwarder never publishes a bad record, so one means the message is not a host's own).
+base::Result<std::vector<HandoffItem>> Collector::items_of(natsMsg* msg) const {
+    const char* host = nullptr;
+    if (natsMsgHeader_Get(msg, kHostHeader, &host) != NATS_OK || !host || !*host)
+        return base::Error{EINVAL, "no Eventd-Host header"};
+    const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
+    auto records = records_of_message(std::span(data, static_cast<size_t>(natsMsg_GetDataLength(msg))));
+    if (!records) return records.error();
+    std::vector<HandoffItem> items;
+    items.reserve(records->size());
+    std::string subject;  // of the previous record's type: a message holds one type
+    for (const auto record : *records) {
+        auto item = item_from_record(record, host);
+        if (!item) return item.error();
+        // NATS permissions are per subject: a host may publish only under its own name.
+        if (items.empty() || item->row.event_type != items.back().row.event_type)
+            subject = nats::subject_for(config_.subject_prefix, host, item->row.event_type);
+        if (natsMsg_GetSubject(msg) != subject)
+            return base::Error{EINVAL, "the subject is not " + config_.subject_prefix +
+                                           ".<Eventd-Host>.<event_type> of the record (Eventd-Host " + host + ")"};
+        items.push_back(std::move(*item));
+    }
+    return items;
+}
+
 void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
     std::vector<std::vector<HandoffItem>> per_shard(writers_.size());
     for (natsMsg* msg : messages) {
-        const char* host = nullptr;
-        base::Result<HandoffItem> item = base::Error{EINVAL, "no Eventd-Host header"};
-        if (natsMsgHeader_Get(msg, kHostHeader, &host) == NATS_OK && host && *host) {
-            const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
-            item = item_from_record(std::span(data, static_cast<size_t>(natsMsg_GetDataLength(msg))), host);
-            // NATS permissions are per subject: a host may publish only under its own name.
-            if (item && natsMsg_GetSubject(msg) != nats::subject_for(config_.subject_prefix, host, item->row.event_type))
-                item = base::Error{EINVAL, "the subject is not " + config_.subject_prefix +
-                                               ".<Eventd-Host>.<event_type> of the record (Eventd-Host " + host + ")"};
-        }
-        if (!item) {
+        auto items = items_of(msg);
+        if (!items) {
             // Not an eventd record: never stored, so never acknowledged as stored — terminated,
             // so it is not delivered again and again (a limits stream keeps it for inspection).
             refused_.fetch_add(1, std::memory_order_relaxed);
             spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", natsMsg_GetSequence(msg),
-                          config_.stream, natsMsg_GetSubject(msg), item.error().message);
+                          config_.stream, natsMsg_GetSubject(msg), items.error().message);
             natsMsg_Term(msg, nullptr);
             natsMsg_Destroy(msg);
             continue;
         }
-        received_.fetch_add(1, std::memory_order_relaxed);
+        received_.fetch_add(items->size(), std::memory_order_relaxed);
+        messages_received_.fetch_add(1, std::memory_order_relaxed);
         last_received_ns_.store(synthetic::now_ns(), std::memory_order_relaxed);
-        item->receipt = {this, next_ticket_++};
+        // Every record of the message carries its ticket; the message is acknowledged once all
+        // of them are settled (settled()), each one stored or found stored already.
+        const uint64_t ticket = next_ticket_++;
         {
             std::lock_guard lock(pending_mutex_);
-            pending_.emplace(item->receipt.id, msg);
+            pending_.emplace(ticket, PendingMessage{msg, static_cast<uint32_t>(items->size()), true});
         }
-        per_shard[shard_of(*item, writers_.size())].push_back(std::move(*item));
+        for (HandoffItem& item : *items) {
+            item.receipt = {this, ticket};
+            per_shard[shard_of(item, writers_.size())].push_back(std::move(item));
+        }
     }
     messages.clear();
     // Blocks while a shard's channel is full: JetStream holds the rest (MaxAckPending) — the
@@ -279,10 +302,15 @@ base::Result<bool> Collector::stored_already(store::ShardDb& db, const HandoffIt
 
 void Collector::settled(const std::vector<uint64_t>& tickets, bool committed) {
     std::lock_guard lock(pending_mutex_);
-    for (uint64_t ticket : tickets) {
+    for (uint64_t ticket : tickets) {  // a ticket once per record of its message in the batch
         const auto it = pending_.find(ticket);
         if (it == pending_.end()) continue;  // its session ended: JetStream delivers it again
-        settled_.emplace_back(it->second, committed);
+        PendingMessage& m = it->second;
+        m.committed = m.committed && committed;
+        if (--m.unsettled > 0) continue;
+        // A message partly committed comes again when the rest failed: the committed part is
+        // then found stored already, record by record, and the rest completes it.
+        settled_.emplace_back(m.msg, m.committed);
         pending_.erase(it);
     }
 }
@@ -314,7 +342,7 @@ void Collector::end_session(Session&) {
     // the unsettled ones come again after AckWaitSeconds.
     send_settled();
     std::lock_guard lock(pending_mutex_);
-    for (auto& [ticket, msg] : pending_) natsMsg_Destroy(msg);
+    for (auto& [ticket, m] : pending_) natsMsg_Destroy(m.msg);
     pending_.clear();
 }
 
@@ -342,7 +370,7 @@ nlohmann::json Collector::status_record() const {
     size_t unacked = 0;
     {
         std::lock_guard lock(pending_mutex_);
-        unacked = pending_.size();
+        for (const auto& [ticket, m] : pending_) unacked += m.unsettled;
     }
     protocol::status::Collector c;
     c.nats_url = config_.nats_url;
@@ -352,6 +380,7 @@ nlohmann::json Collector::status_record() const {
     c.ack_pending = known(consumer_ack_pending_);
     c.redelivered = known(consumer_redelivered_);
     c.received = received_.load(std::memory_order_relaxed);
+    c.messages = messages_received_.load(std::memory_order_relaxed);
     c.duplicates = duplicates;
     c.acked = acked_.load(std::memory_order_relaxed);
     c.uncommitted = unacked;

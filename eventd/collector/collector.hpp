@@ -78,6 +78,7 @@ private:
     void run();
     void run_session(Session& session);
     void deliver(Session& session, std::vector<__natsMsg*>& messages);
+    base::Result<std::vector<HandoffItem>> items_of(__natsMsg* msg) const;
     void send_settled();  // the acknowledgements settled() queued
     void refresh_lag(Session& session);
     void end_session(Session& session);  // drops the unacknowledged messages, then the handles
@@ -98,7 +99,12 @@ private:
     // (true) or redelivery request (false) is still to be sent. Leaf lock: taken by the
     // collector's thread and by writer threads in settled() (which hold none of their locks).
     mutable std::mutex pending_mutex_;
-    std::unordered_map<uint64_t, __natsMsg*> pending_;
+    struct PendingMessage {
+        __natsMsg* msg;
+        uint32_t unsettled;  // its records not yet settled
+        bool committed;      // every settled record committed
+    };
+    std::unordered_map<uint64_t, PendingMessage> pending_;
     std::vector<std::pair<__natsMsg*, bool>> settled_;
     uint64_t next_ticket_ = 1;       // collector thread only
     std::string last_logged_error_;  // collector thread only: why the last session failed
@@ -107,7 +113,8 @@ private:
     mutable std::mutex state_mutex_;  // leaf: state_, last_error_
     std::string state_ = "starting";
     std::string last_error_;
-    std::atomic<uint64_t> received_{0};
+    std::atomic<uint64_t> received_{0};           // records
+    std::atomic<uint64_t> messages_received_{0};
     std::atomic<uint64_t> refused_{0};
     std::atomic<uint64_t> acked_{0};
     std::atomic<uint64_t> redelivery_requested_{0};

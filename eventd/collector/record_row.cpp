@@ -84,6 +84,27 @@ bool is_header(std::string_view key) {
 
 }  // namespace
 
+base::Result<std::vector<std::span<const uint8_t>>> records_of_message(std::span<const uint8_t> body) {
+    std::vector<std::span<const uint8_t>> records;
+    msgpack::Reader in(body, msgpack::kRecordMaxDepth + 1, msgpack::MapKeys::any);
+    if (in.next_is_map()) {
+        records.push_back(body);  // one record; item_from_record checks it ends where the body does
+        return records;
+    }
+    auto count = in.array_header();
+    if (!count) return bad("neither a record (a msgpack map) nor an array of records");
+    if (*count == 0) return bad("an empty array of records");
+    records.reserve(*count);
+    for (uint32_t i = 0; i < *count; ++i) {
+        const size_t start = in.pos();
+        if (auto st = in.skip(1); !st) return bad("record " + std::to_string(i + 1) + " of " + std::to_string(*count) +
+                                                  ": " + st.error().message);
+        records.push_back(body.subspan(start, in.pos() - start));
+    }
+    if (!in.at_end()) return bad("bytes after the array of records");
+    return records;
+}
+
 base::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std::string_view host) {
     msgpack::Reader in(record, msgpack::kRecordMaxDepth, msgpack::MapKeys::any);
     auto pairs = in.map_header();

@@ -21,11 +21,18 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "base/result.hpp"
 #include "eventd/ingest/handoff.hpp"
 
 namespace eventd::collector {
+
+// The records of one message body eventd-forward published (docs/FORWARD.md "Packed
+// messages"): a msgpack array of records, or one record (a map) — MaxRecordsPerMessage 1 and
+// forwarders before packing. Each span is one element's bytes, not yet checked (item_from_record
+// does that). EINVAL for anything else: an empty array, bytes after it, an element cut short.
+base::Result<std::vector<std::span<const uint8_t>>> records_of_message(std::span<const uint8_t> body);
 
 // EINVAL (naming what is wrong) when `record` is not one msgpack map with boot_id (a GUID
 // string), timestamp (an integer) and event_type (a string) and header fields of their types.

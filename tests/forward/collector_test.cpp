@@ -151,3 +151,41 @@ TEST_CASE("collected bytes that are no eventd record are refused with the reason
     bytes.push_back(0xc0);
     CHECK_THAT(record_error(bytes), Catch::Contains("bytes after the record's map"));
 }
+
+TEST_CASE("collector: a message body is one record or an array of records, each checked on its own",
+          "[collector]") {
+    const json r1 = {{"boot_id", kBoot}, {"timestamp", 5}, {"event_type", "x"}, {"cpu_id", 0}, {"sequence", 1}};
+    const json r2 = {{"boot_id", kBoot}, {"timestamp", 6}, {"event_type", "x"}, {"cpu_id", 0}, {"sequence", 2}};
+    const auto single = json::to_msgpack(r1);
+    auto one = records_of_message(single);
+    REQUIRE(one);
+    REQUIRE(one->size() == 1);
+    CHECK(std::vector<uint8_t>(one->at(0).begin(), one->at(0).end()) == single);
+
+    const auto packed = json::to_msgpack(json::array({r1, r2}));
+    auto two = records_of_message(packed);
+    REQUIRE(two);
+    REQUIRE(two->size() == 2);
+    CHECK(std::vector<uint8_t>(two->at(1).begin(), two->at(1).end()) == json::to_msgpack(r2));
+    auto item = item_from_record(two->at(1), "web-3");
+    REQUIRE(item);
+    CHECK(item->accounting->first == 2);
+
+    auto refused = [](const std::vector<uint8_t>& body) {
+        auto r = records_of_message(body);
+        REQUIRE_FALSE(r);
+        return r.error().message;
+    };
+    CHECK(refused(json::to_msgpack(json::array())).find("empty array") != std::string::npos);
+    CHECK(refused(json::to_msgpack(json("text"))).find("neither a record") != std::string::npos);
+    auto cut = packed;
+    cut.resize(cut.size() - 3);
+    CHECK(refused(cut).find("record 2 of 2") != std::string::npos);
+    auto trailing = packed;
+    trailing.push_back(0xc0);
+    CHECK(refused(trailing).find("bytes after") != std::string::npos);
+    // An element that is not a map is found by item_from_record, which refuses the message.
+    auto mixed = records_of_message(json::to_msgpack(json::array({r1, 7})));
+    REQUIRE(mixed);
+    CHECK_FALSE(item_from_record(mixed->at(1), "web-3"));
+}

@@ -11,6 +11,7 @@
 #include "base/jittered_backoff.hpp"
 #include "forward/ack_window.hpp"
 #include "forward/config.hpp"
+#include "forward/packer.hpp"
 #include "forward/record_id.hpp"
 #include "thread_state.hpp"
 
@@ -158,7 +159,7 @@ TEST_CASE("forward ack window: a full window blocks the reader until an ack; sil
     std::this_thread::sleep_for(20ms);
     CHECK(w.fail_if_stalled(10ms));
     REQUIRE(w.failure());
-    CHECK(w.failure()->find("no acknowledgement from JetStream within 10 ms (1 outstanding)") != std::string::npos);
+    CHECK(w.failure()->find("no acknowledgement from JetStream within 10 ms (1 message outstanding)") != std::string::npos);
     CHECK_FALSE(w.wait_for_room(5, AckWindow::Clock::now() + 10s));  // a failure ends the wait at once
 }
 
@@ -219,4 +220,160 @@ TEST_CASE("jittered backoff: from 100 ms, doubling to the cap, each wait in [hal
     CHECK(backoff.next().count() <= 100);
     base::JitteredBackoff small(milliseconds(10));  // a cap below the first wait bounds it too
     CHECK(small.next().count() <= 10);
+}
+
+namespace {
+
+// A sink that keeps what the packer hands over, in order: "m" messages and "c" checkpoints.
+struct RecordingSink : PackerSink {
+    std::vector<PackedMessage> messages;
+    std::vector<std::string> order;  // "m:<records>" or "c:<cursor>"
+    base::Status publish(const PackedMessage& m) override {
+        messages.push_back(m);
+        order.push_back("m:" + std::to_string(m.records));
+        return {};
+    }
+    void checkpoint(const PersistPoint& p) override { order.push_back("c:" + p.cursor); }
+};
+
+std::vector<uint8_t> kmes_record(const std::string& type, uint64_t seq, const std::string& boot = "b1") {
+    return json::to_msgpack(json{{"event_type", type}, {"boot_id", boot}, {"cpu_id", 0}, {"sequence", seq},
+                                 {"timestamp", 1000 + seq}, {"n", seq}});
+}
+
+void add(Packer& p, const std::vector<uint8_t>& record, Packer::Clock::time_point now = Packer::Clock::now()) {
+    auto keys = record_keys(record);
+    REQUIRE(keys);
+    REQUIRE(p.add(*keys, record, now));
+}
+
+}  // namespace
+
+TEST_CASE("forward packing: a message per type, closed by count, bytes or delay; a msgpack array of the records",
+          "[forward]") {
+    using namespace std::chrono_literals;
+    RecordingSink sink;
+    const auto t0 = Packer::Clock::now();
+    Packer p(PackLimits{3, 1 << 20, 5ms}, sink);
+    add(p, kmes_record("a", 1), t0);
+    add(p, kmes_record("b", 2), t0);
+    add(p, kmes_record("a", 3), t0);
+    CHECK(sink.messages.empty());
+    add(p, kmes_record("a", 4), t0);  // the third "a": full
+    REQUIRE(sink.messages.size() == 1);
+    const PackedMessage& m = sink.messages[0];
+    CHECK(m.event_type == "a");
+    CHECK(m.boot_id == "b1");
+    CHECK(m.records == 3);
+    const json body = json::from_msgpack(m.body);
+    REQUIRE(body.is_array());
+    REQUIRE(body.size() == 3);
+    CHECK(body[0]["sequence"] == 1);
+    CHECK(body[2]["sequence"] == 4);
+    CHECK(json::to_msgpack(body[1]) == kmes_record("a", 3));  // each record exactly as it came
+    // The id names the range, and the same records make the same id.
+    CHECK(m.msg_id.rfind("b1:0:1~b1:0:4/3:", 0) == 0);
+    RecordingSink again_sink;
+    Packer again(PackLimits{3, 1 << 20, 5ms}, again_sink);
+    for (uint64_t s : {1, 3, 4}) add(again, kmes_record("a", s), t0);
+    REQUIRE(again_sink.messages.size() == 1);
+    CHECK(again_sink.messages[0].msg_id == m.msg_id);
+    CHECK(again_sink.messages[0].body == m.body);
+    // Other records in between (another filter, a resend cut differently): another id.
+    RecordingSink other_sink;
+    Packer other(PackLimits{3, 1 << 20, 5ms}, other_sink);
+    for (uint64_t s : {1, 2, 4}) add(other, kmes_record("a", s), t0);
+    CHECK(other_sink.messages.at(0).msg_id != m.msg_id);
+
+    // The delay: "b" is due 5 ms after its first record.
+    CHECK(p.next_due() == t0 + 5ms);
+    REQUIRE(p.flush_due(t0 + 4ms));
+    CHECK(sink.messages.size() == 1);
+    REQUIRE(p.flush_due(t0 + 5ms));
+    REQUIRE(sink.messages.size() == 2);
+    CHECK(sink.messages[1].event_type == "b");
+    CHECK(sink.messages[1].msg_id == "b1:0:2");  // one record: its own id
+    CHECK(json::from_msgpack(sink.messages[1].body).is_array());
+    CHECK(p.next_due() == Packer::Clock::time_point::max());
+
+    // Bytes: a record that would take the message past MaxMessageBytes closes it first; a record
+    // bigger than the limit goes alone.
+    RecordingSink bytes_sink;
+    const size_t one = kmes_record("c", 10).size();
+    Packer small(PackLimits{100, static_cast<uint32_t>(5 + 2 * one), 5ms}, bytes_sink);
+    for (uint64_t s = 10; s < 15; ++s) add(small, kmes_record("c", s), t0);
+    REQUIRE(bytes_sink.messages.size() == 2);
+    CHECK(bytes_sink.messages[0].records == 2);
+    CHECK(bytes_sink.messages[0].body.size() <= 5 + 2 * one);
+    CHECK(bytes_sink.messages[1].records == 2);
+    // A new boot closes the type's open message.
+    add(small, kmes_record("c", 1, "b2"), t0);
+    REQUIRE(bytes_sink.messages.size() == 3);
+    CHECK(bytes_sink.messages[2].records == 1);
+    CHECK(bytes_sink.messages[2].boot_id == "b1");
+    REQUIRE(small.flush_all());
+    CHECK(bytes_sink.messages.back().boot_id == "b2");
+}
+
+TEST_CASE("forward packing: one record per message keeps the record itself as the body", "[forward]") {
+    RecordingSink sink;
+    Packer p(PackLimits{1, 1 << 20, std::chrono::milliseconds(5)}, sink);
+    const auto record = kmes_record("a", 7);
+    add(p, record);
+    REQUIRE(sink.messages.size() == 1);
+    CHECK(sink.messages[0].body == record);
+    CHECK(sink.messages[0].msg_id == "b1:0:7");
+    CHECK(sink.messages[0].records == 1);
+    p.cursor("c1", 1);
+    CHECK(sink.order == std::vector<std::string>{"m:1", "c:c1"});
+}
+
+TEST_CASE("forward packing: a frame's cursor reaches the window only after every record before it is published",
+          "[forward]") {
+    using namespace std::chrono_literals;
+    RecordingSink sink;
+    const auto t0 = Packer::Clock::now();
+    Packer p(PackLimits{2, 1 << 20, 5ms}, sink);
+    add(p, kmes_record("a", 1), t0);
+    add(p, kmes_record("b", 2), t0);
+    p.cursor("c1", 2);  // a and b are open: c1 waits
+    add(p, kmes_record("b", 3), t0);  // b full → published; a still open
+    p.cursor("c2", 3);
+    CHECK(sink.order == std::vector<std::string>{"m:2"});
+    add(p, kmes_record("c", 4), t0 + 1ms);
+    p.cursor("c3", 4);
+    REQUIRE(p.flush_due(t0 + 5ms));  // a is due (c is not): c1 and c2 are ready, c3 waits for c
+    CHECK(sink.order == std::vector<std::string>{"m:2", "m:1", "c:c1", "c:c2"});
+    REQUIRE(p.flush_all());
+    CHECK(sink.order == std::vector<std::string>{"m:2", "m:1", "c:c1", "c:c2", "m:1", "c:c3"});
+    // Nothing open: a cursor is a checkpoint at once.
+    p.cursor("c4", 5);
+    CHECK(sink.order.back() == "c:c4");
+
+    // Through the ack window: the cursor persisted never passes an unpublished record.
+    AckWindow w;
+    struct WindowSink : PackerSink {
+        AckWindow& w;
+        explicit WindowSink(AckWindow& w) : w(w) {}
+        base::Status publish(const PackedMessage& m) override {
+            w.reserve(m.records);
+            return {};
+        }
+        void checkpoint(const PersistPoint& point) override { w.checkpoint(point.cursor, point.newest_event_ns); }
+    } window_sink(w);
+    Packer q(PackLimits{10, 1 << 20, 5ms}, window_sink);
+    add(q, kmes_record("a", 1), t0);
+    q.cursor("k1", 1);
+    add(q, kmes_record("b", 2), t0);
+    q.cursor("k2", 2);
+    REQUIRE(q.flush_due(t0 + 5ms));  // both published, a first
+    w.acked(1, false);
+    REQUIRE(w.persistable());
+    CHECK(w.persistable()->cursor == "k1");  // k2 needs b's message too
+    w.acked(2, false);
+    CHECK(w.persistable()->cursor == "k2");
+    const WindowCounters c = w.counters();
+    CHECK(c.published == 2);
+    CHECK(c.messages == 2);
+    CHECK(c.pending == 0);
 }

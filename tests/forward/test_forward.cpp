@@ -16,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "eventd/collector/record_row.hpp"
 #include "forward/record_id.hpp"
 #include "support/daemon_process.hpp"
 #include "support/eventually.hpp"
@@ -35,10 +36,29 @@ using std::chrono::seconds;
 
 constexpr const char* kHost = kForwardTestHost;  // a space and dots: escaped in subjects
 
-// Wait until the stream holds `expected` messages; the last count.
-uint64_t await_messages(NatsServer& nats, uint64_t expected, seconds timeout) {
+// A record in the stream, and the message that carries it (a message packs one or more).
+struct StreamRecord {
+    std::vector<uint8_t> bytes;
+    const StoredMessage* message;
+};
+
+// Every record of every message, in stream order — split as the collector splits them.
+std::vector<StreamRecord> records_in(const std::vector<StoredMessage>& messages) {
+    std::vector<StreamRecord> out;
+    for (const StoredMessage& m : messages) {
+        auto records = collector::records_of_message(m.data);
+        INFO(m.subject);
+        REQUIRE(records);
+        for (const auto r : *records) out.push_back({{r.begin(), r.end()}, &m});
+    }
+    return out;
+}
+
+// Wait until the stream holds at least `expected` records; the last count.
+uint64_t await_records(NatsServer& nats, uint64_t expected, seconds timeout) {
     uint64_t n = 0;
-    test_support::eventually([&] { return (n = nats.count("EVENTD")) == expected; }, timeout, milliseconds(100));
+    test_support::eventually([&] { return (n = records_in(nats.messages("EVENTD")).size()) >= expected; }, timeout,
+                             milliseconds(200));
     return n;
 }
 
@@ -69,14 +89,21 @@ std::map<std::string, Expected> eventd_records(QueryEnv& env) {
 
 }  // namespace
 
-TEST_CASE("every record reaches JetStream exactly once, across forwarder kills, a NATS outage and an eventd restart",
+// One record per message (MaxRecordsPerMessage 1): JetStream itself stores each record once, by
+// its Nats-Msg-Id. Packed (the default): a resend after a kill may be cut differently and store
+// records again (the collector's per-record check makes that harmless: test_collector.cpp) —
+// every record is there at least once, no Nats-Msg-Id twice, and every message is records of
+// one type and boot, each CPU's in sequence order.
+TEST_CASE("every record reaches JetStream, across forwarder kills, a NATS outage and an eventd restart",
           "[forward]") {
+    const int per_message = GENERATE(1, 0);  // 0: the default packing
+    INFO("MaxRecordsPerMessage " << (per_message ? std::to_string(per_message) : "default"));
     QueryEnv env(fast_commits());
     NatsServer nats(env.dir());
     for (int i = 1; i <= 300; ++i) emit("fwd.tick", {{"i", i}, {"pad", std::string(50, 'x')}});
     REQUIRE(await_count(env, "EVENTS fwd.tick COUNT", 300, seconds(10)) == 300);
 
-    Forwarder forwarder(env, nats);
+    Forwarder forwarder(env, nats, per_message ? json{{"MaxRecordsPerMessage", per_message}} : json::object());
     // Killed three times while it works through the backlog.
     for (int k = 0; k < 3; ++k) {
         forwarder.start();
@@ -100,27 +127,54 @@ TEST_CASE("every record reaches JetStream exactly once, across forwarder kills, 
 
     const auto expected = eventd_records(env);
     INFO(forwarder.log());
-    REQUIRE(await_messages(nats, expected.size(), seconds(30)) == expected.size());
+    REQUIRE(await_records(nats, expected.size(), seconds(30)) >= expected.size());
+    // Nothing more will come: caught up, every message acknowledged.
+    INFO(forwarder.await_status({"caught up, nothing pending"}, seconds(20)));
     const auto stored = nats.messages("EVENTD");
     std::map<std::string, int> seen;
-    for (const StoredMessage& m : stored) {
+    std::set<std::string> message_ids;
+    for (const StreamRecord& r : records_in(stored)) {
+        const StoredMessage& m = *r.message;
         INFO(m.subject);
         REQUIRE(m.headers.count("Nats-Msg-Id"));
-        const std::string& id = m.headers.at("Nats-Msg-Id");
+        auto keys = forward::record_keys(r.bytes);
+        REQUIRE(keys);
+        const std::string id = forward::message_id(*keys, r.bytes);
         ++seen[id];
         const auto want = expected.find(id);
         REQUIRE(want != expected.end());
-        // The body is the record as eventctl --format msgpack prints it.
-        CHECK(m.data == want->second.bytes);
+        // Each record is the record as eventctl --format msgpack prints it.
+        CHECK(r.bytes == want->second.bytes);
         CHECK(m.headers.at("Eventd-Host") == kHost);
         CHECK(m.headers.at("Eventd-Boot") == want->second.keys.boot_id);
         CHECK(m.subject == forward::subject_for("eventd", kHost, want->second.keys.event_type));
+        if (per_message == 1) {
+            CHECK(m.headers.at("Nats-Msg-Id") == id);
+            CHECK(m.data == r.bytes);  // the body is the record itself
+        }
+        message_ids.insert(m.headers.at("Nats-Msg-Id"));
     }
+    CHECK(message_ids.size() == stored.size());  // JetStream stored no Nats-Msg-Id twice
     for (const auto& [id, n] : seen) {
         INFO(id);
-        CHECK(n == 1);
+        if (per_message == 1) CHECK(n == 1);
     }
     CHECK(seen.size() == expected.size());
+    if (per_message != 1) {
+        // Packing did pack: fewer messages than records, each message's records in eventd's order.
+        CHECK(stored.size() < expected.size() / 4);
+        for (const StoredMessage& m : stored) {
+            const auto records = records_in({m});
+            CHECK(m.headers.at("Eventd-Records") == std::to_string(records.size()));
+            std::map<uint64_t, uint64_t> last_sequence;  // by CPU
+            for (const StreamRecord& r : records) {
+                const auto keys = forward::record_keys(r.bytes);
+                if (!keys->sequence) continue;
+                CHECK(last_sequence[*keys->cpu_id] < *keys->sequence);
+                last_sequence[*keys->cpu_id] = *keys->sequence;
+            }
+        }
+    }
     // Subjects: the host's space and dots escaped, the type's dots kept.
     CHECK(forward::subject_for("eventd", kHost, "kacs.access_denied") == "eventd.web%203%2Eexample.kacs.access_denied");
     // KMES events carry boot:cpu:sequence.
@@ -172,7 +226,7 @@ TEST_CASE("records retention deleted before they were forwarded become one synth
     forwarder.start();
     INFO(forwarder.log());
     // The records after the cursor that are still stored, and one gap record.
-    REQUIRE(await_messages(nats, after_gap + 1, seconds(20)) >= after_gap + 1);
+    REQUIRE(await_records(nats, after_gap + 1, seconds(20)) >= after_gap + 1);
     // Nothing more will come: the forwarder is caught up with every record acknowledged.
     const std::string settled = forwarder.await_status({"caught up, nothing pending"}, seconds(20));
     INFO(settled);
@@ -210,7 +264,7 @@ TEST_CASE("eventd-forward over TLS trusts only the configured CA", "[forward]") 
     forwarder.start();
     const auto total = static_cast<uint64_t>(count(env, "EVENTS COUNT"));
     INFO(forwarder.log());
-    CHECK(await_messages(nats, total, seconds(20)) == total);
+    CHECK(await_records(nats, total, seconds(20)) == total);
     forwarder.stop();
 }
 
