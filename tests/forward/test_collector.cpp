@@ -390,7 +390,8 @@ TEST_CASE("NATS down for 30 s while a host ingests: nothing lost; policy and liv
 
 namespace eventd::query_it {
 
-TEST_CASE("messages that are not a host's own records are refused; the rest is stored", "[collector]") {
+TEST_CASE("messages that are not a host's own records are refused; the rest is stored once, however packed",
+          "[collector]") {
     test_support::TempDir nats_dir;
     NatsServer nats(nats_dir.str());
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
@@ -414,15 +415,42 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     nats.publish(subject, {}, body);                            // no Eventd-Host
     nats.publish(subject, {{"Eventd-Host", "host-a"}}, {0xc1});  // not msgpack
     nats.publish("eventd.host-a.other", {{"Eventd-Host", "host-a"}}, body);  // subject and type differ
+    // Packed messages (docs/FORWARD.md "Packed messages") of another boot, as a forwarder's
+    // resends after crashes could cut them: each record is stored once, whatever the messages.
+    const std::string packed_boot = "1f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+    auto packed = [&](std::vector<int> sequences, bool one_bad = false) {
+        json records = json::array();
+        for (int seq : sequences)
+            records.push_back({{"boot_id", packed_boot}, {"timestamp", 1795493460061943023ull + seq}, {"cpu_id", 0},
+                               {"sequence", seq}, {"event_type", "app.login"}, {"n", seq}});
+        if (one_bad) records.push_back({{"boot_id", packed_boot}, {"event_type", "app.login"}});  // no timestamp
+        nats.publish(subject, {{"Eventd-Host", "host-a"}}, json::to_msgpack(records));
+    };
+    packed({1, 2, 3});
+    packed({2, 3, 4, 5});  // cut differently: 2 and 3 are stored already, 4 and 5 complete it
+    packed({7});
+    packed({6});           // a late record fills its gap
+    packed({1, 2, 3});     // the same again (beyond the stream's duplicate window)
+    packed({8}, true);     // a bad record refuses its whole message: 8 is not stored
+    nats.publish(subject, {{"Eventd-Host", "host-a"}}, json::to_msgpack(json::array()));  // no records
 
     const int64_t total = settled_count(host, 500);
     INFO("collector log:\n" << collector.log());
-    CHECK(await_collected(collector, "EVENTS WHERE host IS NOT NULL", total) == total);
-    check_exactly_once({{&host, "host-a"}}, collector.records("EVENTS WHERE host IS NOT NULL"));
+    const std::string hosts_own = "EVENTS WHERE host IS NOT NULL AND boot_id != \"" + packed_boot + "\"";
+    CHECK(await_collected(collector, hosts_own, total) == total);
+    check_exactly_once({{&host, "host-a"}}, collector.records(hosts_own));
     CHECK(collector.count("EVENTS WHERE boot_id == \"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\"") == 0);
+    REQUIRE(await_collected(collector, "EVENTS WHERE boot_id == \"" + packed_boot + "\"", 7) == 7);
+    std::vector<int64_t> sequences;
+    for (const json& r : collector.records("EVENTS WHERE boot_id == \"" + packed_boot + "\" SORT sequence")) {
+        sequences.push_back(r["sequence"].get<int64_t>());
+        CHECK(r["host"] == "host-a");
+        CHECK(r["n"] == r["sequence"]);
+    }
+    CHECK(sequences == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7});
     const std::string status = collector.run({"status"}).out;
     INFO(status);
-    CHECK(std::regex_search(status, std::regex(R"(refused \(not eventd records\) +4\b)")));
+    CHECK(std::regex_search(status, std::regex(R"(refused \(not eventd records\) +6\b)")));
     const std::string log = collector.log();
     CHECK_THAT(log, Catch::Contains("is not eventd.<Eventd-Host>.<event_type> of the record (Eventd-Host host-b)"));
     CHECK_THAT(log, Catch::Contains("no Eventd-Host header"));
