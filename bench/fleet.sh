@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
-# The fleet, measured on real daemons (issue 12; docs/PERFORMANCE.md §12): one host (kmes-shimd,
-# eventd, eventd-forward) → a nats-server with JetStream on loopback → an eventd in collector
-# mode. Three parts, each printing a Markdown table:
-#   1. throughput: N events emitted as fast as the shim takes them (kmes-emit, batches of 256);
-#      the seconds until the host's store, the stream and the collector's store hold all N,
-#      side by side in one run → each stage's rate and the forwarder's ratio to the ingest;
+# The fleet, measured on real daemons (issues 12 and 27; docs/PERFORMANCE.md §12): one host
+# (kmes-shimd, eventd, eventd-forward) → a nats-server with JetStream on loopback → an eventd in
+# collector mode. Three parts, each printing a Markdown table:
+#   1. throughput, each stage alone on the machine, for both message formats side by side:
+#      packed (the default) and one record per message (MaxRecordsPerMessage 1, as before
+#      issue 27). Per format: N events emitted as fast as the shim takes them (kmes-emit, batches
+#      of 256) into the host with no forwarder running → the host's ingest rate; then a
+#      forwarder on that backlog into a fresh stream → its rate (until its saved cursor covers
+#      the last event: status.json's cursor_saved_ns) and nats-server's CPU per record; then a
+#      collector on that stream → its rate (until its store holds all N). The ratios are to the
+#      ingest rate of the same format's round;
 #   2. latency: 1000 events/s for T seconds; a live `EVENTS … STREAM` on the collector
 #      reports, per record, now − its emit timestamp (the shim's stamp) → p50, p99, max;
 #   3. crashes: M events arrive while eventd-forward is stopped (a backlog); it starts again
 #      and is SIGKILLed every 0.5-1.5 s while it catches up (the collector every other time),
 #      restarted 1.2 s later. Beside it, on the same host and the
-#      same kill schedule, an at-least-once anchor: a second forwarder into a stream whose
-#      duplicate window (1 s) has passed when it replays — what journal-upload-style resending
-#      from a saved cursor delivers. Counted: records, duplicates and losses of each.
+#      same kill schedule, an at-least-once anchor: a second forwarder, one record per message,
+#      into a stream whose duplicate window (1 s) has passed when it replays — what
+#      journal-upload-style resending from a saved cursor delivers. Counted: records, duplicates
+#      and losses of each.
+# The last line: `fleet: forwarder X.XX× of ingest, collector Y.YY× of ingest` (packed).
 #
-#   bench/fleet.sh [--quick]       --quick: N 20000, 5 s of latency, M 100000 with 4 kills
+#   bench/fleet.sh [--quick]       --quick: N 50000, 5 s of latency, M 100000 with 4 kills
 #   BUILD_DIR=build-bench          the binaries (scripts/bench fleet builds them)
 #   BENCH_STORE_DIR=/var/tmp       where the stores and JetStream live (a real disk)
+#   FORWARD_EXTRA='{"MaxRecordsPerMessage": 100}'   more keys for every packed forwarder
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=200000 LAT_S=20 M=300000 KILLS=8
-[[ ${1:-} == --quick ]] && { N=20000 LAT_S=5 M=100000 KILLS=4; }
+N=400000 LAT_S=20 M=300000 KILLS=8
+[[ ${1:-} == --quick ]] && { N=50000 LAT_S=5 M=100000 KILLS=4; }
 BIN=${BUILD_DIR:-build-bench}
 NATS_SERVER=$(command -v nats-server || echo /usr/sbin/nats-server)
 DIR=$(mktemp -d "${BENCH_STORE_DIR:-/var/tmp}/fleet-bench.XXXXXX")
@@ -35,22 +43,32 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$DIR"/{etc,run,log}
 
-python3 - "$DIR" "$PORT" <<'PY'
+python3 - "$DIR" "$PORT" "${FORWARD_EXTRA:-{\}}" <<'PY'
 import json, sys
-d, port = sys.argv[1], sys.argv[2]
+d, port, extra = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 w = lambda name, doc: json.dump(doc, open(f"{d}/etc/{name}.json", "w"), indent=1)
 w("kmes", {"SocketPath": f"{d}/run/kmes.sock", "BufferCapacity": 67108864})
 w("host", {"EventStorePath": f"{d}/host", "QuerySocketPath": f"{d}/run/host.sock",
            "KmesSocketPath": f"{d}/run/kmes.sock", "EventRetentionDays": 3650})
-w("collector", {"EventStorePath": f"{d}/collector", "QuerySocketPath": f"{d}/run/collector.sock",
-                "EventRetentionDays": 3650, "StorageShards": 2,
-                "CollectorSource": {"NatsUrl": f"nats://127.0.0.1:{port}", "AckWaitSeconds": 2,
-                                    "MaxBackoffMs": 500}})
+def collector(name, stream="EVENTD", prefix="eventd"):
+    w(name, {"EventStorePath": f"{d}/{name}", "QuerySocketPath": f"{d}/run/{name}.sock",
+             "EventRetentionDays": 3650, "StorageShards": 2,
+             "CollectorSource": {"NatsUrl": f"nats://127.0.0.1:{port}", "AckWaitSeconds": 2,
+                                 "MaxBackoffMs": 500, "Stream": stream, "SubjectPrefix": prefix}})
 fwd = {"NatsUrl": f"nats://127.0.0.1:{port}", "EventdSocketPath": f"{d}/run/host.sock",
        "HostName": "bench-host", "MaxBackoffMs": 500}
-w("forward", dict(fwd, StateDirectory=f"{d}/forward"))
-# The anchor: the same forwarder into a stream whose duplicate window has passed when it replays.
-w("anchor", dict(fwd, StateDirectory=f"{d}/anchor", Stream="ANCHOR", SubjectPrefix="anchor",
+packed = dict(fwd, **extra)
+single = dict(fwd, MaxRecordsPerMessage=1)
+# Part 1: one forwarder and one collector per format, each on its own stream and event type.
+for name, conf in (("single", single), ("packed", packed)):
+    w(f"fwd-{name}", dict(conf, StateDirectory=f"{d}/fwd-{name}", Stream=name.upper(), SubjectPrefix=name,
+                          Query=f"EVENTS bench.fleet.{name}"))
+    collector(f"coll-{name}", name.upper(), name)
+# Parts 2 and 3: the packed forwarder of everything, its collector, and the anchor: the same
+# forwarder, one record per message, into a stream whose duplicate window has passed when it replays.
+w("forward", dict(packed, StateDirectory=f"{d}/forward"))
+collector("collector")
+w("anchor", dict(single, StateDirectory=f"{d}/anchor", Stream="ANCHOR", SubjectPrefix="anchor",
                  DuplicateWindowSeconds=1))
 PY
 
@@ -62,16 +80,16 @@ start() {  # name, command...
 }
 stop() { kill "-${2:-TERM}" "${pid[$1]}" 2>/dev/null || true; wait "${pid[$1]}" 2>/dev/null || true; unset "pid[$1]"; }
 start_forward() { start "$1" "$BIN/forward/eventd-forward" --config "$DIR/etc/$1.json"; }
-start_collector() { start collector "$BIN/eventd/eventd" --config "$DIR/etc/collector.json"; wait_socket "$DIR/run/collector.sock"; }
+start_collector() {  # name (default collector)
+  local name=${1:-collector}
+  start "$name" "$BIN/eventd/eventd" --config "$DIR/etc/$name.json"; wait_socket "$DIR/run/$name.sock"
+}
 
 start nats "$NATS_SERVER" -js -a 127.0.0.1 -p "$PORT" -m "$MPORT" -sd "$DIR/js"
 start shim "$BIN/kmes-shim/kmes-shimd" --config "$DIR/etc/kmes.json"
 wait_socket "$DIR/run/kmes.sock"
 start host "$BIN/eventd/eventd" --config "$DIR/etc/host.json"
 wait_socket "$DIR/run/host.sock"
-start_forward forward
-for _ in $(seq 100); do grep -q "stream EVENTD" "$DIR/log/forward.log" 2>/dev/null && break; sleep 0.1; done
-start_collector
 export KMES_SOCKET=$DIR/run/kmes.sock
 
 count() {  # socket, query → its COUNT (-1 when it cannot be asked)
@@ -89,64 +107,106 @@ except Exception:
     print(-1)
 PY
 }
-now() { date +%s.%N; }
-rate() { python3 -c "print(f'{$1 / ($3 - $2):,.0f}')"; }
-secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 
 model=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)
 echo "## The fleet: host → JetStream → collector ($(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD), $BIN, $(nproc) × ${model:-CPU})"
 echo
 
-# 1. Throughput. One poller looks at the three stages every 50 ms (eventctl COUNT on each
-# store, the stream's message count from the monitoring endpoint).
+# 1. Throughput, stage by stage, both formats. The stages are timed in Python (poll.py): every
+# 20 ms it asks the host or the collector for a COUNT, or reads the forwarder's status.json.
 cat > "$DIR/poll.py" <<'PY'
-import json, subprocess, sys, time, urllib.request
-eventctl, run, mport = sys.argv[1], sys.argv[2], sys.argv[3]
+import json, os, subprocess, sys, time
+eventctl, run = sys.argv[1], sys.argv[2]
 def count(sock, query):
     r = subprocess.run([eventctl, "--socket", f"{run}/{sock}.sock", "-o", "jsonl", query + " COUNT"],
                        capture_output=True, text=True)
     try: return json.loads(r.stdout)["count"]
     except Exception: return -1
-def messages(stream):
-    try:
-        d = json.load(urllib.request.urlopen(f"http://127.0.0.1:{mport}/jsz?streams=1", timeout=5))
-        return sum(s["state"]["messages"] for a in d.get("account_details", []) for s in a.get("stream_detail", [])
-                   if s["name"] == stream)
-    except Exception: return -1
+def newest(sock, query):  # the newest event time of a query's records
+    r = subprocess.run([eventctl, "--socket", f"{run}/{sock}.sock", "-o", "jsonl", query + " SORT timestamp DESC TAKE 1"],
+                       capture_output=True, text=True)
+    return json.loads(r.stdout)["timestamp"]
+def cpu(pid):  # user + system seconds of a process so far
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+def until(what, timeout=600):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        v = what()
+        if v: return v
+        time.sleep(0.02)
+    sys.exit("fleet: a stage did not finish in 10 minutes")
 PY
-poll() { python3 -c "exec(open('$DIR/poll.py').read()); $2" "$BIN/eventctl/eventctl" "$DIR/run" "$MPORT" "${@:3}"; }
-# The stream first holds what the host stored so far (its own records): the baseline.
-for _ in $(seq 100); do
-  base=$(poll x 'print(count("host", "EVENTS"))')
-  [[ $(poll x 'print(messages("EVENTD"))') -eq $base && $(poll x 'print(count("collector", "EVENTS WHERE host IS NOT NULL"))') -eq $base ]] && break
+poll() { python3 -c "exec(open('$DIR/poll.py').read()); $1" "$BIN/eventctl/eventctl" "$DIR/run" "${@:2}"; }
+
+throughput() {  # format (single | packed) → one line of results in $DIR/throughput
+  local f=$1 type=bench.fleet.$1 t0 t_host t_fwd t_coll
+  t0=$(date +%s.%N)
+  taskset -c 0 "$BIN/kmes-shim/tools/kmes-emit" -t "$type" -j '{"user":"alice","n":12345,"note":"fleet benchmark"}' \
+    -n "$N" -b 256 --retry-eagain
+  t_host=$(poll 'n, t0 = int(sys.argv[3]), float(sys.argv[4]); until(lambda: count("host", sys.argv[5]) >= n); print(time.time() - t0)' \
+    "$N" "$t0" "EVENTS $type")
+  # The forwarder on the backlog: done when its saved cursor covers the newest event.
+  local nats_before fwd_pid
+  nats_before=$(poll 'print(cpu(sys.argv[3]))' "${pid[nats]}")
+  t0=$(date +%s.%N)
+  start_forward "fwd-$f"
+  fwd_pid=${pid[fwd-$f]}
+  read -r t_fwd fwd_cpu nats_fwd < <(poll '
+last, t0, status, fpid, npid, nats0 = newest("host", sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7], float(sys.argv[8])
+def done():
+    try: s = json.load(open(status))
+    except Exception: return None
+    return s["cursor_saved_ns"] / 1e9 if s.get("last_acked_timestamp_ns", 0) >= last else None
+saved = until(done)
+print(saved - t0, cpu(fpid), cpu(npid) - nats0)' "EVENTS $type" "$t0" "$DIR/fwd-$f/status.json" "$fwd_pid" "${pid[nats]}" "$nats_before")
+  stop "fwd-$f"
+  local msgs; msgs=$(messages "${f^^}")
+  # The collector on the stream.
+  nats_before=$(poll 'print(cpu(sys.argv[3]))' "${pid[nats]}")
+  start_collector "coll-$f"
+  t0=$(date +%s.%N)
+  read -r t_coll coll_cpu nats_coll < <(poll '
+n, t0, cpid, npid, nats0 = int(sys.argv[3]), float(sys.argv[4]), sys.argv[6], sys.argv[7], float(sys.argv[8])
+until(lambda: count(sys.argv[9], sys.argv[5]) >= n)
+print(time.time() - t0, cpu(cpid), cpu(npid) - nats0)' "$N" "$t0" "EVENTS $type" "${pid[coll-$f]}" "${pid[nats]}" "$nats_before" "coll-$f")
+  stop "coll-$f"
+  echo "$f $t_host $t_fwd $fwd_cpu $nats_fwd $t_coll $coll_cpu $nats_coll $msgs" >> "$DIR/throughput"
+}
+throughput single
+throughput packed
+python3 - "$N" "$DIR/throughput" <<'PY'
+import sys
+n = int(sys.argv[1])
+rows = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in open(sys.argv[2])}
+names = {"single": "one record per message (MaxRecordsPerMessage 1)", "packed": "packed (the defaults)"}
+print(f"| {n} events, each stage alone | host ingest, records/s | forwarder, records/s | × ingest | "
+      "collector, records/s | × ingest | records per message | nats-server CPU µs/record: forwarding, collecting | "
+      "eventd-forward CPU µs/record | collector eventd CPU µs/record |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for f in ("single", "packed"):
+    host, fwd, fwd_cpu, nats_fwd, coll, coll_cpu, nats_coll, msgs = rows[f]
+    print(f"| {names[f]} | {n / host:,.0f} | {n / fwd:,.0f} | {host / fwd:.2f} | {n / coll:,.0f} | {host / coll:.2f} | "
+          f"{n / max(msgs, 1):.0f} | {nats_fwd / n * 1e6:.1f}, {nats_coll / n * 1e6:.1f} | {fwd_cpu / n * 1e6:.1f} | "
+          f"{coll_cpu / n * 1e6:.1f} |")
+s, p = rows["single"], rows["packed"]
+print(f"\nPacked against one record per message, same run: forwarder {s[1] / p[1]:.2f}×, collector {s[4] / p[4]:.2f}× "
+      "the rate.\n")
+PY
+
+# Parts 2 and 3 use the packed forwarder of every record and its collector: they first catch up
+# with everything the host stores (part 1's events too).
+start_forward forward
+start_collector
+for _ in $(seq 1200); do
+  base=$(count host EVENTS)
+  [[ $(count collector "EVENTS WHERE host IS NOT NULL") -ge $base ]] && break
   sleep 0.2
 done
-t0=$(now)
-taskset -c 0 "$BIN/kmes-shim/tools/kmes-emit" -t bench.fleet -j '{"user":"alice","n":12345,"note":"fleet benchmark"}' \
-  -n "$N" -b 256 --retry-eagain &
-emitter=$!
-poll x '
-n, base, t0 = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
-stages = {"host eventd: stored": lambda: count("host", "EVENTS bench.fleet") >= n,
-          "eventd-forward: in the stream, acknowledged": lambda: messages("EVENTD") >= base + n,
-          "collector eventd: stored": lambda: count("collector", "EVENTS bench.fleet") >= n}
-done = {}
-while len(done) < len(stages) and time.time() - t0 < 600:
-    for name, there in stages.items():
-        if name not in done and there(): done[name] = time.time() - t0
-    time.sleep(0.05)
-if len(done) < len(stages): sys.exit(f"fleet: {n} events did not reach every stage in 10 minutes")
-print(f"| {n} events emitted at once (batches of 256) | all there after, s | records/s |")
-print("|---|---|---|")
-for name, t in done.items(): print(f"| {name} | {t:.2f} | {n / t:,.0f} |")
-keys = list(done)
-print(f"\nForwarder vs ingest, same run: {done[keys[0]] / done[keys[1]]:.2f}x (1.0 = keeps up; the poller looks every ~0.1 s).\n")
-' "$N" "$base" "$t0"
-wait $emitter
 
 # 2. Latency, emit → visible in the collector (its live stream delivers after its commit).
-poll x '
-want = int(sys.argv[4])
+poll '
+want = int(sys.argv[3])
 p = subprocess.Popen([eventctl, "--socket", f"{run}/collector.sock", "-o", "jsonl", "EVENTS bench.latency STREAM"],
                      stdout=subprocess.PIPE, text=True)
 lat = []
@@ -190,7 +250,7 @@ for k in $(seq "$KILLS"); do
 done
 hosts=$(count host "EVENTS bench.crash")
 for _ in $(seq 600); do
-  [[ $(count collector "EVENTS bench.crash") -ge $hosts && $(messages ANCHOR) -ge $(messages EVENTD) ]] && break
+  [[ $(count collector "EVENTS bench.crash") -ge $hosts && $(messages ANCHOR) -ge $(count host EVENTS) ]] && break
   sleep 0.2
 done
 sleep 3  # late redeliveries would show now
@@ -217,3 +277,9 @@ echo "| a backlog of $M events, forwarders SIGKILLed $KILLS times while catching
 echo "|---|---|---|---|---|"
 echo "| eventd-forward → JetStream (Nats-Msg-Id) → collector | $host_n | $coll_n | $((coll_n - coll_distinct)) | $((host_distinct - coll_distinct)) |"
 echo "| at least once: the anchor's stream (all $host_all host records) | $host_all | $anchor_msgs | $((anchor_msgs > host_all ? anchor_msgs - host_all : 0)) | $((anchor_msgs < host_all ? host_all - anchor_msgs : 0)) |"
+python3 - "$DIR/throughput" <<'PY'
+import sys
+rows = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in open(sys.argv[1])}
+host, fwd, _, _, coll = rows["packed"][:5]
+print(f"\nfleet: forwarder {host / fwd:.2f}× of ingest, collector {host / coll:.2f}× of ingest")
+PY

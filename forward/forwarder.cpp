@@ -73,7 +73,9 @@ public:
         std::lock_guard lock(mutex_);
         cursor_ = point.cursor;
         status_.cursor_saved_ns = wall_ns();
-        if (point.newest_event_ns > 0) status_.last_acked_timestamp_ns = point.newest_event_ns;
+        // The newest over every saved point: a frame's records are in store order, and a later
+        // frame may hold only older events (another shard's).
+        status_.last_acked_timestamp_ns = std::max(status_.last_acked_timestamp_ns, point.newest_event_ns);
         return {};
     }
 
@@ -346,15 +348,14 @@ public:
                     return st.error();
                 state_.update([](ForwardStatus& s) { ++s.gaps; });
             }
-            int64_t newest = 0;
             const auto now = Packer::Clock::now();
             for (const auto& record : reply->records) {
                 auto keys = record_keys(record);
                 if (!keys) return keys.error();
-                newest = std::max(newest, keys->timestamp);
+                newest_ = std::max(newest_, keys->timestamp);
                 if (auto st = packer.add(*keys, record, now); !st) return st.error();
             }
-            if (reply->cursor) packer.cursor(*reply->cursor, newest);
+            if (reply->cursor) packer.cursor(*reply->cursor, newest_);
             if (reply->status == protocol::ReplyStatus::watch) {
                 state_.update([](ForwardStatus& s) { s.caught_up = true; });
                 spdlog::info("caught up with eventd: forwarding live");
@@ -420,6 +421,9 @@ private:
     std::string subject_type_;  // the event type subject_ was made for
     std::string subject_;
     bool warned_max_payload_ = false;
+    // The newest event time read so far: a checkpoint covers every record before it, and the
+    // ack window may pass several checkpoints at once.
+    int64_t newest_ = 0;
 };
 
 }  // namespace
