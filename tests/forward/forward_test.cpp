@@ -73,7 +73,8 @@ TEST_CASE("forward configuration: Replicas of the stream, 1 to 5", "[forward]") 
     auto defaults = parse_forward_config(json{{"NatsUrl", "nats://a:4222"}});
     REQUIRE(defaults);
     CHECK(defaults->config.replicas == 1);
-    auto three = parse_forward_config(json{{"NatsUrl", "nats://a:4222,nats://b:4222,nats://c:4222"}, {"Replicas", 3}});
+    // (From text, as a configuration file is read: a number is unsigned there.)
+    auto three = parse_forward_config(json::parse(R"({"NatsUrl": "nats://a:4222,nats://b:4222", "Replicas": 3})"));
     REQUIRE(three);
     CHECK(three->config.replicas == 3);
     CHECK(three->warnings.empty());

@@ -485,6 +485,7 @@ TEST_CASE(
     "[collector]") {
     test_support::TempDir nats_dir;
     NatsCluster nats(nats_dir.str());
+    const auto began = std::chrono::steady_clock::now();
     // Per CPU: ~30 s, through both losses.
     QueryEnv host(
         {.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false, .generate = "rate=300,payload=48,count=9000"});
@@ -525,8 +526,11 @@ TEST_CASE(
     carry_on_without(*leader);
     const auto new_leader = nats.leader_of("EVENTD");
     REQUIRE(new_leader);
-    const size_t follower = (*new_leader + 1) % nats.size();
+    // A follower, the one that has not been lost yet.
+    size_t follower = 0;
+    while (follower == *new_leader || follower == *leader) ++follower;
     carry_on_without(follower);
+    const auto losses_done = std::chrono::steady_clock::now();
 
     const int64_t total = settled_count(host, 9000);
     INFO("collector log:\n" << collector.log() << "\nforwarder log:\n" << forward.log());
@@ -545,9 +549,19 @@ TEST_CASE(
         },
         seconds(30)));
     CHECK(nats.count("EVENTD") == central.size());  // JetStream stored each record once, too
+    // What the losses cost: the forwarder's new sessions and replays, the collector's copies.
+    const std::regex replays(R"((reconnects|duplicates) +\d+)"), copies(R"(already stored[^\n]*?\d+)");
+    std::string cost;
+    const std::string forward_status = forward.status(), collector_status = collector.run({"status"}).out;
+    for (std::sregex_iterator m(forward_status.begin(), forward_status.end(), replays), end; m != end; ++m)
+        cost += " " + m->str() + ";";
+    for (std::sregex_iterator m(collector_status.begin(), collector_status.end(), copies), end; m != end; ++m)
+        cost += " " + m->str();
     WARN("cluster: " << central.size() << " records exactly once; lost the stream leader " << nats.name(*leader)
-                     << ", then follower " << nats.name(follower) << "; leader now "
-                     << (after ? after->leader : std::string("unknown")));
+                     << ", then follower " << nats.name(follower) << " within "
+                     << std::chrono::duration_cast<milliseconds>(losses_done - began).count() << " ms; leader now "
+                     << (after ? after->leader : std::string("unknown")) << ";"
+                     << std::regex_replace(cost, std::regex(" +"), " "));
 
     forward.stop();
     collector.stop();
