@@ -36,7 +36,7 @@ NatsTls make_test_certificates(const std::string& dir);
 // How a stream is replicated, from its info ($JS.API.STREAM.INFO, answered by its leader).
 struct StreamReplication {
     int64_t configured = 0;  // config.num_replicas
-    std::string leader;      // cluster.leader: the leader's server_name ("" outside a cluster)
+    std::string leader;      // cluster.leader: the leading server's server_name
     std::vector<std::pair<std::string, bool>> followers;  // cluster.replicas: server_name, current
 };
 
