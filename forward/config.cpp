@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "nats/names.hpp"
+#include "nats/server_list.hpp"
 
 namespace eventd::forward {
 namespace {
@@ -76,6 +77,7 @@ base::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
         {"DuplicateWindowSeconds",
          [&] { return read_u32(doc, "DuplicateWindowSeconds", c.duplicate_window_seconds, 1, 7 * 86400); }},
         {"MaxBackoffMs", [&] { return read_u32(doc, "MaxBackoffMs", c.max_backoff_ms, 10, 600000); }},
+        {"Replicas", [&] { return read_u32(doc, "Replicas", c.replicas, 1, 5); }},
     };
     for (auto it = doc.begin(); it != doc.end(); ++it) {
         const auto known = keys.find(it.key());
@@ -86,6 +88,7 @@ base::Result<LoadedForwardConfig> parse_forward_config(const json& doc) {
         if (auto st = known->second(); !st) return st.error();
     }
     if (c.nats_url.empty()) return bad("NatsUrl", "is required (e.g. \"nats://127.0.0.1:4222\")");
+    if (auto urls = nats::server_urls(c.nats_url); !urls) return bad("NatsUrl", urls.error().message);
     if (!nats::valid_name(c.stream)) return bad("Stream", "must not contain '.', '*', '>', '/', '\\' or spaces");
     if (!nats::valid_subject_prefix(c.subject_prefix))
         return bad("SubjectPrefix", "must be dot-separated tokens without '*', '>' or spaces");

@@ -18,7 +18,7 @@ namespace eventd::forward {
 
 struct ForwardConfig {
     std::string eventd_socket_path = "/run/eventd/query.sock";
-    std::string nats_url;  // required, e.g. nats://127.0.0.1:4222
+    std::string nats_url;  // required, e.g. nats://127.0.0.1:4222, or a cluster's: comma-separated
     std::string stream = "EVENTD";
     std::string subject_prefix = "eventd";
     std::string state_directory = "/var/lib/eventd-forward";
@@ -35,6 +35,7 @@ struct ForwardConfig {
     uint32_t ack_timeout_ms = 30000;         // no ack progress this long: reconnect
     uint32_t duplicate_window_seconds = 3600;  // for a stream it creates; warned about when shorter
     uint32_t max_backoff_ms = 30000;         // reconnect backoff cap (with jitter)
+    uint32_t replicas = 1;                   // of a stream it creates (a cluster's); warned about when different
 };
 
 struct LoadedForwardConfig {

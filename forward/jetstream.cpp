@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "nats/client.hpp"
+#include "nats/server_list.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -116,11 +118,12 @@ base::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
     std::unique_ptr<JetStream> self(new JetStream(config, window, std::move(on_failure)));
     Handles& h = *self->handles_;
     natsStatus s = natsOptions_Create(&h.options);
-    if (s == NATS_OK) s = natsOptions_SetURL(h.options, config.nats_url.c_str());
     if (s == NATS_OK) s = natsOptions_SetName(h.options, ("eventd-forward " + config.host_name).c_str());
     if (s == NATS_OK) s = natsOptions_SetTimeout(h.options, config.ack_timeout_ms);
-    if (s == NATS_OK) s = natsOptions_SetAllowReconnect(h.options, false);  // a new session instead
+    // A new session instead, which connects to any server of the list that answers.
+    if (s == NATS_OK) s = natsOptions_SetAllowReconnect(h.options, false);
     if (s != NATS_OK) return nats_error("cannot set up the NATS options", s);
+    if (auto st = nats::apply_servers(h.options, config.nats_url); !st) return st.error();
     if (auto st = nats::apply_auth(h.options, config.auth); !st) return st.error();
     // A lost connection fails the session: its pending acks can never arrive.
     s = natsOptions_SetDisconnectedCB(
@@ -140,14 +143,14 @@ base::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
     if (s != NATS_OK) return nats_error("cannot set up the NATS options", s);
 
     s = natsConnection_Connect(&h.connection, h.options);
-    if (s != NATS_OK) return nats_error("cannot connect to NATS at " + config.nats_url, s);
+    if (s != NATS_OK) return nats_error("cannot connect to NATS at " + nats::servers_text(config.nats_url), s);
 
     // The stream's management (ensure_stream) goes through nats.c's JetStream context.
     jsOptions js_options;
     jsOptions_Init(&js_options);
     js_options.Wait = config.ack_timeout_ms;
     s = natsConnection_JetStream(&h.js, h.connection, &js_options);
-    if (s != NATS_OK) return nats_error("cannot use JetStream on " + config.nats_url, s);
+    if (s != NATS_OK) return nats_error("cannot use JetStream on " + nats::connected_url(h.connection), s);
 
     // The acks: one subscription on a fresh inbox; its callback runs on nats.c's thread.
     natsInbox* inbox = nullptr;
@@ -173,6 +176,14 @@ base::Status JetStream::ensure_stream(std::vector<std::string>& warnings) {
     jsErrCode code = static_cast<jsErrCode>(0);
     natsStatus s = js_GetStreamInfo(&info, handles_->js, config_.stream.c_str(), nullptr, &code);
     if (s == NATS_OK) {
+        // (A stream's replication changes only by an operator's edit: a forwarder that
+        // scaled it down would drop copies someone else wanted.)
+        const int64_t replicas = std::max<int64_t>(info->Config->Replicas, 1);
+        if (replicas != static_cast<int64_t>(config_.replicas))
+            warnings.push_back("stream " + config_.stream + " has " + std::to_string(replicas) +
+                               " replica(s), not Replicas (" + std::to_string(config_.replicas) +
+                               "): the forwarder does not change an existing stream (nats stream edit " +
+                               config_.stream + " --replicas " + std::to_string(config_.replicas) + " does)");
         const int64_t window_s = info->Config->Duplicates / kNanosPerSecond;
         if (window_s < static_cast<int64_t>(config_.duplicate_window_seconds))
             warnings.push_back("stream " + config_.stream + " de-duplicates over " + std::to_string(window_s) +
@@ -203,6 +214,7 @@ base::Status JetStream::ensure_stream(std::vector<std::string>& warnings) {
     stream.SubjectsLen = 1;
     stream.Storage = js_FileStorage;
     stream.Duplicates = static_cast<int64_t>(config_.duplicate_window_seconds) * kNanosPerSecond;
+    stream.Replicas = static_cast<int64_t>(config_.replicas);  // more than 1: a JetStream cluster's
     s = js_AddStream(&info, handles_->js, &stream, nullptr, &code);
     if (s != NATS_OK) return nats_error("cannot create stream " + config_.stream, s);
     jsStreamInfo_Destroy(info);

@@ -46,9 +46,10 @@ public:
     JetStream& operator=(const JetStream&) = delete;
 
     // The stream `config.stream` exists afterwards: created (file storage, subjects
-    // "<SubjectPrefix>.>", duplicate window DuplicateWindowSeconds) when missing. Warnings for a
-    // stream that exists but whose duplicate window is shorter than DuplicateWindowSeconds or
-    // whose subjects do not name the prefix.
+    // "<SubjectPrefix>.>", duplicate window DuplicateWindowSeconds, Replicas copies) when
+    // missing. Warnings for a stream that exists but whose duplicate window is shorter than
+    // DuplicateWindowSeconds, whose replica count is not Replicas, or whose subjects do not name
+    // the prefix.
     base::Status ensure_stream(std::vector<std::string>& warnings);
 
     struct Header {

@@ -35,9 +35,10 @@ int main(int argc, char** argv) {
                  "cursor lag in records and seconds, published, acknowledged, duplicates, reconnects");
     app.add_flag("-V,--version", version, "print the version and exit");
     app.footer(
-        "Configuration keys (JSON object): NatsUrl (required), EventdSocketPath, Stream, SubjectPrefix,\n"
-        "StateDirectory, Query, HostName, CredentialsFile, NKey + NKeySeedFile, TlsCaFile,\n"
-        "TlsCertFile + TlsKeyFile, MaxPendingAcks, AckTimeoutMs, DuplicateWindowSeconds, MaxBackoffMs.\n"
+        "Configuration keys (JSON object): NatsUrl (required; a cluster's servers comma-separated),\n"
+        "EventdSocketPath, Stream, SubjectPrefix, StateDirectory, Query, HostName, CredentialsFile,\n"
+        "NKey + NKeySeedFile, TlsCaFile, TlsCertFile + TlsKeyFile, MaxPendingAcks, AckTimeoutMs,\n"
+        "DuplicateWindowSeconds, Replicas, MaxBackoffMs.\n"
         "Reference: docs/FORWARD.md (installed in share/doc/eventd).\n"
         "\n"
         "Exit status: 0 stopped by SIGTERM/SIGINT (or --status printed), 1 cannot run (configuration,\n"

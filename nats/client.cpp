@@ -2,6 +2,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
+
+#include "nats/server_list.hpp"
 
 namespace eventd::nats {
 
@@ -11,6 +14,22 @@ base::Error nats_error(const std::string& what, natsStatus s) {
     // nats.c's own text often repeats the status ("(conn.c:2088): No server available…").
     if (last && *last && !std::strstr(last, natsStatus_GetText(s))) text += " (" + std::string(last) + ")";
     return base::Error{EIO, text};
+}
+
+base::Status apply_servers(natsOptions* options, const std::string& url_list) {
+    auto urls = server_urls(url_list);
+    if (!urls) return base::Error{urls.error().code, "NatsUrl " + urls.error().message};
+    std::vector<const char*> servers;
+    for (const std::string& url : *urls) servers.push_back(url.c_str());
+    const natsStatus s = natsOptions_SetServers(options, servers.data(), static_cast<int>(servers.size()));
+    if (s != NATS_OK) return nats_error("NatsUrl " + url_list, s);
+    return {};
+}
+
+std::string connected_url(natsConnection* connection) {
+    char url[512] = {};
+    if (natsConnection_GetConnectedUrl(connection, url, sizeof url) != NATS_OK || url[0] == '\0') return "NATS";
+    return url;
 }
 
 base::Status apply_auth(natsOptions* options, const ClientAuth& auth) {

@@ -14,6 +14,7 @@
 #include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
 #include "nats/client.hpp"
+#include "nats/server_list.hpp"
 #include "nats/subject.hpp"
 #include "protocol/status.hpp"
 
@@ -146,19 +147,20 @@ void Collector::run_session(Session& s) {
         set_state("backing off", e.message);
     };
     natsStatus st = natsOptions_Create(&s.options);
-    if (st == NATS_OK) st = natsOptions_SetURL(s.options, config_.nats_url.c_str());
     if (st == NATS_OK) st = natsOptions_SetName(s.options, "eventd collector");
     if (st == NATS_OK) st = natsOptions_SetTimeout(s.options, kRequestTimeoutMs);
-    if (st == NATS_OK) st = natsOptions_SetAllowReconnect(s.options, false);  // a new session instead
+    // A new session instead, which connects to any server of the list that answers.
+    if (st == NATS_OK) st = natsOptions_SetAllowReconnect(s.options, false);
     if (st != NATS_OK) return fail(nats_error("cannot set up the NATS options", st));
+    if (auto a = nats::apply_servers(s.options, config_.nats_url); !a) return fail(a.error());
     if (auto a = nats::apply_auth(s.options, config_.auth); !a) return fail(a.error());
     st = natsConnection_Connect(&s.connection, s.options);
-    if (st != NATS_OK) return fail(nats_error("cannot connect to NATS at " + config_.nats_url, st));
+    if (st != NATS_OK) return fail(nats_error("cannot connect to NATS at " + nats::servers_text(config_.nats_url), st));
     jsOptions js_options;
     jsOptions_Init(&js_options);
     js_options.Wait = kRequestTimeoutMs;
     st = natsConnection_JetStream(&s.js, s.connection, &js_options);
-    if (st != NATS_OK) return fail(nats_error("cannot use JetStream on " + config_.nats_url, st));
+    if (st != NATS_OK) return fail(nats_error("cannot use JetStream on " + nats::connected_url(s.connection), st));
 
     jsConsumerConfig consumer;
     jsConsumerConfig_Init(&consumer);
@@ -208,7 +210,7 @@ void Collector::run_session(Session& s) {
                           config_.durable.c_str(), nullptr, &bind, &code);
     if (st != NATS_OK) return fail(nats_error("cannot bind to consumer " + config_.durable, st));
     spdlog::info("collector: consuming stream {} through durable consumer {} at {}", config_.stream, config_.durable,
-                 config_.nats_url);
+                 nats::connected_url(s.connection));
     last_logged_error_.clear();
     set_state("connected");
 

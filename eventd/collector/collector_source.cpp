@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/guid_text.hpp"
+#include "nats/server_list.hpp"
 
 namespace eventd::collector {
 
@@ -26,7 +27,7 @@ uint32_t CollectorSource::default_shard_count() const { return std::max(1u, std:
 
 base::Status CollectorSource::start(const std::vector<ShardWriter*>& writers, const store::SequenceState& accounted) {
     spdlog::info("collector mode: run {}, {} shard(s), records from stream {} at {}", base::guid_text(run_id_),
-                 writers.size(), config_.stream, config_.nats_url);
+                 writers.size(), config_.stream, nats::servers_text(config_.nats_url));
     writers_ = writers;
     // What the store's files hold at startup (historical ones too) is not stored again.
     collector_ = std::make_unique<Collector>(config_, writers, &accounted, on_fatal_);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "nats/names.hpp"
+#include "nats/server_list.hpp"
 
 namespace eventd::collector {
 namespace {
@@ -63,6 +64,7 @@ base::Result<SourceConfig> parse_source_config(const json& v) {
         if (auto st = known->second(it.value()); !st) return st.error();
     }
     if (c.nats_url.empty()) return bad("NatsUrl", "is required (e.g. \"nats://127.0.0.1:4222\")");
+    if (auto urls = nats::server_urls(c.nats_url); !urls) return bad("NatsUrl", urls.error().message);
     if (!nats::valid_name(c.stream)) return bad("Stream", "must not contain '.', '*', '>', '/', '\\' or spaces");
     if (!nats::valid_name(c.durable)) return bad("Durable", "must not contain '.', '*', '>', '/', '\\' or spaces");
     if (!nats::valid_subject_prefix(c.subject_prefix))

@@ -16,7 +16,7 @@
 namespace eventd::collector {
 
 struct SourceConfig {
-    std::string nats_url;                   // NatsUrl (required)
+    std::string nats_url;                   // NatsUrl (required): a server, or a cluster's, comma-separated
     std::string stream = "EVENTD";          // Stream: what eventd-forward publishes into
     std::string durable = "eventd-collector";  // Durable: the consumer's name (its position)
     std::string filter_subject;             // FilterSubject: empty = the whole stream

@@ -65,6 +65,18 @@ TEST_CASE("collector source: defaults and refusals naming the key", "[collector]
                Catch::Contains("CollectorSource.SubjectPrefix must be dot-separated tokens"));
 }
 
+TEST_CASE("collector source: NatsUrl lists a cluster's servers, each checked", "[collector]") {
+    auto ok = parse_source_config(json{{"NatsUrl", "nats://a:4222,nats://b:4222, nats://c:4222"}});
+    REQUIRE(ok);
+    CHECK(ok->nats_url == "nats://a:4222,nats://b:4222, nats://c:4222");
+    CHECK_THAT(source_error(json{{"NatsUrl", "nats://a:4222,,nats://c:4222"}}),
+               Catch::Contains("CollectorSource.NatsUrl element 2 of 3 ('') is empty"));
+    CHECK_THAT(source_error(json{{"NatsUrl", "nats://a:4222,https://b:4222"}}),
+               Catch::Contains("CollectorSource.NatsUrl element 2 of 2 ('https://b:4222') has the scheme 'https'"));
+    CHECK_THAT(source_error(json{{"NatsUrl", "tls://"}}),
+               Catch::Contains("CollectorSource.NatsUrl 'tls://' names no host"));
+}
+
 TEST_CASE("collected KMES event: columns from the header fields, host first in the payload", "[collector]") {
     const auto item = item_of(json{{"boot_id", kBoot},
                                    {"timestamp", 1795493460061943023ull},

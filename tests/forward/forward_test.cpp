@@ -51,6 +51,42 @@ TEST_CASE("forward configuration: defaults, required keys and refusals naming th
     CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"NKey", "UABC"}}), Catch::Contains("NKeySeedFile is needed"));
 }
 
+TEST_CASE("forward configuration: NatsUrl lists a cluster's servers, each checked", "[forward]") {
+    auto ok = parse_forward_config(json{{"NatsUrl", "nats://a:4222, tls://b:4222 ,c:4222"}});
+    REQUIRE(ok);
+    CHECK(ok->config.nats_url == "nats://a:4222, tls://b:4222 ,c:4222");  // as written; split on connecting
+    CHECK_THAT(config_error(json{{"NatsUrl", "nats://a:4222,,nats://b:4222"}}),
+               Catch::Contains("NatsUrl element 2 of 3 ('') is empty"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "nats://a:4222,"}}),
+               Catch::Contains("NatsUrl element 2 of 2 ('') is empty"));
+    CHECK_THAT(
+        config_error(json{{"NatsUrl", "nats://a:4222,http://b:4222"}}),
+        Catch::Contains("NatsUrl element 2 of 2 ('http://b:4222') has the scheme 'http': use nats:// or tls://"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "ws://a:4222"}}),
+               Catch::Contains("NatsUrl 'ws://a:4222' has the scheme 'ws'"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "nats://a:4222 nats://b:4222"}}), Catch::Contains("contains a space"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "nats://a:4222,nats://:4222"}}),
+               Catch::Contains("NatsUrl element 2 of 2 ('nats://:4222') names no host"));
+    CHECK_THAT(config_error(json{{"NatsUrl", " , "}}), Catch::Contains("NatsUrl element 1 of 2 ('') is empty"));
+}
+
+TEST_CASE("forward configuration: Replicas of the stream, 1 to 5", "[forward]") {
+    auto defaults = parse_forward_config(json{{"NatsUrl", "nats://a:4222"}});
+    REQUIRE(defaults);
+    CHECK(defaults->config.replicas == 1);
+    // (From text, as a configuration file is read: a number is unsigned there.)
+    auto three = parse_forward_config(json::parse(R"({"NatsUrl": "nats://a:4222,nats://b:4222", "Replicas": 3})"));
+    REQUIRE(three);
+    CHECK(three->config.replicas == 3);
+    CHECK(three->warnings.empty());
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"Replicas", 0}}),
+               Catch::Contains("Replicas must be an integer from 1 to 5, got 0"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"Replicas", 6}}),
+               Catch::Contains("Replicas must be an integer from 1 to 5, got 6"));
+    CHECK_THAT(config_error(json{{"NatsUrl", "x"}, {"Replicas", "3"}}),
+               Catch::Contains("Replicas must be an integer from 1 to 5, got \"3\""));
+}
+
 TEST_CASE("forward: the query always streams, once", "[forward]") {
     CHECK(streaming_query("EVENTS") == "EVENTS STREAM");
     CHECK(streaming_query("EVENTS kacs.* stream") == "EVENTS kacs.* stream");

@@ -268,6 +268,29 @@ TEST_CASE("eventd-forward over TLS trusts only the configured CA", "[forward]") 
     forwarder.stop();
 }
 
+TEST_CASE("eventd-forward with a list of servers publishes through one that answers", "[forward]") {
+    QueryEnv env(fast_commits());
+    NatsServer nats(env.dir());
+    for (int i = 1; i <= 50; ++i) emit("list.tick", {{"i", i}});
+    REQUIRE(await_count(env, "EVENTS list.tick COUNT", 50, seconds(10)) == 50);
+    // Nothing listens on port 1: the connection is refused there, whichever server nats.c tries first.
+    const std::string urls = "nats://127.0.0.1:1, " + nats.url();
+    Forwarder forwarder(env, nats, {{"NatsUrl", urls}});
+    forwarder.start();
+    // Every record published through the server that answers, and acknowledged.
+    const std::string forwarded = forwarder.await_status({"caught up, nothing pending"}, seconds(20));
+    INFO(forwarded << "\n" << forwarder.log());
+    CHECK_THAT(forwarded, Catch::Contains("caught up, nothing pending"));
+    CHECK(nats.count("EVENTD") > 0);
+    // With none answering, the error names them all.
+    nats.stop();
+    const std::string status =
+        forwarder.await_status({"backing off", "cannot connect to NATS at any of nats://127.0.0.1:1, " + nats.url()});
+    INFO(status);
+    CHECK_THAT(status, Catch::Contains("cannot connect to NATS at any of nats://127.0.0.1:1, " + nats.url()));
+    forwarder.stop();
+}
+
 TEST_CASE("eventd-forward names what is wrong with its configuration", "[forward]") {
     test_support::TempDir dir;
     const std::string binary = kmes::it::path_from_env("EVENTD_FORWARD");
@@ -285,6 +308,11 @@ TEST_CASE("eventd-forward names what is wrong with its configuration", "[forward
     CHECK_THAT(r.err, Catch::Contains("Stream must not contain"));
     r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "MaxPendingAcks": 0})");
     CHECK_THAT(r.err, Catch::Contains("MaxPendingAcks must be an integer from 1"));
+    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1,http://127.0.0.1:2"})");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("NatsUrl element 2 of 2 ('http://127.0.0.1:2') has the scheme 'http'"));
+    r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "Replicas": 7})");
+    CHECK_THAT(r.err, Catch::Contains("Replicas must be an integer from 1 to 5, got 7"));
     r = run_with("not json");
     CHECK_THAT(r.err, Catch::Contains("is not valid JSON"));
     r = run_with(R"({"NatsUrl": "nats://127.0.0.1:1", "StateDirectory": ")" + dir.str() + R"(/nothing"})",

@@ -13,7 +13,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-Forwarder::Forwarder(QueryEnv& env, const NatsServer& nats, const json& extra) : env_(env) {
+Forwarder::Forwarder(QueryEnv& env, const NatsService& nats, const json& extra) : env_(env) {
     json config = {{"NatsUrl", nats.url()},         {"EventdSocketPath", env.socket()},
                    {"StateDirectory", state_dir()}, {"HostName", kForwardTestHost},
                    {"AckTimeoutMs", 2000},          {"MaxBackoffMs", 500}};

@@ -21,9 +21,10 @@ inline constexpr const char* kForwardTestHost = "web 3.example";
 
 class Forwarder {
 public:
-    // Forwards `env`'s eventd to `nats`; `extra` keys override the test defaults (HostName
-    // kForwardTestHost, AckTimeoutMs 2000, MaxBackoffMs 500, state in <env>/forward-state).
-    Forwarder(QueryEnv& env, const NatsServer& nats, const nlohmann::json& extra = nlohmann::json::object());
+    // Forwards `env`'s eventd to `nats` (a server or a cluster: NatsUrl is its url()); `extra`
+    // keys override the test defaults (HostName kForwardTestHost, AckTimeoutMs 2000,
+    // MaxBackoffMs 500, state in <env>/forward-state).
+    Forwarder(QueryEnv& env, const NatsService& nats, const nlohmann::json& extra = nlohmann::json::object());
     std::string state_dir() const { return env_.dir() + "/forward-state"; }
     std::string config_path() const { return env_.dir() + "/eventd-forward.json"; }
 
