@@ -37,8 +37,10 @@ int main(int argc, char** argv) {
     app.footer(
         "Configuration keys (JSON object): NatsUrl (required; a cluster's servers comma-separated),\n"
         "EventdSocketPath, Stream, SubjectPrefix, StateDirectory, Query, HostName, CredentialsFile,\n"
-        "NKey + NKeySeedFile, TlsCaFile, TlsCertFile + TlsKeyFile, MaxPendingAcks, AckTimeoutMs,\n"
-        "DuplicateWindowSeconds, Replicas, MaxBackoffMs.\n"
+        "NKey + NKeySeedFile, TlsCaFile, TlsCertFile + TlsKeyFile, MaxRecordsPerMessage,\n"
+        "MaxMessageBytes, MaxMessageDelayMs (records packed into one message; 1 record: the record\n"
+        "itself is the body), MaxPendingAcks, AckTimeoutMs, DuplicateWindowSeconds, Replicas,\n"
+        "MaxBackoffMs.\n"
         "Reference: docs/FORWARD.md (installed in share/doc/eventd).\n"
         "\n"
         "Exit status: 0 stopped by SIGTERM/SIGINT (or --status printed), 1 cannot run (configuration,\n"

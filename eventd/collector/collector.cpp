@@ -26,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kFetchWaitMs = 250;  // how long one fetch waits for messages (and stop_fetching for it)
+constexpr int64_t kFetchMaxBytes = 16 << 20;  // about what one fetch asks for (see run_session)
 constexpr auto kLagInterval = std::chrono::seconds(1);
 constexpr int64_t kRequestTimeoutMs = 5000;  // connect and JetStream API requests
 constexpr int64_t kFinalFlushMs = 2000;      // the last acknowledgements at shutdown
@@ -214,16 +215,29 @@ void Collector::run_session(Session& s) {
     last_logged_error_.clear();
     set_state("connected");
 
+    // A fetch asks for FetchBatch messages, or fewer when they are large: about kFetchMaxBytes
+    // by the size of the last fetch's messages. Packed messages hold hundreds of records:
+    // 1000 of them were one 64 MB fetch, and the writers idled while it came (PERFORMANCE.md
+    // §12). (A byte limit in the pull request itself, jsFetchRequest.MaxBytes, makes nats.c
+    // wait out the request's expiry when fewer messages are there: 136 ms more latency at
+    // 1000 events/s.)
+    int fetch_batch = static_cast<int>(config_.fetch_batch);
     std::vector<natsMsg*> messages;
     while (!stopping_.load()) {
         send_settled();
         if (Clock::now() - s.lag_checked >= kLagInterval) refresh_lag(s);
         natsMsgList list{};
-        st = natsSubscription_Fetch(&list, s.subscription, static_cast<int>(config_.fetch_batch), kFetchWaitMs, &code);
+        st = natsSubscription_Fetch(&list, s.subscription, fetch_batch, kFetchWaitMs, &code);
         if (st == NATS_TIMEOUT) continue;
         if (st != NATS_OK) return fail(nats_error("fetching from consumer " + config_.durable + " failed", st));
         // Take the messages out of the list: they live until their batch is acknowledged.
         messages.assign(list.Msgs, list.Msgs + list.Count);
+        if (list.Count > 0) {
+            int64_t bytes = 0;
+            for (natsMsg* m : messages) bytes += natsMsg_GetDataLength(m);
+            const int64_t average = std::max<int64_t>(1, bytes / list.Count);
+            fetch_batch = static_cast<int>(std::clamp<int64_t>(kFetchMaxBytes / average, 1, config_.fetch_batch));
+        }
         std::fill(list.Msgs, list.Msgs + list.Count, nullptr);
         natsMsgList_Destroy(&list);
         deliver(s, messages);
@@ -257,7 +271,17 @@ base::Result<std::vector<HandoffItem>> Collector::items_of(natsMsg* msg) const {
 }
 
 void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
+    // Records go to their shard's writer in chunks while the rest of the fetch is still being
+    // read: a fetch of packed messages holds tens of thousands of records, and converting them
+    // all before handing any over left the writers idle meanwhile (PERFORMANCE.md §12).
+    // push() blocks while a shard's channel is full: JetStream holds the rest (MaxAckPending) —
+    // the collector's backpressure. It returns false once the writer is finishing (shutdown
+    // closes the channels first); what it did not take stays unacknowledged and comes again.
+    constexpr size_t kPushChunk = 1000;
     std::vector<std::vector<HandoffItem>> per_shard(writers_.size());
+    auto push = [&](size_t shard) {
+        if (!per_shard[shard].empty()) writers_[shard]->handoff().push(per_shard[shard]);
+    };
     for (natsMsg* msg : messages) {
         auto items = items_of(msg);
         if (!items) {
@@ -274,7 +298,8 @@ void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
         messages_received_.fetch_add(1, std::memory_order_relaxed);
         last_received_ns_.store(synthetic::now_ns(), std::memory_order_relaxed);
         // Every record of the message carries its ticket; the message is acknowledged once all
-        // of them are settled (settled()), each one stored or found stored already.
+        // of them are settled (settled()), each one stored or found stored already. It is
+        // pending before any of its records reaches a writer, which may settle them at once.
         const uint64_t ticket = next_ticket_++;
         {
             std::lock_guard lock(pending_mutex_);
@@ -282,15 +307,13 @@ void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
         }
         for (HandoffItem& item : *items) {
             item.receipt = {this, ticket};
-            per_shard[shard_of(item, writers_.size())].push_back(std::move(item));
+            const size_t shard = shard_of(item, writers_.size());
+            per_shard[shard].push_back(std::move(item));
+            if (per_shard[shard].size() >= kPushChunk) push(shard);
         }
     }
     messages.clear();
-    // Blocks while a shard's channel is full: JetStream holds the rest (MaxAckPending) — the
-    // collector's backpressure. Returns false once the writer is finishing (shutdown closes
-    // the channels first); what it did not take stays unacknowledged and comes again.
-    for (size_t shard = 0; shard < per_shard.size(); ++shard)
-        if (!per_shard[shard].empty()) writers_[shard]->handoff().push(per_shard[shard]);
+    for (size_t shard = 0; shard < per_shard.size(); ++shard) push(shard);
 }
 
 // Issue 12 part 3: JetStream delivers a message again after a collector crash or an
