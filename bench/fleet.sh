@@ -182,11 +182,12 @@ print(last_commit(sys.argv[9]) - t0, cpu(cpid), cpu(npid) - nats0)' "$N" "$t0" "
 }
 throughput single
 throughput packed
-python3 - "$N" "$DIR/throughput" <<'PY'
-import sys
-n = int(sys.argv[1])
+python3 - "$N" "$DIR/throughput" "${FORWARD_EXTRA:-{\}}" <<'PY'
+import json, sys
+n, extra = int(sys.argv[1]), json.loads(sys.argv[3])
 rows = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in open(sys.argv[2])}
-names = {"single": "one record per message (MaxRecordsPerMessage 1)", "packed": "packed (the defaults)"}
+names = {"single": "one record per message (MaxRecordsPerMessage 1)",
+         "packed": "packed (" + (", ".join(f"{k} {v}" for k, v in extra.items()) or "the defaults") + ")"}
 print(f"| {n} events, each stage alone | host ingest, records/s | forwarder, records/s | × ingest | "
       "collector, records/s | × ingest | records per message | nats-server CPU µs/record: forwarding, collecting | "
       "eventd-forward CPU µs/record | collector eventd CPU µs/record |")

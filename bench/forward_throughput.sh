@@ -8,6 +8,8 @@
 #      loopback, file storage): seconds until the stream holds every record → records/s, and
 #      the CPU seconds eventd-forward and nats-server spent on it (which of them is the limit);
 #   4. the same after a SIGKILL halfway: records JetStream reported as duplicates (replays).
+# The forwarders publish one record per message (MaxRecordsPerMessage 1): the stream's message
+# count is its record count. Packed messages are measured by bench/fleet.sh (§12).
 #
 #   bench/forward_throughput.sh [N]          N events (default 200000)
 #   BUILD_DIR=build                          the binaries (a debugoptimized build: say so)
@@ -77,7 +79,7 @@ cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"; }  # user + 
 forward() {  # $1: state dir, $2: stream [, $3: the eventd-forward binary]
   cat > "$DIR/etc/fwd-$2.json" <<JSON
 {"NatsUrl": "nats://127.0.0.1:14333", "EventdSocketPath": "$DIR/run/query.sock", "StateDirectory": "$1",
- "Stream": "$2", "SubjectPrefix": "$2", "HostName": "bench"}
+ "Stream": "$2", "SubjectPrefix": "$2", "HostName": "bench", "MaxRecordsPerMessage": 1}
 JSON
   "${3:-$BIN/forward/eventd-forward}" --config "$DIR/etc/fwd-$2.json" > "$DIR/log/fwd-$2.log" 2>&1 &
   echo $!

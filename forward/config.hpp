@@ -28,7 +28,7 @@ struct ForwardConfig {
     // Packing (packer.hpp; docs/FORWARD.md "Packed messages"): a message closes at whichever
     // limit comes first. Defaults measured with ./scripts/bench fleet (docs/PERFORMANCE.md §12).
     uint32_t max_records_per_message = 1000;  // 1: one record per message, the record itself as the body
-    uint32_t max_message_bytes = 65536;       // kept below the server's max_payload
+    uint32_t max_message_bytes = 262144;      // kept below the server's max_payload
     uint32_t max_message_delay_ms = 5;        // the latency packing may add
     // Publishing.
     uint32_t max_pending_acks = 4096;        // messages published, not yet acknowledged
