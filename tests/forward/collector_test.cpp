@@ -197,7 +197,8 @@ TEST_CASE("collector: a message body is one record or an array of records, each 
     trailing.push_back(0xc0);
     CHECK(refused(trailing).find("bytes after") != std::string::npos);
     // An element that is not a map is found by item_from_record, which refuses the message.
-    auto mixed = records_of_message(json::to_msgpack(json::array({r1, 7})));
+    const auto mixed_body = json::to_msgpack(json::array({r1, 7}));  // the spans point into it
+    auto mixed = records_of_message(mixed_body);
     REQUIRE(mixed);
     CHECK_FALSE(item_from_record(mixed->at(1), "web-3"));
 }
