@@ -118,13 +118,11 @@ base::Result<std::unique_ptr<JetStream>> JetStream::connect(const ForwardConfig&
     std::unique_ptr<JetStream> self(new JetStream(config, window, std::move(on_failure)));
     Handles& h = *self->handles_;
     natsStatus s = natsOptions_Create(&h.options);
-    if (s == NATS_OK) s = natsOptions_SetName(h.options, ("eventd-forward " + config.host_name).c_str());
-    if (s == NATS_OK) s = natsOptions_SetTimeout(h.options, config.ack_timeout_ms);
-    // A new session instead, which connects to any server of the list that answers.
-    if (s == NATS_OK) s = natsOptions_SetAllowReconnect(h.options, false);
     if (s != NATS_OK) return nats_error("cannot set up the NATS options", s);
-    if (auto st = nats::apply_servers(h.options, config.nats_url); !st) return st.error();
-    if (auto st = nats::apply_auth(h.options, config.auth); !st) return st.error();
+    if (auto st = nats::set_session_options(h.options, "eventd-forward " + config.host_name, config.ack_timeout_ms,
+                                            config.nats_url, config.auth);
+        !st)
+        return st.error();
     // A lost connection fails the session: its pending acks can never arrive.
     s = natsOptions_SetDisconnectedCB(
         h.options,

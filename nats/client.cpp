@@ -32,6 +32,16 @@ std::string connected_url(natsConnection* connection) {
     return url;
 }
 
+base::Status set_session_options(natsOptions* options, const std::string& name, int64_t timeout_ms,
+                                 const std::string& url_list, const ClientAuth& auth) {
+    natsStatus s = natsOptions_SetName(options, name.c_str());
+    if (s == NATS_OK) s = natsOptions_SetTimeout(options, timeout_ms);
+    if (s == NATS_OK) s = natsOptions_SetAllowReconnect(options, false);
+    if (s != NATS_OK) return nats_error("cannot set up the NATS options", s);
+    if (auto st = apply_servers(options, url_list); !st) return st;
+    return apply_auth(options, auth);
+}
+
 base::Status apply_auth(natsOptions* options, const ClientAuth& auth) {
     natsStatus s = NATS_OK;
     if (!auth.credentials_file.empty()) {

@@ -26,4 +26,11 @@ std::string connected_url(natsConnection* connection);
 // Credentials, NKey and TLS of `auth` on `options`; the error names the key whose file failed.
 base::Status apply_auth(natsOptions* options, const ClientAuth& auth);
 
+// What eventd-forward's and the collector's connections share: `name` for the server's
+// monitoring, `timeout_ms` for the connect, no reconnection by nats.c (a failure ends the
+// session, and a new one connects to any server of the list that answers), the servers of
+// `url_list` and the credentials of `auth`.
+base::Status set_session_options(natsOptions* options, const std::string& name, int64_t timeout_ms,
+                                 const std::string& url_list, const ClientAuth& auth);
+
 }  // namespace eventd::nats

@@ -148,13 +148,11 @@ void Collector::run_session(Session& s) {
         set_state("backing off", e.message);
     };
     natsStatus st = natsOptions_Create(&s.options);
-    if (st == NATS_OK) st = natsOptions_SetName(s.options, "eventd collector");
-    if (st == NATS_OK) st = natsOptions_SetTimeout(s.options, kRequestTimeoutMs);
-    // A new session instead, which connects to any server of the list that answers.
-    if (st == NATS_OK) st = natsOptions_SetAllowReconnect(s.options, false);
     if (st != NATS_OK) return fail(nats_error("cannot set up the NATS options", st));
-    if (auto a = nats::apply_servers(s.options, config_.nats_url); !a) return fail(a.error());
-    if (auto a = nats::apply_auth(s.options, config_.auth); !a) return fail(a.error());
+    if (auto a = nats::set_session_options(s.options, "eventd collector", kRequestTimeoutMs, config_.nats_url,
+                                           config_.auth);
+        !a)
+        return fail(a.error());
     st = natsConnection_Connect(&s.connection, s.options);
     if (st != NATS_OK) return fail(nats_error("cannot connect to NATS at " + nats::servers_text(config_.nats_url), st));
     jsOptions js_options;
