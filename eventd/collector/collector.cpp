@@ -14,6 +14,7 @@
 #include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
 #include "nats/client.hpp"
+#include "nats/pull_consumer.hpp"
 #include "nats/server_list.hpp"
 #include "nats/subject.hpp"
 #include "protocol/status.hpp"
@@ -53,11 +54,11 @@ struct Collector::Session {
     natsOptions* options = nullptr;
     natsConnection* connection = nullptr;
     jsCtx* js = nullptr;
-    natsSubscription* subscription = nullptr;
+    std::unique_ptr<nats::PullConsumer> pull;
     Clock::time_point lag_checked{};
 
     ~Session() {
-        if (subscription) natsSubscription_Destroy(subscription);
+        pull.reset();
         if (connection) natsConnection_Close(connection);
         if (js) jsCtx_Destroy(js);
         if (connection) natsConnection_Destroy(connection);
@@ -75,7 +76,7 @@ Collector::Collector(SourceConfig config, std::vector<ShardWriter*> writers,
 Collector::~Collector() {
     stop_fetching();
     // The thread has ended: what the writers committed last is acknowledged from here.
-    send_settled();
+    send_settled(session_ ? session_->connection : nullptr);
     if (session_ && session_->connection) natsConnection_FlushTimeout(session_->connection, kFinalFlushMs);
     if (session_) end_session(*session_);
     session_.reset();
@@ -201,44 +202,24 @@ void Collector::run_session(Session& s) {
                                                 " does not exist yet (no eventd-forward has created it)"});
         return fail(nats_error("cannot use consumer " + config_.durable + " of stream " + config_.stream, st));
     }
-    jsSubOptions bind;
-    jsSubOptions_Init(&bind);
-    bind.Stream = config_.stream.c_str();
-    bind.Consumer = config_.durable.c_str();
-    st = js_PullSubscribe(&s.subscription, s.js, config_.filter_subject.empty() ? nullptr : config_.filter_subject.c_str(),
-                          config_.durable.c_str(), nullptr, &bind, &code);
-    if (st != NATS_OK) return fail(nats_error("cannot bind to consumer " + config_.durable, st));
+    auto pull = nats::PullConsumer::open(s.connection, config_.stream, config_.durable);
+    if (!pull) return fail(pull.error());
+    s.pull = std::move(*pull);
     spdlog::info("collector: consuming stream {} through durable consumer {} at {}", config_.stream, config_.durable,
                  nats::connected_url(s.connection));
     last_logged_error_.clear();
     set_state("connected");
 
-    // A fetch asks for FetchBatch messages, or fewer when they are large: about kFetchMaxBytes
-    // by the size of the last fetch's messages. Packed messages hold hundreds of records:
-    // 1000 of them were one 64 MB fetch, and the writers idled while it came (PERFORMANCE.md
-    // §12). (A byte limit in the pull request itself, jsFetchRequest.MaxBytes, makes nats.c
-    // wait out the request's expiry when fewer messages are there: 136 ms more latency at
-    // 1000 events/s.)
-    int fetch_batch = static_cast<int>(config_.fetch_batch);
-    std::vector<natsMsg*> messages;
+    // A fetch returns up to FetchBatch messages of those arrived; the requests on their way ask
+    // for about kFetchMaxBytes each too: packed messages hold hundreds of records, and 1000 of
+    // them were a 64 MB fetch while the writers idled (PERFORMANCE.md §12).
     while (!stopping_.load()) {
-        send_settled();
+        send_settled(s.connection);
         if (Clock::now() - s.lag_checked >= kLagInterval) refresh_lag(s);
-        natsMsgList list{};
-        st = natsSubscription_Fetch(&list, s.subscription, fetch_batch, kFetchWaitMs, &code);
-        if (st == NATS_TIMEOUT) continue;
-        if (st != NATS_OK) return fail(nats_error("fetching from consumer " + config_.durable + " failed", st));
-        // Take the messages out of the list: they live until their batch is acknowledged.
-        messages.assign(list.Msgs, list.Msgs + list.Count);
-        if (list.Count > 0) {
-            int64_t bytes = 0;
-            for (natsMsg* m : messages) bytes += natsMsg_GetDataLength(m);
-            const int64_t average = std::max<int64_t>(1, bytes / list.Count);
-            fetch_batch = static_cast<int>(std::clamp<int64_t>(kFetchMaxBytes / average, 1, config_.fetch_batch));
-        }
-        std::fill(list.Msgs, list.Msgs + list.Count, nullptr);
-        natsMsgList_Destroy(&list);
-        deliver(s, messages);
+        auto messages = s.pull->next(config_.fetch_batch, kFetchMaxBytes, std::chrono::milliseconds(kFetchWaitMs));
+        if (!messages) return fail(base::Error{messages.error().code, "fetching from consumer " + config_.durable +
+                                                                          " failed: " + messages.error().message});
+        if (!messages->empty()) deliver(s, *messages);
     }
 }
 
@@ -268,7 +249,7 @@ base::Result<std::vector<HandoffItem>> Collector::items_of(natsMsg* msg) const {
     return items;
 }
 
-void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
+void Collector::deliver(Session& s, std::vector<natsMsg*>& messages) {
     // Records go to their shard's writer in chunks while the rest of the fetch is still being
     // read: a fetch of packed messages holds tens of thousands of records, and converting them
     // all before handing any over left the writers idle meanwhile (PERFORMANCE.md §12).
@@ -288,7 +269,7 @@ void Collector::deliver(Session&, std::vector<natsMsg*>& messages) {
             refused_.fetch_add(1, std::memory_order_relaxed);
             spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", natsMsg_GetSequence(msg),
                           config_.stream, natsMsg_GetSubject(msg), items.error().message);
-            natsMsg_Term(msg, nullptr);
+            nats::term(s.connection, msg);
             natsMsg_Destroy(msg);
             continue;
         }
@@ -338,7 +319,7 @@ void Collector::settled(const std::vector<uint64_t>& tickets, bool committed) {
     }
 }
 
-void Collector::send_settled() {
+void Collector::send_settled(__natsConnection* connection) {
     std::vector<std::pair<natsMsg*, bool>> settled;
     {
         std::lock_guard lock(pending_mutex_);
@@ -347,23 +328,23 @@ void Collector::send_settled() {
     for (auto [msg, committed] : settled) {
         // Fire and forget: a lost acknowledgement only means one more delivery, which the
         // writer's duplicate check absorbs.
-        if (committed) {
-            natsMsg_Ack(msg, nullptr);
+        if (connection && committed) {
+            nats::ack(connection, msg);
             acked_.fetch_add(1, std::memory_order_relaxed);
-        } else {
+        } else if (connection) {
             // A failed commit (a full disk, say): again after a pause, not in a hot loop.
-            natsMsg_NakWithDelay(msg, kRedeliveryDelayMs, nullptr);
+            nats::nak(connection, msg, std::chrono::milliseconds(kRedeliveryDelayMs));
             redelivery_requested_.fetch_add(1, std::memory_order_relaxed);
         }
         natsMsg_Destroy(msg);
     }
 }
 
-void Collector::end_session(Session&) {
+void Collector::end_session(Session& s) {
     // Before the subscription and connection go: no acknowledgement may use them afterwards.
     // Settled messages are acknowledged first (on a lost connection that fails harmlessly);
     // the unsettled ones come again after AckWaitSeconds.
-    send_settled();
+    send_settled(s.connection);
     std::lock_guard lock(pending_mutex_);
     for (auto& [ticket, m] : pending_) natsMsg_Destroy(m.msg);
     pending_.clear();

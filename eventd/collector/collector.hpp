@@ -38,6 +38,7 @@
 #include "store/sequence_ranges.hpp"
 
 struct __natsMsg;
+struct __natsConnection;
 
 namespace eventd::collector {
 
@@ -79,7 +80,7 @@ private:
     void run_session(Session& session);
     void deliver(Session& session, std::vector<__natsMsg*>& messages);
     base::Result<std::vector<HandoffItem>> items_of(__natsMsg* msg) const;
-    void send_settled();  // the acknowledgements settled() queued
+    void send_settled(__natsConnection* connection);  // the acknowledgements settled() queued (none without one)
     void refresh_lag(Session& session);
     void end_session(Session& session);  // drops the unacknowledged messages, then the handles
     void set_state(const std::string& state, const std::string& error = "");
