@@ -9,6 +9,7 @@
 #include "base/guid_text.hpp"
 #include "msgpack/reader.hpp"
 #include "msgpack/writer.hpp"
+#include "store/event_columns.hpp"
 
 namespace eventd::collector {
 namespace {
@@ -24,9 +25,18 @@ std::optional<uint64_t> as_unsigned(const Item& item) {
     return std::nullopt;
 }
 
+// The header column a record's key names (store/event_columns.hpp: the names the query
+// server serves them by, e.g. effective_token_guid), if it names one.
+std::optional<store::EventColumn> header_column(std::string_view key) {
+    const auto column = store::column_named(key);
+    if (!column || *column == store::EventColumn::id || *column == store::EventColumn::payload) return std::nullopt;
+    return column;
+}
+
 // One header field's value into the row. nil leaves an optional column NULL.
-base::Status read_header(std::string_view key, const Item& item, store::EventRow& row, bool& have_boot,
-                         bool& have_time, bool& have_type) {
+base::Status read_header(store::EventColumn column, std::string_view key, const Item& item, store::EventRow& row,
+                         bool& have_boot, bool& have_time, bool& have_type) {
+    using C = store::EventColumn;
     const bool nil = item.kind == Kind::nil;
     auto number = [&](uint64_t max) -> base::Result<std::optional<uint64_t>> {
         if (nil) return std::optional<uint64_t>{};
@@ -41,45 +51,55 @@ base::Status read_header(std::string_view key, const Item& item, store::EventRow
         if (!g) return bad(std::string(key) + " is not a GUID string");
         return std::optional<kmes::Guid>{*g};
     };
-    if (key == "boot_id") {
-        auto g = guid();
-        if (!g) return g.error();
-        if (!*g) return bad("boot_id is nil");
-        row.boot_id = **g;
-        have_boot = true;
-    } else if (key == "timestamp") {
-        auto n = number(INT64_MAX);  // SQLite's integers are signed
-        if (!n) return n.error();
-        if (!*n) return bad("timestamp is nil");
-        row.timestamp = **n;
-        have_time = true;
-    } else if (key == "event_type") {
-        if (item.kind != Kind::string || item.bytes.empty()) return bad("event_type is not a non-empty string");
-        row.event_type = std::string(item.bytes);
-        have_type = true;
-    } else if (key == "cpu_id") {
-        auto n = number(UINT16_MAX);
-        if (!n) return n.error();
-        if (*n) row.cpu_id = static_cast<uint16_t>(**n);
-    } else if (key == "sequence") {
-        auto n = number(INT64_MAX);
-        if (!n) return n.error();
-        row.sequence = *n;
-    } else if (key == "origin_class") {
-        auto n = number(UINT8_MAX);
-        if (!n) return n.error();
-        if (*n) row.origin_class = static_cast<uint8_t>(**n);
-    } else {
-        auto g = guid();
-        if (!g) return g.error();
-        (key == "effective_token" ? row.effective_token : key == "true_token" ? row.true_token : row.process) = *g;
+    switch (column) {
+        case C::boot_id: {
+            auto g = guid();
+            if (!g) return g.error();
+            if (!*g) return bad("boot_id is nil");
+            row.boot_id = **g;
+            have_boot = true;
+            return {};
+        }
+        case C::timestamp: {
+            auto n = number(INT64_MAX);  // SQLite's integers are signed
+            if (!n) return n.error();
+            if (!*n) return bad("timestamp is nil");
+            row.timestamp = **n;
+            have_time = true;
+            return {};
+        }
+        case C::event_type:
+            if (item.kind != Kind::string || item.bytes.empty()) return bad("event_type is not a non-empty string");
+            row.event_type = std::string(item.bytes);
+            have_type = true;
+            return {};
+        case C::cpu_id: {
+            auto n = number(UINT16_MAX);
+            if (!n) return n.error();
+            if (*n) row.cpu_id = static_cast<uint16_t>(**n);
+            return {};
+        }
+        case C::sequence: {
+            auto n = number(INT64_MAX);
+            if (!n) return n.error();
+            row.sequence = *n;
+            return {};
+        }
+        case C::origin_class: {
+            auto n = number(UINT8_MAX);
+            if (!n) return n.error();
+            if (*n) row.origin_class = static_cast<uint8_t>(**n);
+            return {};
+        }
+        default: {  // the three token columns
+            auto g = guid();
+            if (!g) return g.error();
+            (column == C::effective_token_guid ? row.effective_token
+             : column == C::true_token_guid    ? row.true_token
+                                               : row.process) = *g;
+            return {};
+        }
     }
-    return {};
-}
-
-bool is_header(std::string_view key) {
-    return key == "boot_id" || key == "timestamp" || key == "cpu_id" || key == "sequence" || key == "origin_class" ||
-           key == "event_type" || key == "effective_token" || key == "true_token" || key == "process";
 }
 
 }  // namespace
@@ -127,11 +147,12 @@ base::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std:
         } else if (auto st = in.skip(1); !st) {
             return bad(st.error().message);
         }
-        if (key && is_header(*key)) {
+        if (const auto column = key ? header_column(*key) : std::nullopt) {
             auto value = in.next();
             if (!value) return bad(value.error().message);
             if (value->kind == Kind::map || value->kind == Kind::array) return bad(std::string(*key) + " is not a scalar");
-            if (auto st = read_header(*key, *value, row, have_boot, have_time, have_type); !st) return st.error();
+            if (auto st = read_header(*column, *key, *value, row, have_boot, have_time, have_type); !st)
+                return st.error();
             continue;
         }
         const size_t value_start = in.pos();

@@ -3,7 +3,8 @@
 // fields merged with the payload map's keys, eventd/query/record.hpp); this splits it again:
 //
 //   boot_id, timestamp, cpu_id, sequence, origin_class, event_type,
-//   effective_token, true_token, process     → the columns of the same name
+//   effective_token_guid, true_token_guid, process_guid  → the columns of the same name
+//                                                        (store/event_columns.hpp)
 //   every other key, its value's bytes as they came   → the payload map, after
 //   host: <Eventd-Host header>                        (first key: `WHERE host == "web-3"`)
 //

@@ -84,9 +84,9 @@ TEST_CASE("collected KMES event: columns from the header fields, host first in t
                                    {"sequence", 42},
                                    {"origin_class", 2},
                                    {"event_type", "kacs.access_denied"},
-                                   {"effective_token", kBoot},
-                                   {"true_token", nullptr},
-                                   {"process", nullptr},
+                                   {"effective_token_guid", kBoot},
+                                   {"true_token_guid", nullptr},
+                                   {"process_guid", nullptr},
                                    {"user", "mallory"},
                                    {"host", "spoofed"}});
     const auto& row = item.row;
