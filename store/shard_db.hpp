@@ -68,6 +68,10 @@ public:
     std::vector<std::pair<uint64_t, uint64_t>> unaccounted(const kmes::Guid& boot_id, uint16_t cpu_id,
                                                            uint64_t first, uint64_t last,
                                                            const SequenceState* elsewhere) const;
+    // Whether unaccounted() is empty, without building it for one sequence (first == last: a
+    // KMES event, the collector's every record but gaps).
+    bool accounted(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last,
+                   const SequenceState* elsewhere) const;
     Result<bool> contains_same(const EventRow& row);
     Status commit();  // the durability boundary (§2.4.1); on failure the transaction is rolled back
     void rollback();

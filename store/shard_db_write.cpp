@@ -107,6 +107,17 @@ std::vector<std::pair<uint64_t, uint64_t>> ShardDb::unaccounted(const kmes::Guid
     return elsewhere ? not_accounted(*elsewhere, key, std::move(left)) : left;
 }
 
+bool ShardDb::accounted(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last,
+                        const SequenceState* elsewhere) const {
+    if (first != last) return unaccounted(boot_id, cpu_id, first, last, elsewhere).empty();
+    const BootCpu key{boot_id, cpu_id};
+    auto holds = [&](const SequenceState& state) {
+        const auto it = state.find(key);
+        return it != state.end() && it->second.contains(first);
+    };
+    return holds(state_) || holds(pending_) || (elsewhere && holds(*elsewhere));
+}
+
 Result<bool> ShardDb::contains_same(const EventRow& row) {
     sqlite3_stmt* stmt = find_same_;
     sqlite3_bind_int64(stmt, 1, to_sql(row.timestamp));

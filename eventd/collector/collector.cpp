@@ -300,7 +300,7 @@ void Collector::deliver(Session& s, std::vector<natsMsg*>& messages) {
 // duplicate window. Routing by (boot, cpu) (shard_of) sends every copy to the same shard.
 base::Result<bool> Collector::stored_already(store::ShardDb& db, const HandoffItem& item) const {
     if (const auto& a = item.accounting)
-        return db.unaccounted(item.row.boot_id, a->cpu_id, a->first, a->last, accounted_elsewhere_).empty();
+        return db.accounted(item.row.boot_id, a->cpu_id, a->first, a->last, accounted_elsewhere_);
     return db.contains_same(item.row);
 }
 

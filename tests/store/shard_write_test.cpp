@@ -260,6 +260,16 @@ TEST_CASE("a collector's duplicate check: accounted sequences here, in the open 
     CHECK(db->unaccounted(boot, 1, 8, 25, &elsewhere) == Parts{{11, 14}, {16, 19}});
     CHECK(db->unaccounted(boot, 2, 5, 5, &elsewhere) == Parts{{5, 5}});  // another CPU
     CHECK(db->unaccounted(guid(0xb1), 1, 5, 5, &elsewhere) == Parts{{5, 5}});  // another boot
+    // accounted(): the same answers, one sequence at a time and for ranges.
+    for (uint64_t s = 0; s <= 32; ++s) {
+        INFO("sequence " << s);
+        CHECK(db->accounted(boot, 1, s, s, &elsewhere) == db->unaccounted(boot, 1, s, s, &elsewhere).empty());
+        CHECK(db->accounted(boot, 1, s, s, nullptr) == db->unaccounted(boot, 1, s, s, nullptr).empty());
+    }
+    CHECK(db->accounted(boot, 1, 20, 30, &elsewhere));
+    CHECK_FALSE(db->accounted(boot, 1, 9, 11, &elsewhere));
+    CHECK_FALSE(db->accounted(boot, 2, 5, 5, &elsewhere));
+    CHECK_FALSE(db->accounted(guid(0xb1), 1, 5, 5, &elsewhere));
     db->rollback();
 }
 
