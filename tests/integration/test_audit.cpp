@@ -457,14 +457,19 @@ TEST_CASE("an audit event of a process that still runs carries its process GUID:
     utsname name{};
     REQUIRE(uname(&name) == 0);
     std::vector<CapturedEvent> audited, own;
+    std::map<std::string, int> seen;  // every type in the rings, for a failure's message
     CHECK(eventually([&] {
         const auto events = all_events(kCpus);
         audited.clear();
+        seen.clear();
+        for (const CapturedEvent& e : events) ++seen[std::string(e.type())];
         for (const CapturedEvent& e : of_type(events, "audit.syscall"))
             if (e.payload().value("key", json()) == key) audited.push_back(e);
         own = of_type(events, "test.join");
         return !audited.empty() && !own.empty();
     }, seconds(10)));
+    INFO("types in the rings: " << json(seen).dump() << "\nrules loaded: " << json(audit_rules()).dump()
+                                << "\nshim log:\n" << shim->log());
     REQUIRE(audited.size() == 1);
     REQUIRE(own.size() == 1);
     CHECK(audited[0].payload()["syscall"] == "uname");
