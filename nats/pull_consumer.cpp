@@ -149,4 +149,12 @@ void nak(natsConnection* connection, natsMsg* msg, std::chrono::milliseconds del
 
 void term(natsConnection* connection, natsMsg* msg) { reply(connection, msg, "+TERM"); }
 
+uint64_t stream_sequence(natsMsg* msg) {
+    jsMsgMetaData* meta = nullptr;
+    if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) return 0;
+    const uint64_t sequence = meta->Sequence.Stream;
+    jsMsgMetaData_Destroy(meta);
+    return sequence;
+}
+
 }  // namespace eventd::nats

@@ -65,4 +65,8 @@ void ack(natsConnection* connection, natsMsg* msg);
 void nak(natsConnection* connection, natsMsg* msg, std::chrono::milliseconds delay);
 void term(natsConnection* connection, natsMsg* msg);
 
+// The message's sequence in its stream (from its reply subject), 0 when it has none.
+// (natsMsg_GetSequence is only set for messages read with js_GetMsg.)
+uint64_t stream_sequence(natsMsg* msg);
+
 }  // namespace eventd::nats

@@ -267,7 +267,7 @@ void Collector::deliver(Session& s, std::vector<natsMsg*>& messages) {
             // Not an eventd record: never stored, so never acknowledged as stored — terminated,
             // so it is not delivered again and again (a limits stream keeps it for inspection).
             refused_.fetch_add(1, std::memory_order_relaxed);
-            spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", natsMsg_GetSequence(msg),
+            spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", nats::stream_sequence(msg),
                           config_.stream, natsMsg_GetSubject(msg), items.error().message);
             nats::term(s.connection, msg);
             natsMsg_Destroy(msg);

@@ -457,6 +457,9 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     CHECK_THAT(log, Catch::Contains("is not eventd.<Eventd-Host>.<event_type> of the record (Eventd-Host host-b)"));
     CHECK_THAT(log, Catch::Contains("no Eventd-Host header"));
     CHECK_THAT(log, Catch::Contains("not an eventd record"));
+    // Each refusal names its message by its stream sequence (never 0: JetStream counts from 1).
+    CHECK(std::regex_search(log, std::regex(R"(message [1-9][0-9]* of stream EVENTD \(subject)")));
+    CHECK_FALSE(std::regex_search(log, std::regex(R"(message 0 of stream)")));
 
     forward.stop();
     collector.stop();

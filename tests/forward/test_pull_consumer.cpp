@@ -102,6 +102,7 @@ TEST_CASE("a pull consumer hands out at most its batch, every message once and i
         INFO("call " << call << ", batch " << batch << ", " << received.size() << " received before");
         REQUIRE(!messages->empty());  // the stream has more: it arrives within the wait
         CHECK(messages->size() <= batch);
+        for (natsMsg* m : *messages) CHECK(nats::stream_sequence(m) == uint64_t(body_of(m)) + 1);
         take(c, *messages, received);
     }
     REQUIRE(received.size() == size_t(kMessages));
