@@ -39,9 +39,6 @@ public:
     // the connection is gone or the server refuses the consumer (deleted, say).
     base::Result<std::vector<natsMsg*>> next(size_t max_messages, int64_t max_bytes, std::chrono::milliseconds wait);
 
-    // The messages requested and not yet delivered, as far as this side knows (tests).
-    int64_t outstanding() const { return outstanding_; }
-
 private:
     PullConsumer(natsConnection* connection, std::string request_subject, std::string inbox);
     base::Status request_more(size_t max_messages, int64_t max_bytes);

@@ -2,7 +2,6 @@
 
 #include <nats/nats.h>
 
-#include <algorithm>
 #include <chrono>
 #include <span>
 
@@ -27,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kFetchWaitMs = 250;  // how long one fetch waits for messages (and stop_fetching for it)
-constexpr int64_t kFetchMaxBytes = 16 << 20;  // about what one fetch asks for (see run_session)
+constexpr int64_t kFetchMaxBytes = 16 << 20;  // the most one pull request asks for (see run_session)
 constexpr auto kLagInterval = std::chrono::seconds(1);
 constexpr int64_t kRequestTimeoutMs = 5000;  // connect and JetStream API requests
 constexpr int64_t kFinalFlushMs = 2000;      // the last acknowledgements at shutdown

@@ -34,9 +34,10 @@ std::optional<store::EventColumn> header_column(std::string_view key) {
 }
 
 // One header field's value into the row. nil leaves an optional column NULL.
-base::Status read_header(store::EventColumn column, std::string_view key, const Item& item, store::EventRow& row,
-                         bool& have_boot, bool& have_time, bool& have_type) {
+base::Status read_header(store::EventColumn column, const Item& item, store::EventRow& row, bool& have_boot,
+                         bool& have_time, bool& have_type) {
     using C = store::EventColumn;
+    const std::string_view key = store::name_of(column);
     const bool nil = item.kind == Kind::nil;
     auto number = [&](uint64_t max) -> base::Result<std::optional<uint64_t>> {
         if (nil) return std::optional<uint64_t>{};
@@ -151,7 +152,7 @@ base::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std:
             auto value = in.next();
             if (!value) return bad(value.error().message);
             if (value->kind == Kind::map || value->kind == Kind::array) return bad(std::string(*key) + " is not a scalar");
-            if (auto st = read_header(*column, *key, *value, row, have_boot, have_time, have_type); !st)
+            if (auto st = read_header(*column, *value, row, have_boot, have_time, have_type); !st)
                 return st.error();
             continue;
         }
