@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The fleet, measured on real daemons (issues 12 and 27; docs/PERFORMANCE.md §12): one host
 # (kmes-shimd, eventd, eventd-forward) → a nats-server with JetStream on loopback → an eventd in
-# collector mode. Three parts, each printing a Markdown table:
+# collector mode. First the collector's conversion alone (kmes-bench-collector-convert: a packed
+# message into rows, against one msgpack walk over it). Then three parts, each printing a
+# Markdown table:
 #   1. throughput, each stage alone on the machine, for both message formats side by side:
 #      packed (the default) and one record per message (MaxRecordsPerMessage 1, as before
 #      issue 27). Per format: N events emitted as fast as the shim takes them (kmes-emit, batches
@@ -28,7 +30,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=400000 LAT_S=20 M=300000 KILLS=8
-[[ ${1:-} == --quick ]] && { N=50000 LAT_S=5 M=100000 KILLS=4; }
+QUICK=
+[[ ${1:-} == --quick ]] && { N=50000 LAT_S=5 M=100000 KILLS=4 QUICK=1; }
 BIN=${BUILD_DIR:-build-bench}
 NATS_SERVER=$(command -v nats-server || echo /usr/sbin/nats-server)
 DIR=$(mktemp -d "${BENCH_STORE_DIR:-/var/tmp}/fleet-bench.XXXXXX")
@@ -111,10 +114,15 @@ PY
 model=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)
 echo "## The fleet: host → JetStream → collector ($(date -u '+%F %H:%M UTC'), $(git rev-parse --short HEAD), $BIN, $(nproc) × ${model:-CPU})"
 echo
+# 0. The collector's conversion alone, in-process: what a record costs before any NATS or SQLite.
+"$BIN/bench/kmes-bench-collector-convert" ${QUICK:+--quick}
+echo
 
 # 1. Throughput, stage by stage, both formats. The stages are timed in Python (poll.py), without
-# loading the daemons measured: a COUNT every 0.5 s says when a store holds all N, and the stage
-# ended at its newest commit (STATUS: the shards' last_commit_ns; nothing else writes then); the
+# loading the daemons measured: STATUS every 0.5 s (the shards' row counts) says when a store
+# holds N more rows, one COUNT then that all N are the stage's records, and the stage ended at
+# its newest commit (STATUS: the shards' last_commit_ns; nothing else writes then) — a COUNT
+# every 0.5 s instead scanned the growing table: 11 % of the collector's CPU samples (perf); the
 # forwarder's status.json (read every 20 ms) says when its saved cursor covers the newest event,
 # and since when (cursor_saved_ns).
 cat > "$DIR/poll.py" <<'PY'
@@ -133,9 +141,16 @@ def cpu(pid):  # user + system seconds of a process so far
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 def last_commit(sock):  # wall clock of the newest commit of any shard (STATUS), in seconds
+    return max((s.get("last_commit_ns") or 0) for s in status(sock) if s.get("kind") == "shard") / 1e9
+def status(sock):
     r = subprocess.run([eventctl, "--socket", f"{run}/{sock}.sock", "-o", "jsonl", "STATUS"], capture_output=True, text=True)
-    shards = [json.loads(l) for l in r.stdout.splitlines()]
-    return max((s.get("last_commit_ns") or 0) for s in shards if s.get("kind") == "shard") / 1e9
+    return [json.loads(l) for l in r.stdout.splitlines()]
+def rows(sock):  # rows in all shards (STATUS), -1 when it cannot be asked
+    try: return sum(s.get("rows") or 0 for s in status(sock) if s.get("kind") == "shard")
+    except Exception: return -1
+def stored(sock, query, n, base):  # until the store holds n rows more than base, and n of the query
+    until(lambda: rows(sock) >= base + n)
+    until(lambda: count(sock, query) >= n)
 def until(what, every=0.5, timeout=600):
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -148,11 +163,12 @@ poll() { python3 -c "exec(open('$DIR/poll.py').read()); $1" "$BIN/eventctl/event
 
 throughput() {  # format (single | packed) → one line of results in $DIR/throughput
   local f=$1 type=bench.fleet.$1 t0 t_host t_fwd t_coll
+  local rows_before; rows_before=$(poll 'print(rows("host"))')
   t0=$(date +%s.%N)
   taskset -c 0 "$BIN/kmes-shim/tools/kmes-emit" -t "$type" -j '{"user":"alice","n":12345,"note":"fleet benchmark"}' \
     -n "$N" -b 256 --retry-eagain
-  t_host=$(poll 'n, t0 = int(sys.argv[3]), float(sys.argv[4]); until(lambda: count("host", sys.argv[5]) >= n); print(last_commit("host") - t0)' \
-    "$N" "$t0" "EVENTS $type")
+  t_host=$(poll 'n, t0 = int(sys.argv[3]), float(sys.argv[4]); stored("host", sys.argv[5], n, int(sys.argv[6])); print(last_commit("host") - t0)' \
+    "$N" "$t0" "EVENTS $type" "$rows_before")
   # The forwarder on the backlog: done when its saved cursor covers the newest event.
   local nats_before fwd_pid
   nats_before=$(poll 'print(cpu(sys.argv[3]))' "${pid[nats]}")
@@ -175,7 +191,7 @@ print(saved - t0, cpu(fpid), cpu(npid) - nats0)' "EVENTS $type" "$t0" "$DIR/fwd-
   t0=$(date +%s.%N)
   read -r t_coll coll_cpu nats_coll < <(poll '
 n, t0, cpid, npid, nats0 = int(sys.argv[3]), float(sys.argv[4]), sys.argv[6], sys.argv[7], float(sys.argv[8])
-until(lambda: count(sys.argv[9], sys.argv[5]) >= n)
+stored(sys.argv[9], sys.argv[5], n, 0)
 print(last_commit(sys.argv[9]) - t0, cpu(cpid), cpu(npid) - nats0)' "$N" "$t0" "EVENTS $type" "${pid[coll-$f]}" "${pid[nats]}" "$nats_before" "coll-$f")
   stop "coll-$f"
   echo "$f $t_host $t_fwd $fwd_cpu $nats_fwd $t_coll $coll_cpu $nats_coll $msgs" >> "$DIR/throughput"

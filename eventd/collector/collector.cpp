@@ -229,21 +229,17 @@ base::Result<std::vector<HandoffItem>> Collector::items_of(natsMsg* msg) const {
     if (natsMsgHeader_Get(msg, kHostHeader, &host) != NATS_OK || !host || !*host)
         return base::Error{EINVAL, "no Eventd-Host header"};
     const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
-    auto records = records_of_message(std::span(data, static_cast<size_t>(natsMsg_GetDataLength(msg))));
-    if (!records) return records.error();
-    std::vector<HandoffItem> items;
-    items.reserve(records->size());
+    auto items = items_of_message(std::span(data, static_cast<size_t>(natsMsg_GetDataLength(msg))), host);
+    if (!items) return items.error();
     std::string subject;  // of the previous record's type: a message holds one type
-    for (const auto record : *records) {
-        auto item = item_from_record(record, host);
-        if (!item) return item.error();
+    for (size_t i = 0; i < items->size(); ++i) {
+        const std::string& type = (*items)[i].row.event_type;
         // NATS permissions are per subject: a host may publish only under its own name.
-        if (items.empty() || item->row.event_type != items.back().row.event_type)
-            subject = nats::subject_for(config_.subject_prefix, host, item->row.event_type);
+        if (i == 0 || type != (*items)[i - 1].row.event_type)
+            subject = nats::subject_for(config_.subject_prefix, host, type);
         if (natsMsg_GetSubject(msg) != subject)
             return base::Error{EINVAL, "the subject is not " + config_.subject_prefix +
                                            ".<Eventd-Host>.<event_type> of the record (Eventd-Host " + host + ")"};
-        items.push_back(std::move(*item));
     }
     return items;
 }

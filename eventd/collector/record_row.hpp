@@ -35,6 +35,11 @@ namespace eventd::collector {
 // does that). EINVAL for anything else: an empty array, bytes after it, an element cut short.
 base::Result<std::vector<std::span<const uint8_t>>> records_of_message(std::span<const uint8_t> body);
 
+// Every record of one message body as a row, in order — what records_of_message and
+// item_from_record give record by record, read in one pass over the body (the collector's
+// path). EINVAL, naming the record ("record 3 of 760: …"), when any is not an eventd record.
+base::Result<std::vector<HandoffItem>> items_of_message(std::span<const uint8_t> body, std::string_view host);
+
 // EINVAL (naming what is wrong) when `record` is not one msgpack map with boot_id (a GUID
 // string), timestamp (an integer) and event_type (a string) and header fields of their types.
 base::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std::string_view host);

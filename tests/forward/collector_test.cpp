@@ -202,3 +202,95 @@ TEST_CASE("collector: a message body is one record or an array of records, each 
     REQUIRE(mixed);
     CHECK_FALSE(item_from_record(mixed->at(1), "web-3"));
 }
+
+TEST_CASE("collector: a packed message read in one pass gives each record's row, and names a bad record",
+          "[collector]") {
+    // Records of every shape the conversion treats apart: a KMES event with tokens, a payload
+    // `host` (renamed event_host), nested payload values, a non-string payload key, a gap
+    // record (its range accounted), a record without cpu or sequence (nothing accounted).
+    const json records = json::array({
+        {{"boot_id", kBoot}, {"timestamp", 5}, {"event_type", "app.login"}, {"cpu_id", 1}, {"sequence", 41},
+         {"origin_class", 2}, {"effective_token_guid", kBoot}, {"true_token_guid", nullptr},
+         {"process_guid", kBoot}, {"user", "alice"}, {"host", "laptop"}},
+        {{"boot_id", kBoot}, {"timestamp", 6}, {"event_type", "app.login"}, {"cpu_id", 1}, {"sequence", 42},
+         {"nested", {{"a", json::array({1, {{"b", 2}}})}}}, {"n", -3}},
+        {{"boot_id", kBoot}, {"timestamp", 7}, {"event_type", "synthetic.gap"}, {"cpu_id", 0},
+         {"first_sequence", 10}, {"last_sequence", 19}, {"lost", 10}},
+        {{"boot_id", kBoot}, {"timestamp", 8}, {"event_type", "synthetic.startup"}},
+    });
+    std::vector<uint8_t> body = json::to_msgpack(records);
+    // A payload key that is not a string (msgpack allows it, nlohmann cannot write it): the
+    // last record's map gets a fifth pair {7: true}.
+    const auto last = records_of_message(body);
+    REQUIRE(last);
+    const size_t map_at = static_cast<size_t>(last->back().data() - body.data());
+    REQUIRE(body[map_at] == 0x83);  // a fixmap of three pairs
+    body[map_at] = 0x84;
+    body.push_back(0x07);
+    body.push_back(0xc3);
+
+    auto records_each = records_of_message(body);
+    REQUIRE(records_each);
+    auto rows = items_of_message(body, "web-3");
+    REQUIRE(rows);
+    REQUIRE(rows->size() == records_each->size());
+    for (size_t i = 0; i < rows->size(); ++i) {
+        INFO("record " << i + 1);
+        auto alone = item_from_record(records_each->at(i), "web-3");
+        REQUIRE(alone);
+        const auto& a = rows->at(i);
+        const auto& b = *alone;
+        CHECK(a.row.boot_id == b.row.boot_id);
+        CHECK(a.row.timestamp == b.row.timestamp);
+        CHECK(a.row.cpu_id == b.row.cpu_id);
+        CHECK(a.row.sequence == b.row.sequence);
+        CHECK(a.row.origin_class == b.row.origin_class);
+        CHECK(a.row.event_type == b.row.event_type);
+        CHECK(a.row.effective_token == b.row.effective_token);
+        CHECK(a.row.true_token == b.row.true_token);
+        CHECK(a.row.process == b.row.process);
+        CHECK(a.row.payload == b.row.payload);
+        CHECK(a.accounting.has_value() == b.accounting.has_value());
+        if (a.accounting && b.accounting) {
+            CHECK(a.accounting->cpu_id == b.accounting->cpu_id);
+            CHECK(a.accounting->first == b.accounting->first);
+            CHECK(a.accounting->last == b.accounting->last);
+        }
+    }
+    CHECK(payload_of(rows->at(0)) == json{{"host", "web-3"}, {"user", "alice"}, {"event_host", "laptop"}});
+    CHECK(payload_of(rows->at(1)).at("nested") == records[1].at("nested"));
+    CHECK(rows->at(2).accounting->first == 10);
+    CHECK(rows->at(2).accounting->last == 19);
+    CHECK_FALSE(rows->at(3).accounting);
+    CHECK(rows->at(3).row.payload->back() == 0xc3);  // the non-string key's pair kept as it came
+
+    // One body that is a single record reads as one row.
+    auto single = items_of_message(json::to_msgpack(records[1]), "web-3");
+    REQUIRE(single);
+    REQUIRE(single->size() == 1);
+    CHECK(single->at(0).row.sequence == 42);
+
+    // A bad record refuses the message and is named; so is what is wrong around the records.
+    auto refused = [](const std::vector<uint8_t>& b) {
+        auto r = items_of_message(b, "web-3");
+        REQUIRE_FALSE(r);
+        return r.error().message;
+    };
+    json broken = records;
+    broken[2]["timestamp"] = "soon";
+    CHECK_THAT(refused(json::to_msgpack(broken)), Catch::Contains("record 3 of 4: not an eventd record: timestamp"));
+    broken = records;
+    broken[1] = 7;
+    CHECK_THAT(refused(json::to_msgpack(broken)), Catch::Contains("record 2 of 4: not an eventd record: not a msgpack map"));
+    auto cut = body;
+    cut.resize(cut.size() - 1);
+    CHECK_THAT(refused(cut), Catch::Contains("record 4 of 4"));
+    auto trailing = body;
+    trailing.push_back(0xc0);
+    CHECK_THAT(refused(trailing), Catch::Contains("bytes after the array of records"));
+    auto single_trailing = json::to_msgpack(records[1]);
+    single_trailing.push_back(0xc0);
+    CHECK_THAT(refused(single_trailing), Catch::Contains("bytes after the record's map"));
+    CHECK_THAT(refused(json::to_msgpack(json::array())), Catch::Contains("empty array"));
+    CHECK_THAT(refused(json::to_msgpack(json("text"))), Catch::Contains("neither a record"));
+}
