@@ -14,9 +14,13 @@ using Clock = std::chrono::steady_clock;
 // A request waits this long on the server for messages; then the server ends it with a 408.
 constexpr auto kRequestExpiry = std::chrono::seconds(2);
 // Requests older than the expiry and this are over on the server, status or no status: one
-// that ends at exactly its max_bytes sends none (nats-server 2.9 consumer.go nextWaiting), and
-// a status can be lost with a cluster's leader. Then this side stops waiting for them.
-constexpr auto kRequestGrace = std::chrono::seconds(1);
+// that ends at exactly its max_bytes sends none (nats-server 2.9 consumer.go nextWaiting), a
+// status can be lost with a cluster's leader, and nats-server 2.9.10 now and then ends a pair
+// of idle requests without their 408s (the fleet benchmark's latency run: nothing delivered
+// for 1.25 s, until a grace of 1 s had passed — PERFORMANCE.md §12). Then this side stops
+// waiting for them. Short, because meanwhile nothing asks for messages; a status that comes
+// after all only leaves the count of messages on their way low, and one request more goes out.
+constexpr auto kRequestGrace = std::chrono::milliseconds(200);
 // The inbox holds what the requests on their way deliver (two batches): far below these.
 constexpr int kPendingMessagesLimit = 1 << 20;
 constexpr int kPendingBytesLimit = 1 << 29;
@@ -117,9 +121,12 @@ base::Result<std::vector<natsMsg*>> PullConsumer::next(size_t max_messages, int6
         if (outstanding_ <= static_cast<int64_t>(max_messages)) {
             if (auto s = request_more(max_messages, max_bytes); !s) return fail(s.error());
         }
-        // The first message is waited for; the rest are what has arrived already.
+        // The first message is waited for — until the deadline, or until the requests on their
+        // way are taken as over (above), whichever comes first; the rest are what has arrived.
+        auto until = deadline;
+        if (outstanding_ > 0) until = std::min(until, last_request_ + kRequestExpiry + kRequestGrace);
         const int64_t wait_ms =
-            messages.empty() ? std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() : 0;
+            messages.empty() ? std::chrono::ceil<std::chrono::milliseconds>(until - now).count() : 0;
         natsMsg* msg = nullptr;
         const natsStatus s = natsSubscription_NextMsg(&msg, subscription_, std::max<int64_t>(0, wait_ms));
         if (s == NATS_TIMEOUT) {

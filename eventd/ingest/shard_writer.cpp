@@ -1,6 +1,7 @@
 #include "eventd/ingest/shard_writer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <spdlog/spdlog.h>
@@ -14,7 +15,12 @@ namespace eventd {
 using base::Status;
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr double kSmoothing = 0.2;     // EWMA weight of a new observation
+constexpr double kSmoothing = 0.2;     // EWMA weight of a new commit duration
+// The arrival rate's memory: an observation after a gap of dt weighs 1 - exp(-dt / kRateMemorySeconds),
+// so the rate forgets a burst within a few kRateMemorySeconds of quiet (docs/EVENTD.md §6). At the
+// takes of a busy writer, one commit apart (about 5 ms), that is about the 0.2 of the commit
+// estimate; the first take after a pause of 100 ms weighs 99 %.
+constexpr double kRateMemorySeconds = 0.02;
 constexpr size_t kMaxRetained = 1000;  // daemon-wide records kept from failed batches
 // An idle writer with work only a timed-out wait starts (idle_wait) looks again this often;
 // one with none sleeps kIdleWait, a bound that only limits how stale a missed wake could be.
@@ -151,8 +157,12 @@ void ShardWriter::run() {
         if (!items.empty() || retry) {
             const auto now = Clock::now();
             if (!items.empty() && last_arrival_ != Clock::time_point{}) {
+                // An EWMA over time, not over takes: weighted per take alike, the rate of a burst
+                // outlived any pause, and the first event after it waited MaxBatchLatencyMs for
+                // a flood that had ended (PSD-008 §2.4.2: nothing waiting → commit now).
                 const double dt = std::max(1e-6, std::chrono::duration<double>(now - last_arrival_).count());
-                arrival_rate_ = (1 - kSmoothing) * arrival_rate_ + kSmoothing * (items.size() / dt);
+                const double weight = 1 - std::exp(-dt / kRateMemorySeconds);
+                arrival_rate_ = (1 - weight) * arrival_rate_ + weight * (items.size() / dt);
             }
             if (!items.empty()) last_arrival_ = now;
             if (!in_transaction_) {
@@ -331,8 +341,10 @@ void ShardWriter::commit_batch() {
     stats_.last_batch_size.store(batch_count_, std::memory_order_relaxed);
     stats_.commit_ns_total.fetch_add(static_cast<uint64_t>(took * 1e9), std::memory_order_relaxed);
     stats_.last_commit_ns.store(synthetic::now_ns(), std::memory_order_relaxed);
-    db_->checkpoint_if_needed();
+    // Streams learn of the commit first: a checkpoint copies up to the whole WAL into the file
+    // (tens of ms after a burst that readers held back), and nothing committed waits for it.
     if (hooks_.on_commit) hooks_.on_commit(db_->index());
+    db_->checkpoint_if_needed();
 }
 
 void ShardWriter::fail_batch(const std::string& error) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include "eventd/ingest/shard_writer.hpp"
 #include "support/eventually.hpp"
@@ -79,4 +80,38 @@ TEST_CASE("without CommitDelayMs an idle writer commits an event at once", "[sha
     wait_for([&] { return writer.stats().rows.load() == 2; });
     writer.finish();
     CHECK(writer.stats().batches.load() == 2);
+}
+
+TEST_CASE("after a burst and a pause, an idle writer commits the next event at once", "[shard_writer]") {
+    // The arrival rate behind "idle" (docs/EVENTD.md §6) was smoothed per take, whatever the
+    // time between takes: after a burst, an event arriving seconds later still looked like the
+    // head of a flood, and waited for MaxBatchLatencyMs (here 20 s) instead of committing alone.
+    test_support::TempDir dir;
+    auto db = store::ShardDb::open(dir.path(), 0);
+    REQUIRE(db.ok());
+    WriterSettings settings;
+    settings.max_batch_latency_ms = 20000;
+    ShardWriter writer(std::move(*db), kmes::Guid{}, settings, WriterHooks{});
+    writer.start();
+
+    constexpr uint64_t kBurst = 30000;
+    for (uint64_t first = 1; first <= kBurst; first += 1000) {
+        std::vector<HandoffItem> chunk;
+        for (uint64_t s = first; s < first + 1000; ++s) chunk.push_back(std::move(event(s).front()));
+        REQUIRE(writer.handoff().push(chunk));
+    }
+    wait_for([&] { return writer.stats().rows.load() == kBurst; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the pause: what the rate must see
+
+    const auto batches = writer.stats().batches.load();
+    const auto pushed = std::chrono::steady_clock::now();
+    auto late = event(kBurst + 1);
+    REQUIRE(writer.handoff().push(late));
+    wait_for([&] { return writer.stats().rows.load() == kBurst + 1; });
+    const auto took = std::chrono::steady_clock::now() - pushed;
+    writer.finish();
+    CHECK(writer.stats().batches.load() == batches + 1);
+    // Expected: one commit (about a millisecond). The bound is a thousand times that, and a
+    // tenth of the 20 s the event waited before.
+    CHECK(took < std::chrono::seconds(2));
 }
