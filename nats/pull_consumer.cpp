@@ -114,9 +114,11 @@ base::Result<std::vector<natsMsg*>> PullConsumer::next(size_t max_messages, int6
         for (natsMsg* m : messages) natsMsg_Destroy(m);
         return e;
     };
+    // When the requests on their way are taken as over, whether or not their statuses came.
+    auto requests_over_at = [this] { return last_request_ + kRequestExpiry + kRequestGrace; };
     while (messages.size() < max_messages) {
         const auto now = Clock::now();
-        if (outstanding_ > 0 && now - last_request_ > kRequestExpiry + kRequestGrace) outstanding_ = 0;
+        if (outstanding_ > 0 && now > requests_over_at()) outstanding_ = 0;
         // Up to two batches on their way: one arriving while the caller works on the last.
         if (outstanding_ <= static_cast<int64_t>(max_messages)) {
             if (auto s = request_more(max_messages, max_bytes); !s) return fail(s.error());
@@ -124,7 +126,7 @@ base::Result<std::vector<natsMsg*>> PullConsumer::next(size_t max_messages, int6
         // The first message is waited for — until the deadline, or until the requests on their
         // way are taken as over (above), whichever comes first; the rest are what has arrived.
         auto until = deadline;
-        if (outstanding_ > 0) until = std::min(until, last_request_ + kRequestExpiry + kRequestGrace);
+        if (outstanding_ > 0) until = std::min(until, requests_over_at());
         const int64_t wait_ms =
             messages.empty() ? std::chrono::ceil<std::chrono::milliseconds>(until - now).count() : 0;
         natsMsg* msg = nullptr;

@@ -219,20 +219,20 @@ base::Result<HandoffItem> item_from_record(std::span<const uint8_t> record, std:
 }
 
 // One pass over the body: each record is read where it lies, not cut out first and read again
-// (PERFORMANCE.md §12: the second walk was a quarter of the conversion).
+// (PERFORMANCE.md §12: with the second walk and a buffer grown per record, conversion cost
+// 3.5–3.9 msgpack walks; now 2.3).
 base::Result<std::vector<HandoffItem>> items_of_message(std::span<const uint8_t> body, std::string_view host) {
     msgpack::Reader in(body, msgpack::kRecordMaxDepth + 1, msgpack::MapKeys::any);
     auto count = message_header(in);
     if (!count) return count.error();
     std::vector<HandoffItem> items;
-    std::vector<uint8_t> entries;
     if (!*count) {
-        auto item = read_record(in, body, 1, host, entries);
+        auto item = item_from_record(body, host);
         if (!item) return item.error();
-        if (!in.at_end()) return bad("bytes after the record's map");
         items.push_back(std::move(*item));
         return items;
     }
+    std::vector<uint8_t> entries;
     items.reserve(**count);
     for (uint32_t i = 0; i < **count; ++i) {
         auto item = read_record(in, body, 2, host, entries);

@@ -16,10 +16,10 @@ using base::Status;
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kSmoothing = 0.2;     // EWMA weight of a new commit duration
-// The arrival rate's memory: an observation after a gap of dt weighs 1 - exp(-dt / kRateMemorySeconds),
-// so the rate forgets a burst within a few kRateMemorySeconds of quiet (docs/EVENTD.md §6). At the
-// takes of a busy writer, one commit apart (about 5 ms), that is about the 0.2 of the commit
-// estimate; the first take after a pause of 100 ms weighs 99 %.
+// The arrival rate's memory: an observation after a gap of dt weighs
+// 1 - exp(-dt / kRateMemorySeconds), so the rate forgets a burst within a few of these of quiet
+// (docs/EVENTD.md §6). At the takes of a busy writer, one commit apart (about 5 ms), that is
+// about the 0.2 of the commit estimate; the first take after a pause of 100 ms weighs 99 %.
 constexpr double kRateMemorySeconds = 0.02;
 constexpr size_t kMaxRetained = 1000;  // daemon-wide records kept from failed batches
 // An idle writer with work only a timed-out wait starts (idle_wait) looks again this often;

@@ -30,16 +30,17 @@ void wait_for(Done done) {
     REQUIRE(test_support::eventually(done, std::chrono::seconds(30), std::chrono::milliseconds(1)));
 }
 
-// A started writer on a fresh shard in its own directory; MaxBatchLatencyMs 5 s, out of the way.
+// A started writer on a fresh shard in its own directory; MaxBatchLatencyMs 5 s unless said,
+// out of the way.
 struct WriterOnShard {
     test_support::TempDir dir;
     WriterSettings settings;
     std::unique_ptr<ShardWriter> writer;
 
-    explicit WriterOnShard(uint32_t commit_delay_ms) {
+    explicit WriterOnShard(uint32_t commit_delay_ms, uint32_t max_batch_latency_ms = 5000) {
         auto db = store::ShardDb::open(dir.path(), 0);
         REQUIRE(db.ok());
-        settings.max_batch_latency_ms = 5000;
+        settings.max_batch_latency_ms = max_batch_latency_ms;
         settings.commit_delay_ms = commit_delay_ms;
         writer = std::make_unique<ShardWriter>(std::move(*db), kmes::Guid{}, settings, WriterHooks{});
         writer->start();
@@ -86,13 +87,8 @@ TEST_CASE("after a burst and a pause, an idle writer commits the next event at o
     // The arrival rate behind "idle" (docs/EVENTD.md §6) was smoothed per take, whatever the
     // time between takes: after a burst, an event arriving seconds later still looked like the
     // head of a flood, and waited for MaxBatchLatencyMs (here 20 s) instead of committing alone.
-    test_support::TempDir dir;
-    auto db = store::ShardDb::open(dir.path(), 0);
-    REQUIRE(db.ok());
-    WriterSettings settings;
-    settings.max_batch_latency_ms = 20000;
-    ShardWriter writer(std::move(*db), kmes::Guid{}, settings, WriterHooks{});
-    writer.start();
+    WriterOnShard shard(0, 20000);
+    ShardWriter& writer = *shard.writer;
 
     constexpr uint64_t kBurst = 30000;
     for (uint64_t first = 1; first <= kBurst; first += 1000) {
