@@ -10,6 +10,8 @@ const char* const kHelpDescription =
     "event as soon as eventd commits it, until Ctrl-C.\n"
     "  eventctl [OPTIONS] 'QUERY'     run a query ('-' or --file: read it from stdin / a file)\n"
     "  eventctl status                eventd's rings, shards, rates and queries (admins)\n"
+    "  eventctl seal --setup --store DIR      make the store's sealing keys (eventctl seal --help)\n"
+    "  eventctl verify --store DIR --key KEY  check the store's chains and seals (--help)\n"
     "  eventctl help | version";
 
 const char* const kHelpFooter =

@@ -1,7 +1,8 @@
 // eventctl: the command-line client of eventd's query socket (issue 4; PSD-008 §8.8). It sends
 // one query, prints the result in the chosen format and exits 0 (success, empty results
 // included), 1 (eventd answered with an error, or the connection failed: message on stderr,
-// nothing on stdout) or 2 (usage). It never opens a database.
+// nothing on stdout) or 2 (usage). Queries never open a database; `eventctl seal` and
+// `eventctl verify` (seal_commands.hpp) work on a store directory, read-only but for the keys.
 #include <strings.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "pretty_wrap.hpp"
 #include "query_input.hpp"
 #include "record_writer.hpp"
+#include "seal_commands.hpp"
 #include "session.hpp"
 
 namespace {
@@ -47,6 +49,9 @@ std::string socket_path(const std::optional<std::string>& option) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The store-directory commands (issue 28) have their own options; everything else is a query.
+    if (argc > 1 && is_word(argv[1], "seal")) return eventctl::run_seal_command(argc - 1, argv + 1);
+    if (argc > 1 && is_word(argv[1], "verify")) return eventctl::run_verify_command(argc - 1, argv + 1);
     base::cli::App app{eventctl::kHelpDescription, "eventctl"};
     std::string query_arg, file_arg, socket_arg, format_arg = "pretty";
     bool show_version = false;

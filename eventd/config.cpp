@@ -81,6 +81,7 @@ base::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     r.number("MaxBatchSize", c.max_batch_size, 100, 100000, k.max_batch_size);
     r.number("MaxBatchLatencyMs", c.max_batch_latency_ms, 10, 5000, k.max_batch_latency_ms);
     r.number("CommitDelayMs", c.commit_delay_ms, 0, 1000, k.commit_delay_ms);
+    r.number("CheckpointIntervalSeconds", c.checkpoint_interval_seconds, 1, 3600, k.checkpoint_interval_seconds);
     r.number("EventRetentionDays", c.event_retention_days, 1, 3650, k.event_retention_days);
     r.number("EventRetentionMaxBytes", c.event_retention_max_bytes, 0, UINT64_MAX, k.event_retention_max_bytes);
     r.number("RetentionCheckIntervalMinutes", c.retention_check_interval_minutes, 1, 1440,
@@ -149,6 +150,7 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
     tuning("MaxBatchSize", f.max_batch_size, t.max_batch_size);
     tuning("MaxBatchLatencyMs", f.max_batch_latency_ms, t.max_batch_latency_ms);
     tuning("CommitDelayMs", f.commit_delay_ms, t.commit_delay_ms);
+    tuning("CheckpointIntervalSeconds", f.checkpoint_interval_seconds, t.checkpoint_interval_seconds);
     tuning("EventRetentionDays", f.event_retention_days, t.event_retention_days);
     tuning("EventRetentionMaxBytes", f.event_retention_max_bytes, t.event_retention_max_bytes);
     tuning("RetentionCheckIntervalMinutes", f.retention_check_interval_minutes, t.retention_check_interval_minutes);

@@ -34,6 +34,8 @@ struct EventdConfig {
     // Group commit: an idle writer's batch waits this long after its first event for more
     // (0: commit at once, §2.4.2 step 3). Never beyond max_batch_latency_ms.
     uint32_t commit_delay_ms = 0;
+    // Issue 28: a signed checkpoint per shard this often, idle or not (sealed stores only).
+    uint32_t checkpoint_interval_seconds = 60;
     uint32_t event_retention_days = 30;
     uint64_t event_retention_max_bytes = 0;  // 0 = no limit
     uint32_t retention_check_interval_minutes = 60;

@@ -115,6 +115,9 @@ private:
     index::FieldCounter field_counter_;
     std::unique_ptr<index::PolicyThread> index_policy_;
 
+    // The store's sealing key (issue 28), null when it has none. Declared before writers_: they
+    // sign with it until they are destroyed.
+    std::unique_ptr<seal::Sealer> sealer_;
     std::vector<std::unique_ptr<ShardWriter>> writers_;
     // Stops handing records over before the writers finish and is destroyed after them: what
     // their last commits settle still reaches it (shutdown()).

@@ -14,6 +14,7 @@ void apply_writer_settings(const EventdConfig& config, WriterSettings& settings)
     settings.max_batch_size.store(config.max_batch_size);
     settings.max_batch_latency_ms.store(config.max_batch_latency_ms);
     settings.commit_delay_ms.store(config.commit_delay_ms);
+    settings.checkpoint_interval_s.store(config.checkpoint_interval_seconds);
     settings.shedding_window_seconds.store(config.shedding_window_seconds);
     settings.shedding_batch_percent.store(config.shedding_batch_percent);
     settings.emergency_shedding_buffer_percent.store(config.emergency_shedding_buffer_percent);

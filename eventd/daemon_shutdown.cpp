@@ -13,6 +13,7 @@
 #include "daemon.hpp"
 #include "kmes/guid.hpp"
 #include "eventd/ingest/synthetic.hpp"
+#include "seal/checkpoint.hpp"
 
 namespace eventd {
 namespace {
@@ -72,18 +73,27 @@ void Daemon::shutdown(bool dump) {
     if (source_)
         for (uint16_t cpu : source_->cpus()) last.push_back({cpu, highest[cpu]});
     const store::EventRow record = synthetic::shutdown(boot_id_, last);
+    bool recorded = false;
     for (auto& w : writers_) {
+        // Issue 28: each shard's last transaction ends with its final checkpoint, so a stopped
+        // store is sealed to its last row (the shutdown record included).
         const bool written = w->exclusive([&](store::ShardDb& db) {
             base::Status s = db.begin();
-            if (s) s = db.insert(record);
+            const bool take = !recorded;
+            if (s && take) s = db.insert(record);
+            if (s && sealer_) {
+                const uint32_t interval = settings_.checkpoint_interval_s.load();
+                if (auto sealed = seal::seal_shard(db, *sealer_, boot_id_, synthetic::now_ns(), interval, true); !sealed)
+                    spdlog::error("shard {}: cannot seal at shutdown: {}", db.index(), sealed.error().message);
+            }
             if (s)
                 s = db.commit();
             else
                 db.rollback();
-            return s.ok();
+            return take && s.ok();
         });
-        if (written) break;
-        spdlog::warn("shard {} could not take the shutdown record", w->index());
+        if (written) recorded = true;
+        if (!written && !recorded) spdlog::warn("shard {} could not take the shutdown record", w->index());
     }
     // 7–8. Close connections, unmap rings (destructors). The source goes after the writers:
     // the collector acknowledges what their final commits settled, then closes its session.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/hex.hpp"
 #include "event_columns.hpp"
 #include "sqlite_util.hpp"
 
@@ -47,6 +48,7 @@ const std::vector<Column> kEventsColumns = [] {
         columns.push_back(
             {std::string(c.name), std::string(c.sql_type), c.not_null, c.column == EventColumn::id ? 1 : 0});
     }
+    columns.push_back({std::string(kChainColumn), "INTEGER", false, 0});  // optional: ensure_chain adds it
     return columns;
 }();
 const std::vector<Column> kMetadataColumns = {
@@ -74,8 +76,10 @@ bool same_type(const std::string& declared, const char* expected) {
     return strcasecmp(declared.c_str(), expected) == 0;
 }
 
+// `optional_tail`: that many of the last expected columns may be missing (a column added
+// to the table after files had been created without it).
 base::Status verify_columns(sqlite3* db, const char* table, const std::vector<Column>& expected,
-                            const std::filesystem::path& file) {
+                            const std::filesystem::path& file, size_t optional_tail = 0) {
     // table_info takes no bound parameters; `table` is one of our constant names.
     auto stmt = prepare(db, (std::string("PRAGMA table_info(") + table + ")").c_str(), file);
     if (!stmt) return stmt.error();
@@ -97,7 +101,9 @@ base::Status verify_columns(sqlite3* db, const char* table, const std::vector<Co
     }
     if (rc != SQLITE_DONE) return sqlite_error(db, rc, file, std::string("read the columns of ") + table);
     if (i == 0) return broken(file, std::string("table ") + table + " is missing");
-    if (i != expected.size()) return broken(file, std::string(table) + " lacks column " + expected[i].name);
+    if (i != expected.size() && i != expected.size() - optional_tail) {
+        return broken(file, std::string(table) + " lacks column " + expected[i].name);
+    }
     return {};
 }
 
@@ -187,7 +193,7 @@ base::Status verify_schema(sqlite3* db, const std::filesystem::path& file) {
                                        "' (this eventd writes version 1 only); it will not be written — "
                                        "migrate it administratively"};
     }
-    if (auto s = verify_columns(db, "events", kEventsColumns, file); !s) return s;
+    if (auto s = verify_columns(db, "events", kEventsColumns, file, 1); !s) return s;
     if (auto s = verify_columns(db, "sequence_state", kSequenceStateColumns, file); !s) return s;
     return verify_timestamp_index(db, file);
 }
@@ -219,12 +225,7 @@ base::Result<SequenceState> read_sequence_state(sqlite3* db, const std::filesyst
 base::Status ensure_file_id(sqlite3* db, const std::filesystem::path& file) {
     // The id readers already gave this file while it had none (store_position.hpp).
     const FileId legacy = legacy_file_id(file.filename().string());
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string hex;
-    for (uint8_t b : legacy) {
-        hex.push_back(kHex[b >> 4]);
-        hex.push_back(kHex[b & 15]);
-    }
+    const std::string hex = base::hex_text(legacy);
     auto stmt = prepare(db, "INSERT OR IGNORE INTO metadata (key, value) VALUES ('file_id', ?1)", file);
     if (!stmt) return stmt.error();
     sqlite3_bind_text(stmt->get(), 1, hex.c_str(), static_cast<int>(hex.size()), SQLITE_TRANSIENT);
@@ -250,6 +251,38 @@ base::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesys
     }
     if (!ok) return broken(file, "metadata file_id '" + hex + "' is not 32 lowercase hex digits");
     return std::optional<FileId>{id};
+}
+
+base::Result<std::optional<std::string>> read_metadata(sqlite3* db, const char* key,
+                                                      const std::filesystem::path& file) {
+    auto stmt = prepare(db, "SELECT value FROM metadata WHERE key = ?1", file);
+    if (!stmt) return stmt.error();
+    sqlite3_bind_text(stmt->get(), 1, key, -1, SQLITE_STATIC);
+    const int rc = sqlite3_step(stmt->get());
+    if (rc == SQLITE_DONE) return std::optional<std::string>{};
+    if (rc != SQLITE_ROW) return sqlite_error(db, rc, file, std::string("read metadata ") + key);
+    return std::optional<std::string>{text_column(stmt->get(), 0)};
+}
+
+base::Status write_metadata(sqlite3* db, const char* key, const std::string& value,
+                            const std::filesystem::path& file) {
+    auto stmt = prepare(db, "INSERT OR REPLACE INTO metadata (key, value) VALUES (?1, ?2)", file);
+    if (!stmt) return stmt.error();
+    sqlite3_bind_text(stmt->get(), 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt->get(), 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(stmt->get());
+    if (rc != SQLITE_DONE) return sqlite_error(db, rc, file, std::string("write metadata ") + key);
+    return {};
+}
+
+base::Result<bool> has_chain_column(sqlite3* db, const std::filesystem::path& file) {
+    auto stmt = prepare(db, "SELECT 1 FROM pragma_table_info('events') WHERE name = ?1", file);
+    if (!stmt) return stmt.error();
+    sqlite3_bind_text(stmt->get(), 1, kChainColumn.data(), static_cast<int>(kChainColumn.size()), SQLITE_STATIC);
+    const int rc = sqlite3_step(stmt->get());
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return sqlite_error(db, rc, file, "look for the chain column");
 }
 
 base::Result<int64_t> max_id_issued(sqlite3* db, const std::filesystem::path& file) {

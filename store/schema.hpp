@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "base/result.hpp"
 #include "sequence_ranges.hpp"
@@ -47,6 +48,14 @@ base::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesys
 
 // The largest row id the file ever had: metadata `max_id_issued` (written by the writer's
 // commits) or max(id) of `events`, whichever is larger; 0 for a file that never had a row.
+// One `metadata` value; nullopt when the key is absent.
+base::Result<std::optional<std::string>> read_metadata(sqlite3* db, const char* key, const std::filesystem::path& file);
+base::Status write_metadata(sqlite3* db, const char* key, const std::string& value, const std::filesystem::path& file);
+
+// Whether `events` has the chain column (row_chain.hpp; older shards do not, until a writer
+// opens them).
+base::Result<bool> has_chain_column(sqlite3* db, const std::filesystem::path& file);
+
 base::Result<int64_t> max_id_issued(sqlite3* db, const std::filesystem::path& file);
 
 }  // namespace eventd::store::detail

@@ -5,6 +5,8 @@
 //                                                           drawn and listed there once
 //   idx_events_timestamp ON events(timestamp)            -- the only index at creation (§3.1.3)
 //   metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL)  -- schema_version '1', created_at ISO 8601
+//   events.chain, metadata chain_origin / chain_head / last_checkpoint -- the hash chain
+//                                                           (row_chain.hpp, docs/STORE.md)
 //   sequence_state(boot_id BLOB NOT NULL, cpu_id INTEGER NOT NULL,
 //                  first_sequence INTEGER NOT NULL, last_sequence INTEGER NOT NULL,
 //                  PRIMARY KEY (boot_id, cpu_id, first_sequence)) WITHOUT ROWID
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "event_row.hpp"
+#include "row_chain.hpp"
 #include "base/result.hpp"
 #include "sequence_ranges.hpp"
 
@@ -93,6 +96,16 @@ public:
 
     bool in_transaction() const;
 
+    // The hash chain (row_chain.hpp). Every insert() extends it; the head and last id include
+    // the open transaction's rows (a checkpoint seals them before they commit).
+    const FileId& file_id() const { return file_id_; }
+    const ChainHead& chain_head() const { return head_; }
+    int64_t last_id() const { return next_id_ - 1; }
+    // The hash of the last checkpoint sealed into this shard (seal/checkpoint.hpp), nullopt
+    // before the first one; set_last_checkpoint() records a new one with the open transaction.
+    const std::optional<std::string>& last_checkpoint() const { return last_checkpoint_; }
+    Status set_last_checkpoint(const std::string& hash_hex);
+
     // Secondary indexes (PSD-008 §3.3, secondary_index.hpp): the names of this shard's
     // idx_events_* indexes other than idx_events_timestamp, sorted.
     Result<std::vector<std::string>> secondary_indexes();
@@ -106,6 +119,8 @@ public:
 private:
     ShardDb() = default;
     Status prepare_statements();
+    Status open_chain();
+    int save_metadata(const char* key, const std::string& value);  // an SQLite result code  // give an older file the chain column and origin; load the head
     Status write_ranges(const BootCpu& key, const SequenceRanges& ranges);
 
     sqlite3* db_ = nullptr;
@@ -126,6 +141,12 @@ private:
     int64_t committed_next_id_ = 1;  // next_id_ as of the last commit (rollback returns to it)
     int wal_pages_ = 0;
     uint32_t index_ = 0;
+    FileId file_id_{};
+    ChainHead head_{};            // after row next_id_ - 1
+    ChainHead committed_head_{};  // as of the last commit (rollback returns to it)
+    std::optional<std::string> last_checkpoint_;  // open transaction's, else committed
+    std::optional<std::string> committed_last_checkpoint_;
+    sqlite3_stmt* save_metadata_ = nullptr;  // chain_head, last_checkpoint
     std::filesystem::path path_;
     SequenceState state_;    // committed
     SequenceState pending_;  // accounted in the open transaction
@@ -134,6 +155,10 @@ private:
 // Rename shard-NNNN.db (and its -wal/-shm) to shard-NNNN.quarantined-<unix-time>.db so it is
 // never written again but stays readable (DESIGN.md §8). Returns the new file name.
 Result<std::string> quarantine_shard(const std::filesystem::path& dir, uint32_t index);
+
+// Every event file of the store in `dir` (`.db`: active, historical and quarantined shards; not
+// eventd-meta.db), sorted by name.
+Result<std::vector<std::filesystem::path>> event_files(const std::filesystem::path& dir);
 
 // Union of sequence_state over every `.db` file in `dir` (active, historical, quarantined),
 // opened read-only; files that cannot be read are skipped and listed in *unreadable.

@@ -92,6 +92,7 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
     auto max_id = detail::max_id_issued(db, path);
     if (!max_id) return max_id.error();
     shard->next_id_ = shard->committed_next_id_ = *max_id + 1;
+    if (auto s = shard->open_chain(); !s) return s.error();
 
     // Replaces SQLite's automatic checkpoint (which would run inside COMMIT): the writer
     // checkpoints PASSIVE itself between batches (§2.4.4).
@@ -103,6 +104,53 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
         },
         shard.get());
     return shard;
+}
+
+// Issue 28: a file created before chains gets the chain column and an origin after its last
+// row (those rows predate the chain: the verifier says so); then the head is loaded. One
+// transaction, so a crash leaves either both or neither.
+Status ShardDb::open_chain() {
+    auto id = detail::read_file_id(db_, path_);
+    if (!id) return id.error();
+    if (!*id) return Error{EPROTO, path_.string() + ": metadata has no file_id"};
+    file_id_ = **id;
+    auto has_column = detail::has_chain_column(db_, path_);
+    if (!has_column) return has_column.error();
+    auto origin = detail::read_metadata(db_, "chain_origin", path_);
+    if (!origin) return origin.error();
+    if (!*has_column || !*origin) {
+        if (auto s = detail::exec(db_, "BEGIN IMMEDIATE", path_); !s) return s;
+        Status s;
+        if (!*has_column) s = detail::exec(db_, "ALTER TABLE events ADD COLUMN chain INTEGER", path_);
+        if (s && !*origin) {
+            const std::string start = chain_point_text({next_id_ - 1, chain_origin(file_id_, next_id_ - 1)});
+            s = detail::write_metadata(db_, "chain_origin", start, path_);
+            if (s) s = detail::write_metadata(db_, "chain_head", start, path_);
+        }
+        if (s) s = detail::exec(db_, "COMMIT", path_);
+        if (!s) {
+            if (in_transaction()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            return s;
+        }
+    }
+    auto head_text = detail::read_metadata(db_, "chain_head", path_);
+    if (!head_text) return head_text.error();
+    const auto head = *head_text ? parse_chain_point(**head_text) : std::nullopt;
+    if (!head) {
+        return Error{EPROTO, path_.string() + ": not a valid eventd shard: metadata chain_head is missing or malformed" +
+                                 " (it will not be written; inspect it read-only or remove it)"};
+    }
+    // A head behind the last row: rows were written without chaining them (an older eventd
+    // after a downgrade). The chain goes on from its head; the verifier reports those rows.
+    if (head->id != next_id_ - 1) {
+        std::fprintf(stderr, "eventd: %s: the hash chain ends at row %lld, the last row is %lld\n", path_.c_str(),
+                     static_cast<long long>(head->id), static_cast<long long>(next_id_ - 1));
+    }
+    head_ = committed_head_ = head->head;
+    auto checkpoint = detail::read_metadata(db_, "last_checkpoint", path_);
+    if (!checkpoint) return checkpoint.error();
+    last_checkpoint_ = committed_last_checkpoint_ = *checkpoint;
+    return {};
 }
 
 Status ShardDb::prepare_statements() {
@@ -123,6 +171,7 @@ Status ShardDb::prepare_statements() {
         {&delete_oldest_, "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY timestamp LIMIT ?1)"},
         {&oldest_, "SELECT min(timestamp) FROM events"},
         {&save_max_id_, "INSERT OR REPLACE INTO metadata (key, value) VALUES ('max_id_issued', ?1)"},
+        {&save_metadata_, "INSERT OR REPLACE INTO metadata (key, value) VALUES (?1, ?2)"},
         // A collector's duplicate check of a record without a sequence (through
         // idx_events_timestamp: duplicates share the timestamp).
         {&find_same_,
@@ -139,7 +188,8 @@ Status ShardDb::prepare_statements() {
 
 ShardDb::~ShardDb() {
     for (sqlite3_stmt* stmt :
-         {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_, save_max_id_, find_same_}) {
+         {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_, save_max_id_, save_metadata_,
+          find_same_}) {
         sqlite3_finalize(stmt);
     }
     // An open transaction is rolled back by the close; the last connection also checkpoints.

@@ -84,9 +84,13 @@ Status ShardDb::insert(const EventRow& row) {
         }
     }
     sqlite3_bind_int64(stmt, kEventColumnCount, next_id_);
+    // Issue 28: the row joins the shard's hash chain (row_chain.hpp) under the id it gets here.
+    const ChainHead head = chain_next(head_, next_id_, row);
+    sqlite3_bind_int64(stmt, kEventColumnCount + 1, chain_link(head));
     const int rc = run(stmt);
     if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "insert an event");
     ++next_id_;
+    head_ = head;
     return {};
 }
 
@@ -168,8 +172,13 @@ Status ShardDb::commit() {
     }
     if (next_id_ != committed_next_id_) {
         sqlite3_bind_text(save_max_id_, 1, std::to_string(next_id_ - 1).c_str(), -1, SQLITE_TRANSIENT);
-        if (const int rc = run(save_max_id_); rc != SQLITE_DONE) {
-            Error error = sqlite_error(db_, rc, path_, "record the largest row id");
+        int rc = run(save_max_id_);
+        // The chain's head goes with the rows, so that the next writer goes on from it.
+        if (rc == SQLITE_DONE) rc = save_metadata("chain_head", chain_point_text({next_id_ - 1, head_}));
+        if (rc == SQLITE_DONE && last_checkpoint_ != committed_last_checkpoint_)
+            rc = save_metadata("last_checkpoint", *last_checkpoint_);
+        if (rc != SQLITE_DONE) {
+            Error error = sqlite_error(db_, rc, path_, "record the largest row id and the chain's head");
             rollback();
             return error;
         }
@@ -183,12 +192,28 @@ Status ShardDb::commit() {
     for (const auto& [key, ranges] : pending_) state_[key].add(ranges);
     pending_.clear();
     committed_next_id_ = next_id_;
+    committed_head_ = head_;
+    committed_last_checkpoint_ = last_checkpoint_;
+    return {};
+}
+
+int ShardDb::save_metadata(const char* key, const std::string& value) {
+    sqlite3_bind_text(save_metadata_, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(save_metadata_, 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    return run(save_metadata_);
+}
+
+Status ShardDb::set_last_checkpoint(const std::string& hash_hex) {
+    if (!in_transaction()) return misuse(path_, "set_last_checkpoint() outside a transaction");
+    last_checkpoint_ = hash_hex;
     return {};
 }
 
 void ShardDb::rollback() {
     pending_.clear();
     next_id_ = committed_next_id_;  // the rolled-back rows' ids were never committed
+    head_ = committed_head_;
+    last_checkpoint_ = committed_last_checkpoint_;
     // After some errors (SQLITE_FULL among them) SQLite has already rolled back by itself.
     if (in_transaction()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
 }

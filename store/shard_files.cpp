@@ -73,8 +73,7 @@ Result<std::string> quarantine_shard(const fs::path& dir, uint32_t index) {
     return name;
 }
 
-SequenceState load_sequence_state(const fs::path& dir, std::vector<std::string>* unreadable) {
-    SequenceState all;
+Result<std::vector<fs::path>> event_files(const fs::path& dir) {
     std::error_code ec;
     std::vector<fs::path> files;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -84,8 +83,16 @@ SequenceState load_sequence_state(const fs::path& dir, std::vector<std::string>*
         if (!it->is_regular_file(ec)) continue;
         files.push_back(p);
     }
-    if (ec && unreadable) unreadable->push_back(dir.string());
+    if (ec) return base::errno_error(ec.value(), "list " + dir.string());
     std::sort(files.begin(), files.end());
+    return files;
+}
+
+SequenceState load_sequence_state(const fs::path& dir, std::vector<std::string>* unreadable) {
+    SequenceState all;
+    auto listed = event_files(dir);
+    if (!listed && unreadable) unreadable->push_back(dir.string());
+    const std::vector<fs::path> files = listed ? std::move(*listed) : std::vector<fs::path>{};
 
     for (const fs::path& file : files) {
         // A read-only WAL reader needs the -shm; when it cannot have one, read the file as

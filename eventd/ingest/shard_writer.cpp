@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/sync_point.hpp"
+#include "seal/checkpoint.hpp"
 #include "eventd/ingest/redelivery.hpp"
 #include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
@@ -135,6 +136,12 @@ void ShardWriter::run() {
             timeout = std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(2));
         } else {
             timeout = idle_wait();
+            // A sealed shard checkpoints when idle too (issue 28): an unsealed tail is what an
+            // attacker could still change.
+            if (sealer_) {
+                const auto until = std::chrono::ceil<std::chrono::milliseconds>(next_checkpoint_ - Clock::now());
+                timeout = std::clamp(until, std::chrono::milliseconds(0), timeout);
+            }
         }
         items.clear();
         {
@@ -154,7 +161,8 @@ void ShardWriter::run() {
         // returns even if no new event ever arrives for this shard, and at shutdown.
         const bool retry = items.empty() && !in_transaction_ && (!lost_.empty() || !retained_.empty());
         const bool last_round = items.empty() && finishing_.load() && handoff_.empty();
-        if (!items.empty() || retry) {
+        const bool checkpoint_due = sealer_ && !finishing_.load() && Clock::now() >= next_checkpoint_;
+        if (!items.empty() || retry || checkpoint_due) {
             const auto now = Clock::now();
             if (!items.empty() && last_arrival_ != Clock::time_point{}) {
                 // An EWMA over time, not over takes: weighted per take alike, the rate of a burst
@@ -222,7 +230,7 @@ void ShardWriter::run() {
         // commit: a trickle of events shares one fsync; power loss may take that much more).
         const bool idle = handoff_.empty() && arrival_rate_ * commit_seconds_ < double(batch_count_) &&
                           Clock::now() - batch_started_ >= commit_delay;
-        if (full || late || idle || finishing_.load()) {
+        if (full || late || idle || checkpoint_due || finishing_.load()) {
             commit_batch();
             db_lock.unlock();
             report_outcomes();
@@ -321,6 +329,7 @@ void ShardWriter::commit_batch() {
         fail_batch(batch_error_);
         return;
     }
+    if (sealer_ && Clock::now() >= next_checkpoint_) seal_batch();
     const auto started = Clock::now();
     if (Status s = db_->commit(); !s) {
         fail_batch(s.error().message);
@@ -345,6 +354,24 @@ void ShardWriter::commit_batch() {
     // (tens of ms after a burst that readers held back), and nothing committed waits for it.
     if (hooks_.on_commit) hooks_.on_commit(db_->index());
     db_->checkpoint_if_needed();
+}
+
+void ShardWriter::seal_batch() {
+    const uint32_t interval = settings_.checkpoint_interval_s.load(std::memory_order_relaxed);
+    next_checkpoint_ = Clock::now() + std::chrono::seconds(interval);
+    // The checkpoint's row is not an event: it takes no place in the batch's accounting, but it
+    // is a row (stats_.rows).
+    Status s = seal::seal_shard(*db_, *sealer_, boot_id_, synthetic::now_ns(), interval, false);
+    if (s) {
+        ++batch_count_;
+        if (seal_failing_) spdlog::info("shard {}: sealing works again", db_->index());
+        seal_failing_ = false;
+        return;
+    }
+    // The rows still commit: an unsealed stretch is reported by `eventctl verify`, a lost event
+    // would not be.
+    if (!seal_failing_) spdlog::error("shard {}: cannot seal: {}", db_->index(), s.error().message);
+    seal_failing_ = true;
 }
 
 void ShardWriter::fail_batch(const std::string& error) {

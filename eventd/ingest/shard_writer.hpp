@@ -21,6 +21,7 @@
 #include "eventd/ingest/index_maintenance.hpp"
 #include "eventd/ingest/writer_settings.hpp"
 #include "eventd/common/lock_order.hpp"
+#include "seal/sealing_key.hpp"
 #include "store/shard_db.hpp"
 
 namespace eventd {
@@ -62,6 +63,10 @@ public:
     Handoff& handoff() { return handoff_; }
     // Queue a daemon-wide synthetic record regardless of the channel's capacity (rare).
     void post(HandoffItem item);
+    // Issue 28: seal this shard with `sealer` (it outlives the writer) — a checkpoint with the
+    // first commit, then every CheckpointIntervalSeconds, idle or not. The final one, after the
+    // writer has finished, is the daemon's (Daemon::shutdown). Before start().
+    void enable_sealing(seal::Sealer& sealer) { sealer_ = &sealer; }
     void start();
     // After every producer has stopped: commit what is queued, then stop the thread.
     // request_finish() only asks (it returns at once); finish() asks and waits.
@@ -94,6 +99,7 @@ private:
     void write_lost_ranges();
     void store_redelivered(const HandoffItem& item);  // unless its source has it stored already
     void commit_batch();
+    void seal_batch();  // the checkpoint as the open batch's last row (sealer_ set)
     void fail_batch(const std::string& error);
     // What a transaction's end leaves to tell — a storage error (on_storage_error), the
     // receipts it settled (RedeliveringSource::settled) — told with db_mutex_ released.
@@ -137,6 +143,12 @@ private:
     std::optional<std::string> storage_error_;  // to report once db_mutex_ is released
     // Receipts of ended batches with their outcome, to settle once db_mutex_ is released.
     std::vector<std::pair<std::vector<HandoffItem::Receipt>, bool>> unsettled_;
+
+    // Sealing (null: the store has no sealing key). The next checkpoint is due at
+    // next_checkpoint_.
+    seal::Sealer* sealer_ = nullptr;
+    std::chrono::steady_clock::time_point next_checkpoint_{};  // the epoch: due at once
+    bool seal_failing_ = false;  // a checkpoint failed and none succeeded since (logged once)
 
     // Index maintenance between transactions (null when no desired set was given).
     std::unique_ptr<ShardIndexMaintenance> indexes_;

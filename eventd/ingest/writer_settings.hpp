@@ -11,6 +11,7 @@ struct WriterSettings {
     std::atomic<uint32_t> max_batch_size{10000};
     std::atomic<uint32_t> max_batch_latency_ms{100};
     std::atomic<uint32_t> commit_delay_ms{0};  // group commit (CommitDelayMs)
+    std::atomic<uint32_t> checkpoint_interval_s{60};  // sealed stores (CheckpointIntervalSeconds)
     // Index shedding (PSD-008 §3.3.4, §12.1).
     std::atomic<uint32_t> shedding_window_seconds{30};
     std::atomic<uint32_t> shedding_batch_percent{75};

@@ -68,7 +68,8 @@ TEST_CASE("creating a shard produces exactly the 3.1 schema", "[open]") {
                {"effective_token_guid", "BLOB", "0", "0"},
                {"true_token_guid", "BLOB", "0", "0"},
                {"process_guid", "BLOB", "0", "0"},
-               {"payload", "BLOB", "0", "0"}});
+               {"payload", "BLOB", "0", "0"},
+               {"chain", "INTEGER", "0", "0"}});
     CHECK(raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('metadata')") ==
           Rows{{"key", "TEXT", "0", "1"}, {"value", "TEXT", "1", "0"}});
     CHECK(raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('sequence_state')") ==
@@ -78,11 +79,17 @@ TEST_CASE("creating a shard produces exactly the 3.1 schema", "[open]") {
                {"last_sequence", "INTEGER", "1", "0"}});
 }
 
-TEST_CASE("a new shard's metadata holds schema_version 1, an ISO 8601 UTC created_at and a file_id", "[open]") {
+TEST_CASE("a new shard's metadata holds schema_version 1, an ISO 8601 UTC created_at, a file_id and the chain's start",
+          "[open]") {
     TempDir dir;
     open_shard(dir.path());
     RawDb raw(dir / "shard-0000.db");
-    CHECK(raw.value("SELECT count(*) FROM metadata") == "3");
+    CHECK(raw.value("SELECT count(*) FROM metadata") == "5");
+    // Issue 28: an empty shard's chain starts before row 1, at the origin its file id names.
+    CHECK(std::regex_match(raw.value("SELECT value FROM metadata WHERE key = 'chain_origin'"),
+                           std::regex("0:[0-9a-f]{64}")));
+    CHECK(raw.value("SELECT value FROM metadata WHERE key = 'chain_head'") ==
+          raw.value("SELECT value FROM metadata WHERE key = 'chain_origin'"));
     CHECK(std::regex_match(stored_file_id(dir), std::regex("[0-9a-f]{32}")));
     CHECK(raw.value("SELECT value FROM metadata WHERE key = 'schema_version'") == "1");
     const std::string created = raw.value("SELECT value FROM metadata WHERE key = 'created_at'");

@@ -1,0 +1,374 @@
+#include "seal/verify_store.hpp"
+
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "base/hex.hpp"
+#include "seal/checkpoint.hpp"
+#include "store/event_columns.hpp"
+#include "store/row_chain.hpp"
+#include "store/schema.hpp"
+#include "store/shard_db.hpp"
+#include "store/sqlite_util.hpp"
+
+namespace eventd::seal {
+namespace fs = std::filesystem;
+using store::ChainHead;
+using store::EventColumn;
+using store::index_of;
+
+namespace {
+
+constexpr uint64_t kFutureSlackNs = 300ull * 1'000'000'000u;  // a clock stepped back by up to 5 min
+constexpr uint64_t kGapSlackNs = 60ull * 1'000'000'000u;      // a restart's worth beyond 2 intervals
+constexpr int kReorderSearch = 10000;                         // rows looked at for a moved row
+constexpr int kChainColumn = store::kEventColumnCount;        // after the event's columns
+
+std::string time_text(uint64_t ns) {
+    const time_t s = time_t(ns / 1'000'000'000u);
+    tm t;
+    gmtime_r(&s, &t);
+    char out[32];
+    std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &t);
+    return out;
+}
+
+std::string row_text(int64_t id) { return "row " + std::to_string(id); }
+
+// "row 7" or "rows 7..9"
+std::string rows_text(int64_t first, int64_t last) {
+    return first == last ? row_text(first) : "rows " + std::to_string(first) + ".." + std::to_string(last);
+}
+
+// One row as read, with whether every column has the storage class eventd writes.
+struct ReadRow {
+    store::StoredRow row;
+    std::optional<int64_t> link;
+    bool well_typed = true;
+};
+
+std::optional<std::span<const uint8_t>> blob(sqlite3_stmt* s, int i, bool& ok, bool nullable = true) {
+    const int type = sqlite3_column_type(s, i);
+    if (type == SQLITE_NULL) {
+        ok = ok && nullable;
+        return std::nullopt;
+    }
+    if (type != SQLITE_BLOB) ok = false;
+    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s, i));
+    return std::span<const uint8_t>(p, size_t(sqlite3_column_bytes(s, i)));
+}
+
+template <class T>
+std::optional<T> integer(sqlite3_stmt* s, int i, bool& ok) {
+    const int type = sqlite3_column_type(s, i);
+    if (type == SQLITE_NULL) return std::nullopt;
+    if (type != SQLITE_INTEGER) ok = false;
+    return T(sqlite3_column_int64(s, i));
+}
+
+ReadRow read_row(sqlite3_stmt* s) {
+    ReadRow r;
+    bool ok = sqlite3_column_type(s, index_of(EventColumn::id)) == SQLITE_INTEGER;
+    r.row.id = sqlite3_column_int64(s, index_of(EventColumn::id));
+    r.row.boot_id = blob(s, index_of(EventColumn::boot_id), ok, false).value_or(std::span<const uint8_t>());
+    ok = ok && sqlite3_column_type(s, index_of(EventColumn::timestamp)) == SQLITE_INTEGER;
+    r.row.timestamp = uint64_t(sqlite3_column_int64(s, index_of(EventColumn::timestamp)));
+    r.row.cpu_id = integer<uint16_t>(s, index_of(EventColumn::cpu_id), ok);
+    r.row.sequence = integer<uint64_t>(s, index_of(EventColumn::sequence), ok);
+    r.row.origin_class = integer<uint8_t>(s, index_of(EventColumn::origin_class), ok);
+    const int type_column = index_of(EventColumn::event_type);
+    ok = ok && sqlite3_column_type(s, type_column) == SQLITE_TEXT;
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, type_column));
+    r.row.event_type = std::string_view(text ? text : "", size_t(sqlite3_column_bytes(s, type_column)));
+    r.row.effective_token = blob(s, index_of(EventColumn::effective_token_guid), ok);
+    r.row.true_token = blob(s, index_of(EventColumn::true_token_guid), ok);
+    r.row.process = blob(s, index_of(EventColumn::process_guid), ok);
+    r.row.payload = blob(s, index_of(EventColumn::payload), ok);
+    // Integers out of their column's range (a cpu_id of 70000) are changes too.
+    const auto in_range = [&](int column, int64_t max) {
+        return sqlite3_column_type(s, column) != SQLITE_INTEGER ||
+               (sqlite3_column_int64(s, column) >= 0 && sqlite3_column_int64(s, column) <= max);
+    };
+    ok = ok && in_range(index_of(EventColumn::cpu_id), 0xffff) && in_range(index_of(EventColumn::origin_class), 0xff);
+    r.link = integer<int64_t>(s, kChainColumn, ok);
+    r.well_typed = ok;
+    return r;
+}
+
+class FileVerifier {
+public:
+    FileVerifier(const fs::path& file, const VerifyOptions& options) : file_(file), options_(options) {
+        report_.file = file.filename().string();
+    }
+
+    FileReport run() {
+        sqlite3* raw = nullptr;
+        // Read-only and never creating anything: a copy of a store is verified as it is.
+        const std::string uri = store::detail::file_uri(file_, "mode=ro");
+        int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+        db_.reset(raw);
+        if (rc != SQLITE_OK) return fail_file(FindingKind::unreadable, sqlite3_errstr(rc));
+        sqlite3_busy_timeout(raw, 5000);
+        if (!load_origin()) return std::move(report_);
+        walk();
+        return std::move(report_);
+    }
+
+private:
+    FileReport fail_file(FindingKind kind, const std::string& what) {
+        report_.broken = Finding{kind, report_.file, 0, 0, what};
+        return std::move(report_);
+    }
+
+    void fail(FindingKind kind, int64_t row, uint64_t time_ns, const std::string& what) {
+        if (!report_.broken) report_.broken = Finding{kind, report_.file, row, time_ns, what};
+    }
+
+    bool load_origin() {
+        auto id = store::detail::read_file_id(db_.get(), file_);
+        if (!id || !*id) {
+            fail_file(FindingKind::unreadable, id ? "metadata has no file_id" : id.error().message);
+            return false;
+        }
+        file_id_ = **id;
+        auto origin = store::detail::read_metadata(db_.get(), "chain_origin", file_);
+        if (!origin) {
+            fail_file(FindingKind::unreadable, origin.error().message);
+            return false;
+        }
+        if (!*origin) {
+            fail_file(FindingKind::not_chained,
+                      "the file has no hash chain: no eventd that chains rows has opened it since it was made");
+            return false;
+        }
+        const auto point = store::parse_chain_point(**origin);
+        // The origin is derived from the file's id and its row: it cannot be chosen to fit rows.
+        if (!point || point->head != store::chain_origin(file_id_, point->id)) {
+            fail_file(FindingKind::bad_checkpoint, "metadata chain_origin '" + **origin +
+                                                       "' is not where this file's chain starts (altered)");
+            return false;
+        }
+        origin_id_ = point->id;
+        head_ = point->head;
+        auto max_id = store::detail::max_id_issued(db_.get(), file_);
+        if (max_id) max_id_issued_ = *max_id;
+        return true;
+    }
+
+    void walk() {
+        const std::string sql = "SELECT " + store::event_select_list() + ", chain FROM events ORDER BY id";
+        auto stmt = store::detail::prepare(db_.get(), sql.c_str(), file_);
+        if (!stmt) return (void)fail_file(FindingKind::unreadable, stmt.error().message);
+        int64_t expected = origin_id_ + 1;
+        int rc;
+        while ((rc = sqlite3_step(stmt->get())) == SQLITE_ROW) {
+            const ReadRow r = read_row(stmt->get());
+            ++report_.rows;
+            if (options_.progress && report_.rows % 100000 == 0) options_.progress(report_.file, report_.rows);
+            if (r.row.id <= origin_id_) {
+                ++report_.pre_chain_rows;
+                continue;
+            }
+            if (r.row.id > max_id_issued_) {
+                return fail(FindingKind::inserted_row, r.row.id, r.row.timestamp,
+                            row_text(r.row.id) + " (" + std::string(r.row.event_type) + ") was inserted: eventd " +
+                                "issued ids up to " + std::to_string(max_id_issued_) + " only");
+            }
+            if (r.row.id != expected) {
+                return fail(FindingKind::missing_rows, expected, r.row.timestamp,
+                            rows_text(expected, r.row.id - 1) + (r.row.id - 1 == expected ? " is" : " are") +
+                                " missing (deleted) before " + row_text(r.row.id) + " of " +
+                                time_text(r.row.timestamp));
+            }
+            const ChainHead before = head_;
+            const ChainHead after = store::chain_next(before, r.row);
+            if (!r.well_typed || !r.link || *r.link != store::chain_link(after)) {
+                return break_at(r, before);
+            }
+            if (r.row.event_type == kCheckpointType && !check_checkpoint(r, before)) return;
+            head_ = after;
+            expected = r.row.id + 1;
+            // The time of the first row no checkpoint covers yet (a checkpoint resets it).
+            if (report_.sealed_through != r.row.id && first_unsealed_time_ == 0) first_unsealed_time_ = r.row.timestamp;
+        }
+        if (rc != SQLITE_DONE) return fail(FindingKind::unreadable, expected, 0, sqlite3_errmsg(db_.get()));
+        if (options_.progress) options_.progress(report_.file, report_.rows);
+        // Deleted at the end: the file had issued larger ids than it holds.
+        if (max_id_issued_ >= expected) {
+            return fail(FindingKind::missing_rows, expected, 0,
+                        rows_text(expected, max_id_issued_) + " missing at the end (the file issued ids up to " +
+                            std::to_string(max_id_issued_) + ")");
+        }
+        const int64_t last = expected - 1;
+        if (last > report_.sealed_through) {
+            // After a shutdown's checkpoint, only a new start writes rows, and it seals them at once.
+            const bool after_final = previous_ && previous_->final;
+            report_.unsealed = Finding{
+                FindingKind::unsealed_rows, report_.file, report_.sealed_through + 1, first_unsealed_time_,
+                rows_text(report_.sealed_through + 1, last) +
+                    (after_final ? " follow eventd's shutdown checkpoint unsealed: written while eventd was stopped "
+                                   "(forged), or by an eventd that crashed right after starting"
+                                 : " chained but not sealed yet (after the last checkpoint; eventd seals every "
+                                   "CheckpointIntervalSeconds and at shutdown)")};
+        }
+    }
+
+    // The row's link does not follow from the chain: changed, or another row moved here.
+    void break_at(const ReadRow& r, const ChainHead& before) {
+        auto search = store::detail::prepare(
+            db_.get(),
+            ("SELECT " + store::event_select_list() + ", chain FROM events WHERE id > ?1 ORDER BY id LIMIT " +
+             std::to_string(kReorderSearch))
+                .c_str(),
+            file_);
+        if (search && r.link) {
+            sqlite3_bind_int64(search->get(), 1, r.row.id);
+            while (sqlite3_step(search->get()) == SQLITE_ROW) {
+                ReadRow other = read_row(search->get());
+                const int64_t other_id = other.row.id;
+                other.row.id = r.row.id;  // what it would hash to in this row's place
+                const int64_t link_here = store::chain_link(store::chain_next(before, other.row));
+                if (other.well_typed && (link_here == *r.link || (other.link && link_here == *other.link))) {
+                    return fail(FindingKind::reordered_rows, r.row.id, r.row.timestamp,
+                                "rows " + std::to_string(r.row.id) + " and " + std::to_string(other_id) +
+                                    " are in each other's place (reordered)");
+                }
+            }
+        }
+        fail(FindingKind::changed_row, r.row.id, r.row.timestamp,
+             row_text(r.row.id) + " (" + std::string(r.row.event_type) + " of " + time_text(r.row.timestamp) +
+                 ") was changed after it was stored" +
+                 (r.link ? "" : ": it has no chain link (inserted without eventd, or by an eventd without chains)"));
+    }
+
+    // `before`: the head after the previous row, which the checkpoint must name.
+    bool check_checkpoint(const ReadRow& r, const ChainHead& before) {
+        const int64_t id = r.row.id;
+        const uint64_t t = r.row.timestamp;
+        const auto c = r.row.payload ? parse_checkpoint(*r.row.payload) : std::nullopt;
+        if (!c) {
+            fail(FindingKind::bad_checkpoint, id, t, row_text(id) + " is a synthetic.checkpoint that is not one");
+            return false;
+        }
+        const std::string here = "the checkpoint at " + row_text(id) + " (" + time_text(c->time_ns) + ")";
+        if (c->file_id != file_id_ || c->last_row != id - 1 || c->time_ns != t) {
+            fail(FindingKind::bad_checkpoint, id, t, here + " names another file or place (copied from elsewhere)");
+            return false;
+        }
+        const ChainHead expected_previous = previous_ ? checkpoint_hash(*previous_) : ChainHead{};
+        switch (check_signature(*c, options_.key)) {
+            case SignatureCheck::bad_certificate:
+                fail(FindingKind::bad_signature, id, t,
+                     here + ": its epoch key is not certified by this verification key (forged, or another store's)");
+                return false;
+            case SignatureCheck::bad_signature:
+                fail(FindingKind::bad_signature, id, t, here + ": its signature does not verify");
+                return false;
+            case SignatureCheck::valid:
+                break;
+        }
+        // journald's CVE-2023-31439: a key of a later epoch must not seal earlier times.
+        if (c->signed_by.epoch != c->schedule.epoch_at(c->time_ns) || c->time_ns > options_.now_ns + kFutureSlackNs) {
+            fail(FindingKind::later_epoch, id, t,
+                 here + " is signed with the key of epoch " + std::to_string(c->signed_by.epoch) + ", which begins " +
+                     time_text(c->schedule.epoch_start_ns(c->signed_by.epoch)) + " (a key from a later epoch)");
+            return false;
+        }
+        if (c->head != before) {
+            const int64_t from = report_.sealed_through + 1;
+            fail(FindingKind::rechained_rows, from, 0,
+                 "rows " + std::to_string(from) + ".." + std::to_string(id - 1) + " were changed, inserted or removed " +
+                     "and the chain recomputed: " + here + " sealed another chain");
+            return false;
+        }
+        if (c->previous != expected_previous) {
+            fail(FindingKind::broken_sequence, id, t,
+                 here + " does not follow " +
+                     (previous_ ? "the checkpoint at " + row_text(previous_->last_row + 1)
+                                : std::string("the start of the chain")) +
+                     " (checkpoints were removed or replaced)");
+            return false;
+        }
+        if (previous_) {
+            if (c->signed_by.epoch < previous_->signed_by.epoch || c->time_ns < previous_->time_ns) {
+                fail(FindingKind::later_epoch, id, t, here + " is older than the checkpoint before it");
+                return false;
+            }
+            // Forward security holds only if old rows were sealed while they were young: an
+            // attacker with today's key can seal anything, but only as today's.
+            const uint64_t allowed = 2ull * previous_->interval_s * 1'000'000'000u + kGapSlackNs;
+            if (!previous_->final && c->time_ns - previous_->time_ns > allowed) {
+                fail(FindingKind::sealing_gap, previous_->last_row + 2, t,
+                     "no checkpoint between " + time_text(previous_->time_ns) + " and " + time_text(c->time_ns) +
+                         " although eventd seals every " + std::to_string(previous_->interval_s) +
+                         " s: rows " + std::to_string(previous_->last_row + 2) + ".." + std::to_string(id - 1) +
+                         " were sealed late — checkpoints were removed and the rows resealed, or eventd crashed and "
+                         "stayed down that long");
+                return false;
+            }
+        }
+        previous_ = c;
+        ++report_.checkpoints;
+        report_.sealed_through = id;
+        first_unsealed_time_ = 0;
+        return true;
+    }
+
+    fs::path file_;
+    const VerifyOptions& options_;
+    FileReport report_;
+    store::detail::DbPtr db_;
+    store::FileId file_id_{};
+    int64_t origin_id_ = 0;
+    int64_t max_id_issued_ = 0;
+    ChainHead head_{};
+    std::optional<Checkpoint> previous_;
+    uint64_t first_unsealed_time_ = 0;
+};
+
+}  // namespace
+
+const char* kind_name(FindingKind kind) {
+    switch (kind) {
+        case FindingKind::changed_row: return "changed row";
+        case FindingKind::missing_rows: return "missing rows";
+        case FindingKind::inserted_row: return "inserted row";
+        case FindingKind::reordered_rows: return "reordered rows";
+        case FindingKind::rechained_rows: return "re-chained rows";
+        case FindingKind::bad_checkpoint: return "bad checkpoint";
+        case FindingKind::broken_sequence: return "broken checkpoint sequence";
+        case FindingKind::bad_signature: return "bad signature";
+        case FindingKind::later_epoch: return "checkpoint from a later epoch";
+        case FindingKind::sealing_gap: return "sealing gap";
+        case FindingKind::unsealed_rows: return "unsealed rows";
+        case FindingKind::not_chained: return "not chained";
+        case FindingKind::unreadable: return "unreadable";
+    }
+    return "?";
+}
+
+bool StoreReport::intact() const {
+    for (const FileReport& f : files)
+        if (f.broken) return false;
+    return true;
+}
+
+bool StoreReport::fully_sealed() const {
+    if (!intact()) return false;
+    for (const FileReport& f : files)
+        if (f.unsealed) return false;
+    return true;
+}
+
+base::Result<StoreReport> verify_store(const fs::path& dir, const VerifyOptions& options) {
+    auto files = store::event_files(dir);
+    if (!files) return files.error();
+    if (files->empty()) return base::Error{ENOENT, dir.string() + " holds no event store files (shard-*.db)"};
+    StoreReport report;
+    for (const fs::path& file : *files) report.files.push_back(FileVerifier(file, options).run());
+    return report;
+}
+
+}  // namespace eventd::seal
