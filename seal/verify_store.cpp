@@ -144,14 +144,16 @@ private:
             return false;
         }
         const auto point = store::parse_chain_point(**origin);
-        // The origin is derived from the file's id and its row: it cannot be chosen to fit rows.
-        if (!point || point->head != store::chain_origin(file_id_, point->id)) {
-            fail_file(FindingKind::bad_checkpoint, "metadata chain_origin '" + **origin +
-                                                       "' is not where this file's chain starts (altered)");
+        if (!point) {
+            fail_file(FindingKind::bad_checkpoint, "metadata chain_origin '" + **origin + "' is malformed");
             return false;
         }
+        // A start is derived from the file's id and its row: it cannot be chosen to fit rows.
+        // Any other origin is an anchor retention left: the checkpoint right after it must
+        // have signed exactly that head (walk()).
         origin_id_ = point->id;
         head_ = point->head;
+        anchored_ = point->head != store::chain_origin(file_id_, point->id);
         auto max_id = store::detail::max_id_issued(db_.get(), file_);
         if (max_id) max_id_issued_ = *max_id;
         return true;
@@ -181,6 +183,11 @@ private:
                             rows_text(expected, r.row.id - 1) + (r.row.id - 1 == expected ? " is" : " are") +
                                 " missing (deleted) before " + row_text(r.row.id) + " of " +
                                 time_text(r.row.timestamp));
+            }
+            if (anchored_ && r.row.id == origin_id_ + 1 && r.row.event_type != kCheckpointType) {
+                return fail(FindingKind::missing_rows, origin_id_ + 1, r.row.timestamp,
+                            "the chain starts after row " + std::to_string(origin_id_) +
+                                " without the checkpoint retention keeps there: rows were deleted by other means");
             }
             const ChainHead before = head_;
             const ChainHead after = store::chain_next(before, r.row);
@@ -258,6 +265,8 @@ private:
             return false;
         }
         const ChainHead expected_previous = previous_ ? checkpoint_hash(*previous_) : ChainHead{};
+        // Retention's anchor: the previous checkpoint it names was deleted with the prefix.
+        const bool anchor = anchored_ && id == origin_id_ + 1;
         switch (check_signature(*c, options_.key)) {
             case SignatureCheck::bad_certificate:
                 fail(FindingKind::bad_signature, id, t,
@@ -283,7 +292,7 @@ private:
                      "and the chain recomputed: " + here + " sealed another chain");
             return false;
         }
-        if (c->previous != expected_previous) {
+        if (c->previous != expected_previous && !anchor) {
             fail(FindingKind::broken_sequence, id, t,
                  here + " does not follow " +
                      (previous_ ? "the checkpoint at " + row_text(previous_->last_row + 1)
@@ -322,6 +331,7 @@ private:
     store::detail::DbPtr db_;
     store::FileId file_id_{};
     int64_t origin_id_ = 0;
+    bool anchored_ = false;  // the chain starts at a checkpoint retention kept
     int64_t max_id_issued_ = 0;
     ChainHead head_{};
     std::optional<Checkpoint> previous_;

@@ -84,6 +84,12 @@ public:
 
     // Retention (§3.4): delete at most `limit` of the oldest rows with timestamp < cutoff
     // (or simply the oldest when cutoff is 0). Returns rows deleted.
+    // A sealed shard (issue 28) loses only whole sealed prefixes, so that what remains still
+    // verifies: the rows before a checkpoint (one whose time is before the cutoff; without a
+    // cutoff, the first that has rows before it), the checkpoint itself kept as the anchor the
+    // chain starts from (chain_origin moves to the row before it, with the head it signed).
+    // Rows from before the chain (pre-chain) go by timestamp as ever. Unsealed rows stay
+    // until a checkpoint covers them.
     Result<uint64_t> delete_oldest(uint64_t cutoff_ns, uint32_t limit);
     // Bytes of the database file plus its WAL.
     uint64_t size_bytes() const;
@@ -105,6 +111,10 @@ public:
     // before the first one; set_last_checkpoint() records a new one with the open transaction.
     const std::optional<std::string>& last_checkpoint() const { return last_checkpoint_; }
     Status set_last_checkpoint(const std::string& hash_hex);
+    // Sealing begins on a shard that was never sealed: its chain starts afresh after its last
+    // row (the rows before are reported as from before the chain), since retention may have
+    // deleted rows of it anywhere. Outside a transaction; nothing happens to an empty chain.
+    Status restart_chain();
 
     // Secondary indexes (PSD-008 §3.3, secondary_index.hpp): the names of this shard's
     // idx_events_* indexes other than idx_events_timestamp, sorted.
@@ -120,7 +130,9 @@ private:
     ShardDb() = default;
     Status prepare_statements();
     Status open_chain();
-    int save_metadata(const char* key, const std::string& value);  // an SQLite result code  // give an older file the chain column and origin; load the head
+    int save_metadata(const char* key, const std::string& value);  // an SQLite result code
+    Result<uint64_t> delete_by_timestamp(uint64_t cutoff_ns, uint32_t limit);  // unsealed retention
+    Result<uint64_t> cut_sealed_prefix(uint64_t cutoff_ns, uint32_t limit);    // sealed retention  // give an older file the chain column and origin; load the head
     Status write_ranges(const BootCpu& key, const SequenceRanges& ranges);
 
     sqlite3* db_ = nullptr;
@@ -142,11 +154,19 @@ private:
     int wal_pages_ = 0;
     uint32_t index_ = 0;
     FileId file_id_{};
+    // The chain starts after row origin_id_: the start of the file or of its chaining
+    // (derived from the file id), or the row before a checkpoint retention kept as its anchor.
+    int64_t origin_id_ = 0;
+    bool origin_by_retention_ = false;
     ChainHead head_{};            // after row next_id_ - 1
     ChainHead committed_head_{};  // as of the last commit (rollback returns to it)
     std::optional<std::string> last_checkpoint_;  // open transaction's, else committed
     std::optional<std::string> committed_last_checkpoint_;
     sqlite3_stmt* save_metadata_ = nullptr;  // chain_head, last_checkpoint
+    sqlite3_stmt* delete_pre_chain_ = nullptr;
+    sqlite3_stmt* delete_through_ = nullptr;
+    sqlite3_stmt* anchor_before_ = nullptr;
+    sqlite3_stmt* anchor_next_ = nullptr;
     std::filesystem::path path_;
     SequenceState state_;    // committed
     SequenceState pending_;  // accounted in the open transaction

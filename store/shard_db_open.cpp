@@ -88,11 +88,12 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
     if (!state) return state.error();
     shard->state_ = std::move(*state);
 
-    if (auto s = shard->prepare_statements(); !s) return s.error();
     auto max_id = detail::max_id_issued(db, path);
     if (!max_id) return max_id.error();
     shard->next_id_ = shard->committed_next_id_ = *max_id + 1;
+    // Before the statements: an older file gets the chain column the INSERT names.
     if (auto s = shard->open_chain(); !s) return s.error();
+    if (auto s = shard->prepare_statements(); !s) return s.error();
 
     // Replaces SQLite's automatic checkpoint (which would run inside COMMIT): the writer
     // checkpoints PASSIVE itself between batches (§2.4.4).
@@ -133,6 +134,15 @@ Status ShardDb::open_chain() {
             return s;
         }
     }
+    auto origin_text = detail::read_metadata(db_, "chain_origin", path_);
+    if (!origin_text) return origin_text.error();
+    const auto start = *origin_text ? parse_chain_point(**origin_text) : std::nullopt;
+    if (!start) {
+        return Error{EPROTO, path_.string() + ": not a valid eventd shard: metadata chain_origin is malformed" +
+                                 " (it will not be written; inspect it read-only or remove it)"};
+    }
+    origin_id_ = start->id;
+    origin_by_retention_ = start->head != chain_origin(file_id_, start->id);
     auto head_text = detail::read_metadata(db_, "chain_head", path_);
     if (!head_text) return head_text.error();
     const auto head = *head_text ? parse_chain_point(**head_text) : std::nullopt;
@@ -169,6 +179,19 @@ Status ShardDb::prepare_statements() {
         {&delete_before_,
          "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE timestamp < ?1 ORDER BY timestamp LIMIT ?2)"},
         {&delete_oldest_, "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY timestamp LIMIT ?1)"},
+        // Sealed retention (delete_oldest): rows before the chain's origin — by timestamp
+        // before a chain's start, all of them up to an anchor retention chose.
+        {&delete_pre_chain_,
+         "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ?1 AND (?2 = 0 OR timestamp < ?2) "
+         "ORDER BY timestamp LIMIT ?3)"},
+        {&delete_through_, "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ?1 ORDER BY id LIMIT ?2)"},
+        // The checkpoint ending the next sealed prefix, and the head it sealed (seal/checkpoint.hpp).
+        {&anchor_before_,
+         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' "
+         "AND timestamp < ?1 AND id > ?2 ORDER BY id DESC LIMIT 1"},
+        {&anchor_next_,
+         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' "
+         "AND id > ?1 ORDER BY id LIMIT 1"},
         {&oldest_, "SELECT min(timestamp) FROM events"},
         {&save_max_id_, "INSERT OR REPLACE INTO metadata (key, value) VALUES ('max_id_issued', ?1)"},
         {&save_metadata_, "INSERT OR REPLACE INTO metadata (key, value) VALUES (?1, ?2)"},
@@ -189,7 +212,7 @@ Status ShardDb::prepare_statements() {
 ShardDb::~ShardDb() {
     for (sqlite3_stmt* stmt :
          {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_, save_max_id_, save_metadata_,
-          find_same_}) {
+          find_same_, delete_pre_chain_, delete_through_, anchor_before_, anchor_next_}) {
         sqlite3_finalize(stmt);
     }
     // An open transaction is rolled back by the close; the last connection also checkpoints.

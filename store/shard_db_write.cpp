@@ -230,6 +230,11 @@ void ShardDb::checkpoint_if_needed(int threshold_pages) {
 
 Result<uint64_t> ShardDb::delete_oldest(uint64_t cutoff_ns, uint32_t limit) {
     if (in_transaction()) return misuse(path_, "delete_oldest() inside the writer's transaction");
+    if (!last_checkpoint_) return delete_by_timestamp(cutoff_ns, limit);
+    return cut_sealed_prefix(cutoff_ns, limit);
+}
+
+Result<uint64_t> ShardDb::delete_by_timestamp(uint64_t cutoff_ns, uint32_t limit) {
     sqlite3_stmt* stmt = delete_oldest_;
     if (cutoff_ns != 0) {
         stmt = delete_before_;
@@ -242,6 +247,79 @@ Result<uint64_t> ShardDb::delete_oldest(uint64_t cutoff_ns, uint32_t limit) {
     const int rc = run(stmt);  // one statement: its own transaction, committed before return
     if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "retention delete");
     return static_cast<uint64_t>(sqlite3_changes64(db_));
+}
+
+Result<uint64_t> ShardDb::cut_sealed_prefix(uint64_t cutoff_ns, uint32_t limit) {
+    const int64_t cutoff = to_sql(std::min<uint64_t>(cutoff_ns, std::numeric_limits<int64_t>::max()));
+    // 1. Rows at or before the origin: a prefix already cut (a crash or the batch limit left
+    // some), or rows from before the chain.
+    sqlite3_stmt* stmt = origin_by_retention_ ? delete_through_ : delete_pre_chain_;
+    sqlite3_bind_int64(stmt, 1, origin_id_);
+    if (origin_by_retention_) {
+        sqlite3_bind_int64(stmt, 2, limit);
+    } else {
+        sqlite3_bind_int64(stmt, 2, cutoff);
+        sqlite3_bind_int64(stmt, 3, limit);
+    }
+    if (const int rc = run(stmt); rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "retention delete");
+    if (const int64_t n = sqlite3_changes64(db_); n > 0) return uint64_t(n);
+
+    // 2. The next sealed prefix: up to a checkpoint with a row before it (origin + 1 may be the
+    // anchor itself), the last one before the cutoff or, without one, the first.
+    sqlite3_stmt* find = cutoff_ns != 0 ? anchor_before_ : anchor_next_;
+    if (cutoff_ns != 0) sqlite3_bind_int64(find, 1, cutoff);
+    sqlite3_bind_int64(find, cutoff_ns != 0 ? 2 : 1, origin_id_ + 1);
+    int rc = sqlite3_step(find);
+    std::optional<ChainPoint> anchor;
+    if (rc == SQLITE_ROW) {
+        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(find, 1));
+        const auto head = text ? chain_from_hex(text) : std::nullopt;
+        if (head) anchor = ChainPoint{sqlite3_column_int64(find, 0) - 1, *head};
+    }
+    sqlite3_reset(find);
+    sqlite3_clear_bindings(find);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "find a sealed prefix");
+    if (!anchor) return uint64_t(0);  // nothing sealed to delete (an unreadable head is verify's to report)
+
+    // The origin moves and the first batch goes in one transaction: a crash leaves either
+    // nothing done, or an origin whose rows before it step 1 deletes next time.
+    if (auto s = detail::exec(db_, "BEGIN IMMEDIATE", path_); !s) return s.error();
+    rc = save_metadata("chain_origin", chain_point_text(*anchor));
+    if (rc == SQLITE_DONE) {
+        sqlite3_bind_int64(delete_through_, 1, anchor->id);
+        sqlite3_bind_int64(delete_through_, 2, limit);
+        rc = run(delete_through_);
+    }
+    const int64_t deleted = sqlite3_changes64(db_);
+    if (rc == SQLITE_DONE) rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : rc;
+    if (rc != SQLITE_DONE) {
+        Error error = sqlite_error(db_, rc, path_, "retention: cut a sealed prefix");
+        if (in_transaction()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        return error;
+    }
+    origin_id_ = anchor->id;
+    origin_by_retention_ = true;
+    return uint64_t(deleted);
+}
+
+Status ShardDb::restart_chain() {
+    if (in_transaction()) return misuse(path_, "restart_chain() inside a transaction");
+    const int64_t last = next_id_ - 1;
+    if (last == origin_id_) return {};
+    const ChainPoint start{last, chain_origin(file_id_, last)};
+    if (auto s = detail::exec(db_, "BEGIN IMMEDIATE", path_); !s) return s;
+    int rc = save_metadata("chain_origin", chain_point_text(start));
+    if (rc == SQLITE_DONE) rc = save_metadata("chain_head", chain_point_text(start));
+    if (rc == SQLITE_DONE) rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : rc;
+    if (rc != SQLITE_DONE) {
+        Error error = sqlite_error(db_, rc, path_, "restart the hash chain");
+        if (in_transaction()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        return error;
+    }
+    origin_id_ = last;
+    origin_by_retention_ = false;
+    head_ = committed_head_ = start.head;
+    return {};
 }
 
 Result<std::optional<uint64_t>> ShardDb::oldest_timestamp() {

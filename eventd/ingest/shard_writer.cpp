@@ -87,6 +87,15 @@ void ShardWriter::post(HandoffItem item) {
     handoff_.kick();
 }
 
+void ShardWriter::enable_sealing(seal::Sealer& sealer) {
+    sealer_ = &sealer;
+    if (db_->last_checkpoint()) return;
+    // Never sealed: retention may have cut rows out anywhere, so the chain starts afresh
+    // here; `eventctl verify` reports the rows before it as unprotected.
+    if (Status s = db_->restart_chain(); !s)
+        spdlog::error("shard {}: cannot start its hash chain afresh: {}", db_->index(), s.error().message);
+}
+
 void ShardWriter::start() {
     thread_ = std::thread([this] {
         base::run_guarded(

@@ -66,7 +66,7 @@ public:
     // Issue 28: seal this shard with `sealer` (it outlives the writer) — a checkpoint with the
     // first commit, then every CheckpointIntervalSeconds, idle or not. The final one, after the
     // writer has finished, is the daemon's (Daemon::shutdown). Before start().
-    void enable_sealing(seal::Sealer& sealer) { sealer_ = &sealer; }
+    void enable_sealing(seal::Sealer& sealer);
     void start();
     // After every producer has stopped: commit what is queued, then stop the thread.
     // request_finish() only asks (it returns at once); finish() asks and waits.

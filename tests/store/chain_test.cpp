@@ -1,0 +1,260 @@
+// Issue 28 in the store: the hash chain's encoding (pinned by values computed independently
+// from docs/STORE.md's definition, in Python's hashlib), chaining of older files, and retention
+// of a sealed shard (whole sealed prefixes, the anchor checkpoint kept) — each checked with the
+// verifier (seal/verify_store.hpp).
+#include <sodium.h>
+
+#include "seal/checkpoint.hpp"
+#include "seal/verify_store.hpp"
+#include "store/row_chain.hpp"
+#include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace store_test;
+using eventd::store::ChainHead;
+using test_support::event_row;
+using test_support::guid;
+using test_support::TempDir;
+namespace seal = eventd::seal;
+namespace store = eventd::store;
+
+namespace {
+
+std::string hex(const ChainHead& h) { return store::chain_hex(h); }
+
+// The verification key of keys made for `dir`, small: 2-second epochs for an hour.
+seal::PublicKey make_keys(const fs::path& dir) {
+    seal::SetupOptions options;
+    options.epoch_seconds = 2;
+    options.years = 1.0 / 8766;
+    auto key = seal::setup_keys(dir, options);
+    INFO((key ? std::string() : key.error().message));
+    REQUIRE(key.ok());
+    auto parsed = seal::parse_verification_key(*key);
+    REQUIRE(parsed.ok());
+    return *parsed;
+}
+
+seal::StoreReport verify(const fs::path& dir, const seal::PublicKey& key) {
+    seal::VerifyOptions options;
+    options.key = key;
+    options.now_ns = uint64_t(time(nullptr)) * 1'000'000'000u;
+    auto report = seal::verify_store(dir, options);
+    INFO((report ? std::string() : report.error().message));
+    REQUIRE(report.ok());
+    return *report;
+}
+
+std::string describe(const seal::StoreReport& report) {
+    std::string out;
+    for (const auto& f : report.files) {
+        out += f.file + ": " + std::to_string(f.rows) + " rows, " + std::to_string(f.checkpoints) + " checkpoints";
+        if (f.broken) out += "; broken: " + std::string(seal::kind_name(f.broken->kind)) + " at " +
+                             std::to_string(f.broken->row) + ": " + f.broken->what;
+        if (f.unsealed) out += "; unsealed from " + std::to_string(f.unsealed->row);
+        out += "\n";
+    }
+    return out;
+}
+
+// One retention batch of `db`, REQUIREd to succeed.
+uint64_t deleted(store::ShardDb& db, uint64_t cutoff_ns, uint32_t limit) {
+    auto n = db.delete_oldest(cutoff_ns, limit);
+    INFO((n ? std::string() : n.error().message));
+    REQUIRE(n.ok());
+    return *n;
+}
+
+uint64_t now_ns() { return uint64_t(time(nullptr)) * 1'000'000'000u; }
+
+// `n` rows of (boot b0, cpu 0) with timestamps from `first_ts`, then a checkpoint, one commit.
+void rows_then_checkpoint(store::ShardDb& db, seal::Sealer& sealer, uint64_t first_ts, uint64_t first_seq, int n) {
+    REQUIRE(db.begin().ok());
+    for (int i = 0; i < n; ++i) {
+        REQUIRE(db.insert(event_row({.boot = guid(0xb0), .timestamp = first_ts + uint64_t(i), .cpu = 0,
+                                     .sequence = first_seq + uint64_t(i)}))
+                    .ok());
+    }
+    REQUIRE(seal::seal_shard(db, sealer, guid(0xb0), now_ns(), 60, false).ok());
+    REQUIRE(db.commit().ok());
+}
+
+}  // namespace
+
+TEST_CASE("the chain's encoding is the one docs/STORE.md defines", "[chain]") {
+    store::FileId file_id;
+    for (int i = 0; i < 16; ++i) file_id[i] = uint8_t(0xf0 + i);
+    const ChainHead origin = store::chain_origin(file_id, 0);
+    CHECK(hex(origin) == "6ab4b68b6b5bac345ca5a3b6048cd7f45dd2006e4042fa0120b2cc92651e496a");
+
+    store::EventRow row;
+    for (int i = 0; i < 16; ++i) row.boot_id[i] = uint8_t(i);
+    row.timestamp = 1800000000123456789ull;
+    row.cpu_id = 3;
+    row.sequence = 42;
+    row.origin_class = 1;
+    row.event_type = "demo.click";
+    row.effective_token = guid(0x11);
+    row.process = guid(0x22);
+    row.payload = std::vector<uint8_t>{0x81, 0xa1, 0x61, 0x01};
+    const ChainHead head = store::chain_next(origin, 7, row);
+    CHECK(hex(head) == "963a4c25c13c4106a7928153a80136e92c32c19b19323420199a48059a6d54b5");
+    CHECK(store::chain_link(head) == -7621695694331690746);
+
+    // A synthetic row: NULL cpu, sequence, origin, identities and payload.
+    store::EventRow bare;
+    bare.boot_id = row.boot_id;
+    bare.timestamp = 1800000000123456790ull;
+    bare.event_type = "synthetic.x";
+    CHECK(hex(store::chain_next(head, 8, bare)) == "c4470e617df19464c19de181a7d37525cddec55e90d693bd0c829d77956fdbee");
+
+    // The reader's form of the row hashes alike.
+    store::StoredRow stored;
+    stored.id = 7;
+    stored.boot_id = std::span<const uint8_t>(row.boot_id.data(), 16);
+    stored.timestamp = row.timestamp;
+    stored.cpu_id = 3;
+    stored.sequence = 42;
+    stored.origin_class = 1;
+    stored.event_type = row.event_type;
+    stored.effective_token = std::span<const uint8_t>(row.effective_token->data(), 16);
+    stored.process = std::span<const uint8_t>(row.process->data(), 16);
+    stored.payload = std::span<const uint8_t>(*row.payload);
+    CHECK(store::chain_next(origin, stored) == head);
+}
+
+TEST_CASE("each row stores its link and each commit the chain's head", "[chain]") {
+    TempDir dir;
+    auto db = open_shard(dir.path());
+    REQUIRE(db->begin().ok());
+    REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 5, .cpu = 0, .sequence = 1})).ok());
+    const ChainHead after_first = db->chain_head();
+    REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 6, .cpu = 0, .sequence = 2})).ok());
+    REQUIRE(db->commit().ok());
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.value("SELECT chain FROM events WHERE id = 1") == std::to_string(store::chain_link(after_first)));
+    CHECK(raw.value("SELECT value FROM metadata WHERE key = 'chain_head'") == "2:" + hex(db->chain_head()));
+
+    // A rolled-back transaction leaves the head where the last commit put it.
+    const ChainHead committed = db->chain_head();
+    REQUIRE(db->begin().ok());
+    REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 7, .cpu = 0, .sequence = 3})).ok());
+    db->rollback();
+    CHECK(db->chain_head() == committed);
+    db.reset();
+    CHECK(open_shard(dir.path())->chain_head() == committed);
+}
+
+TEST_CASE("a shard from before chains gets the column and a chain that starts after its last row", "[chain]") {
+    TempDir dir;
+    {
+        auto db = open_shard(dir.path());
+        REQUIRE(db->begin().ok());
+        for (uint64_t i = 1; i <= 3; ++i)
+            REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = i, .cpu = 0, .sequence = i})).ok());
+        REQUIRE(db->commit().ok());
+    }
+    {  // as an eventd before issue 28 left it
+        RawDb raw(dir / "shard-0000.db");
+        raw.exec("ALTER TABLE events DROP COLUMN chain");
+        raw.exec("DELETE FROM metadata WHERE key IN ('chain_origin', 'chain_head')");
+    }
+    auto db = open_shard(dir.path());
+    RawDb raw(dir / "shard-0000.db");
+    CHECK(raw.count("SELECT count(*) FROM pragma_table_info('events') WHERE name = 'chain'") == 1);
+    CHECK(raw.value("SELECT value FROM metadata WHERE key = 'chain_origin'") ==
+          "3:" + hex(store::chain_origin(db->file_id(), 3)));
+    CHECK(raw.count("SELECT count(*) FROM events WHERE chain IS NULL") == 3);
+
+    const auto key = make_keys(dir.path());
+    auto sealer = seal::Sealer::load(dir.path());
+    REQUIRE(sealer.ok());
+    rows_then_checkpoint(*db, **sealer, 10, 4, 2);
+    const auto report = verify(dir.path(), key);
+    INFO(describe(report));
+    REQUIRE(report.files.size() == 1);
+    CHECK(report.fully_sealed());
+    CHECK(report.files[0].pre_chain_rows == 3);
+    CHECK(report.files[0].checkpoints == 1);
+}
+
+TEST_CASE("retention of a sealed shard deletes whole sealed prefixes and the rest still verifies", "[chain]") {
+    TempDir dir;
+    const auto key = make_keys(dir.path());
+    auto sealer = seal::Sealer::load(dir.path());
+    REQUIRE(sealer.ok());
+    auto db = open_shard(dir.path());
+    // Three sealed segments: rows 1-10 + checkpoint 11, rows 12-21 + checkpoint 22, rows 23-32
+    // + checkpoint 33; then rows 34-35 unsealed. Event times 100.., 200.., 300.., 400..
+    rows_then_checkpoint(*db, **sealer, 100, 1, 10);
+    rows_then_checkpoint(*db, **sealer, 200, 11, 10);
+    rows_then_checkpoint(*db, **sealer, 300, 21, 10);
+    REQUIRE(db->begin().ok());
+    for (uint64_t s = 31; s <= 32; ++s)
+        REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 400 + s, .cpu = 0, .sequence = s})).ok());
+    REQUIRE(db->commit().ok());
+    RawDb raw(dir / "shard-0000.db");
+
+    SECTION("without a cutoff: the first sealed segment, in batches, the checkpoint kept as anchor") {
+        CHECK(deleted(*db, 0, 4) == 4);
+        // The origin moved first: what is left before it is deleted next, however old.
+        CHECK(raw.value("SELECT value FROM metadata WHERE key = 'chain_origin'").starts_with("10:"));
+        while (raw.count("SELECT count(*) FROM events WHERE id <= 10") > 0) REQUIRE(deleted(*db, 0, 4) > 0);
+        CHECK(raw.value("SELECT min(id) FROM events") == "11");
+        auto report = verify(dir.path(), key);
+        INFO(describe(report));
+        CHECK(report.intact());
+        CHECK(report.files[0].checkpoints == 3);
+        // The next call cuts the next segment, the anchor of the first with it.
+        REQUIRE(deleted(*db, 0, 100) == 11);
+        CHECK(raw.value("SELECT min(id) FROM events") == "22");
+        report = verify(dir.path(), key);
+        INFO(describe(report));
+        CHECK(report.intact());
+        CHECK(report.files[0].unsealed);  // rows 34-35 are still unsealed, and not deleted
+    }
+    SECTION("with a cutoff: up to the last checkpoint written before it") {
+        // Checkpoint rows carry the time they were sealed (now); the cutoff is after all three.
+        REQUIRE(deleted(*db, now_ns() + 10'000'000'000ull, 1000) == 32);
+        CHECK(raw.value("SELECT min(id) FROM events") == "33");
+        CHECK(deleted(*db, now_ns() + 10'000'000'000ull, 1000) == 0);  // nothing sealed is left before it
+        const auto report = verify(dir.path(), key);
+        INFO(describe(report));
+        CHECK(report.intact());
+        CHECK(raw.count("SELECT count(*) FROM events") == 3);
+    }
+    SECTION("a prefix deleted by other means is reported") {
+        raw.exec("DELETE FROM events WHERE id <= 5");
+        const auto report = verify(dir.path(), key);
+        INFO(describe(report));
+        REQUIRE(report.files[0].broken);
+        CHECK(report.files[0].broken->kind == seal::FindingKind::missing_rows);
+        CHECK(report.files[0].broken->row == 1);
+    }
+    SECTION("rows deleted up to a checkpoint with a forged origin are reported") {
+        raw.exec("DELETE FROM events WHERE id <= 12");
+        raw.exec("UPDATE metadata SET value = '12:" + hex(ChainHead{}) + "' WHERE key = 'chain_origin'");
+        const auto report = verify(dir.path(), key);
+        INFO(describe(report));
+        REQUIRE(report.files[0].broken);
+        CHECK(report.files[0].broken->row == 13);
+    }
+}
+
+TEST_CASE("sealing begins afresh on a shard retention cut holes into before it was sealed", "[chain]") {
+    TempDir dir;
+    auto db = open_shard(dir.path());
+    REQUIRE(db->begin().ok());
+    for (uint64_t i = 1; i <= 6; ++i)
+        REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 10 - i, .cpu = 0, .sequence = i})).ok());
+    REQUIRE(db->commit().ok());
+    REQUIRE(deleted(*db, 0, 2) == 2);  // unsealed: by timestamp, rows 5 and 6
+    const auto key = make_keys(dir.path());
+    auto sealer = seal::Sealer::load(dir.path());
+    REQUIRE(db->restart_chain().ok());
+    rows_then_checkpoint(*db, **sealer, 20, 7, 3);
+    const auto report = verify(dir.path(), key);
+    INFO(describe(report));
+    CHECK(report.fully_sealed());
+    CHECK(report.files[0].pre_chain_rows == 4);
+}
