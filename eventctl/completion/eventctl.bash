@@ -1,6 +1,7 @@
 # bash completion for eventctl (installed as share/bash-completion/completions/eventctl).
 # Completes options, the values of --format and --width, files for
-# --file/--cursor-file/--socket, the commands (status, help, version) and, inside the query
+# --file/--cursor-file/--socket, the commands (status, help, version; seal and verify with their
+# own options, directories for --store, files for --key) and, inside the query
 # argument, the query language's keywords and the event types eventd stores (`EVENTS DISTINCT
 # event_type`, asked on the socket eventctl would use, within 2 s; nothing when it does not
 # answer). The query is one argument: quote it, `eventctl 'EVENTS kacs.<TAB>`.
@@ -17,6 +18,18 @@ _eventctl() {
     local cur=${COMP_WORDS[COMP_CWORD]}
     local prev=${COMP_WORDS[COMP_CWORD-1]}
     local options="--file --socket --format --cursor-file --allow-gap --utc --local --all-fields --width --version --help"
+    # The store-directory commands have options of their own (eventctl seal --help, verify --help).
+    if ((COMP_CWORD > 1)) && [[ ${COMP_WORDS[1]} == seal || ${COMP_WORDS[1]} == verify ]]; then
+        case $prev in
+            --store) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+            --key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+            --epoch-seconds|--years) return ;;
+        esac
+        local own="--store --key --help"
+        [[ ${COMP_WORDS[1]} == seal ]] && own="--setup --store --epoch-seconds --years --help"
+        COMPREPLY=($(compgen -W "$own" -- "$cur"))
+        return
+    fi
     case $prev in
         -o|--format)
             COMPREPLY=($(compgen -W "pretty jsonl json msgpack" -- "$cur"))
@@ -53,7 +66,7 @@ _eventctl() {
         if [[ -n $quote ]]; then
             words="EVENTS"
         else
-            words="EVENTS status help version"
+            words="EVENTS status help version seal verify"
         fi
     else
         local keywords="SINCE UNTIL WHERE SELECT SORT DESC SKIP TAKE COUNT BY TOP DISTINCT GROUP SUM AVG MIN MAX STREAM

@@ -47,6 +47,9 @@ expect "eventctl --fo" "--format"
 expect "eventctl -o j" $'json\njsonl'
 expect "eventctl --format " $'pretty\njsonl\njson\nmsgpack'
 expect "eventctl st" "status"
+expect "eventctl se" "seal"
+expect "eventctl verify --k" "--key"
+expect "eventctl seal --" $'--setup\n--store\n--epoch-seconds\n--years\n--help'
 expect "eventctl $S \"'EVENTS ka\"" $'\'EVENTS kacs.access_check \n\'EVENTS kacs.access_denied '
 expect "eventctl $S \"'EVENTS kacs.access_d\"" "'EVENTS kacs.access_denied "
 expect "eventctl $S \"'EVENTS app.login WH\"" "'EVENTS app.login WHERE "
