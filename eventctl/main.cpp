@@ -39,12 +39,6 @@ int usage_error(const std::string& message) {
 // The words that are commands rather than queries (any case: `eventctl STATUS` is the same).
 bool is_word(const std::string& arg, const char* word) { return strcasecmp(arg.c_str(), word) == 0; }
 
-std::string socket_path(const std::optional<std::string>& option) {
-    if (option) return *option;
-    const char* env = std::getenv("EVENTD_SOCKET");
-    if (env != nullptr && *env != '\0') return env;
-    return EVENTCTL_DEFAULT_SOCKET;
-}
 
 }  // namespace
 
@@ -129,7 +123,7 @@ int main(int argc, char** argv) {
     options.pretty.width = width_opt->count() > 0
                                ? eventctl::LineWidth::fixed(width)
                                : eventctl::LineWidth::of_output(STDOUT_FILENO, std::getenv("COLUMNS"));
-    options.socket_path = socket_path(socket_opt->count() ? std::optional<std::string>(socket_arg) : std::nullopt);
+    options.socket_path = eventctl::socket_path(socket_opt->count() ? std::optional<std::string>(socket_arg) : std::nullopt);
     if (allow_gap && cursor_opt->count() == 0) return usage_error("--allow-gap needs --cursor-file FILE");
     if (cursor_opt->count() > 0) {
         if (cursor_file_arg.empty()) return usage_error("--cursor-file needs a file name");

@@ -9,9 +9,18 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/cli.hpp"
+#include "base/hex.hpp"
+#include "base/interrupt.hpp"
+#include "help_text.hpp"
+#include "protocol/client.hpp"
+#include "protocol/reply.hpp"
 #include "seal/sealing_key.hpp"
+#include "seal/verify_report.hpp"
 #include "seal/verify_store.hpp"
+#include "session.hpp"
 
 namespace eventctl {
 namespace {
@@ -67,6 +76,72 @@ std::string time_text(uint64_t ns) {
     return out;
 }
 
+// VERIFY through eventd (admins): eventd seals every shard, verifies, and sends a record per file.
+base::Result<std::vector<eventd::seal::FileReport>> verify_through_eventd(const std::string& socket,
+                                                                          const std::string& key_hex) {
+    auto connection = protocol::Connection::open(socket);
+    if (!connection) return connection.error();
+    protocol::Request request;
+    request.query = "VERIFY \"" + key_hex + "\"";  // 64 hex digits: nothing to escape
+    const auto body = protocol::encode_request(request);
+    auto sent = connection->send_frame(body);
+    if (!sent) return sent.error();
+    if (*sent == protocol::ReadResult::interrupted) return base::Error{EINTR, "interrupted"};
+    std::vector<eventd::seal::FileReport> files;
+    std::vector<uint8_t> frame;
+    for (;;) {
+        auto read = connection->read_frame(frame);
+        if (!read) return read.error();
+        if (*read == protocol::ReadResult::interrupted) return base::Error{EINTR, "interrupted"};
+        if (*read == protocol::ReadResult::closed) return base::Error{EPIPE, "eventd closed the connection early"};
+        auto reply = protocol::parse_reply(frame);
+        if (!reply) return reply.error();
+        if (reply->status == protocol::ReplyStatus::error) return base::Error{EIO, reply->error};
+        for (const auto& record : reply->records) {
+            const auto j = nlohmann::json::from_msgpack(record.begin(), record.end(), true, false);
+            if (auto file = eventd::seal::report_from_record(j)) files.push_back(std::move(*file));
+        }
+        if (reply->status == protocol::ReplyStatus::end) return files;
+    }
+}
+
+// One line per file, then the summary; the exit code (offline and through eventd alike).
+int print_reports(const std::vector<eventd::seal::FileReport>& reports) {
+    uint64_t rows = 0, broken = 0, unsealed = 0;
+    for (const auto& f : reports) {
+        rows += f.rows;
+        std::string line = f.file + ": " + std::to_string(f.rows) + " rows, " + std::to_string(f.checkpoints) +
+                           " checkpoints";
+        if (f.pre_chain_rows) line += ", " + std::to_string(f.pre_chain_rows) + " from before the chain (not protected)";
+        if (f.broken) {
+            ++broken;
+            const auto& b = *f.broken;
+            line += ": BROKEN: " + std::string(eventd::seal::kind_name(b.kind));
+            if (b.row) line += " at row " + std::to_string(b.row);
+            if (b.time_ns) line += " (" + time_text(b.time_ns) + ")";
+            line += ": " + b.what;
+        } else if (f.unsealed) {
+            ++unsealed;
+            line += ": verified through row " + std::to_string(f.sealed_through) + "; " + f.unsealed->what;
+        } else {
+            line += ": verified";
+        }
+        std::printf("%s\n", line.c_str());
+    }
+    const size_t files = reports.size();
+    if (broken) {
+        std::printf("verify: FAILED: %llu of %zu files broken\n", static_cast<unsigned long long>(broken), files);
+        return kExitBroken;
+    }
+    if (unsealed) {
+        std::printf("verify: intact, %llu rows in %zu files; %llu files end with unsealed rows\n",
+                    static_cast<unsigned long long>(rows), files, static_cast<unsigned long long>(unsealed));
+        return kExitUnsealed;
+    }
+    std::printf("verify: OK: %llu rows in %zu files, all sealed\n", static_cast<unsigned long long>(rows), files);
+    return kExitVerified;
+}
+
 }  // namespace
 
 int run_seal_command(int argc, const char* const* argv) {
@@ -120,13 +195,21 @@ int run_verify_command(int argc, const char* const* argv) {
     base::cli::App app{
         "eventctl verify — check that an event store is what eventd sealed (issue 28): recompute\n"
         "every shard's hash chain and check every checkpoint's signature against the verification\n"
-        "key. Works on a stopped store, a running one, or a copy. For each file it prints the first\n"
+        "key. Works on a stopped store, a running one, or a copy (--store); without --store, eventd\n"
+        "seals every shard and verifies its own store (administrators). For each file it prints the first\n"
         "broken place (row, time, what broke). Exit 0: everything verifies; 1: something was\n"
         "changed, removed, reordered or resealed; 2: usage, or the store cannot be read; 3: intact,\n"
         "but rows written after the last checkpoint are not sealed yet.",
         "eventctl verify"};
-    std::string store, key_arg;
-    app.add_option("--store", store, "the store directory (or a copy of it)")->type_name("DIR")->required();
+    std::string store, key_arg, socket_arg;
+    auto* store_opt = app.add_option("--store", store,
+                                     "the store directory (or a copy of it); without it eventd seals\n"
+                                     "every shard and verifies its own store (administrators)")
+                          ->type_name("DIR");
+    auto* socket_opt = app.add_option("-s,--socket", socket_arg,
+                                      "eventd's query socket, without --store; default $EVENTD_SOCKET,\n"
+                                      "else " EVENTCTL_DEFAULT_SOCKET)
+                           ->type_name("PATH");
     app.add_option("--key", key_arg,
                    "the verification key `eventctl seal --setup` printed: its 64 hex\n"
                    "digits, or a file that holds them")
@@ -136,6 +219,21 @@ int run_verify_command(int argc, const char* const* argv) {
     if (!parsed.go_on) return parsed.error.empty() ? parsed.exit_code : usage_error("verify", parsed.error);
     auto key = read_key(key_arg);
     if (!key) return usage_error("verify", key.error().message);
+    if (store_opt->count() == 0) {
+        if (!base::install_interrupt_handlers()) {
+            std::fprintf(stderr, "eventctl verify: cannot set up Ctrl-C handling\n");
+            return kExitUsage;
+        }
+        const std::string socket =
+            socket_path(socket_opt->count() ? std::optional<std::string>(socket_arg) : std::nullopt);
+        auto files = verify_through_eventd(socket, base::hex_text(*key));
+        if (!files) {
+            std::fprintf(stderr, "eventctl verify: %s\n", files.error().message.c_str());
+            return kExitUsage;
+        }
+        return print_reports(*files);
+    }
+    if (socket_opt->count()) return usage_error("verify", "--socket is for a verification through eventd, not --store");
 
     Progress progress;
     eventd::seal::VerifyOptions options;
@@ -152,39 +250,8 @@ int run_verify_command(int argc, const char* const* argv) {
         std::fprintf(stderr, "eventctl verify: %s\n", report.error().message.c_str());
         return kExitUsage;
     }
-    uint64_t rows = 0, broken = 0, unsealed = 0;
-    for (const auto& f : report->files) {
-        rows += f.rows;
-        std::string line = f.file + ": " + std::to_string(f.rows) + " rows, " + std::to_string(f.checkpoints) +
-                           " checkpoints";
-        if (f.pre_chain_rows) line += ", " + std::to_string(f.pre_chain_rows) + " from before the chain (not protected)";
-        if (f.broken) {
-            ++broken;
-            const auto& b = *f.broken;
-            line += ": BROKEN: " + std::string(eventd::seal::kind_name(b.kind));
-            if (b.row) line += " at row " + std::to_string(b.row);
-            if (b.time_ns) line += " (" + time_text(b.time_ns) + ")";
-            line += ": " + b.what;
-        } else if (f.unsealed) {
-            ++unsealed;
-            line += ": verified through row " + std::to_string(f.sealed_through) + "; " + f.unsealed->what;
-        } else {
-            line += ": verified";
-        }
-        std::printf("%s\n", line.c_str());
-    }
-    const size_t files = report->files.size();
-    if (broken) {
-        std::printf("verify: FAILED: %llu of %zu files broken\n", static_cast<unsigned long long>(broken), files);
-        return kExitBroken;
-    }
-    if (unsealed) {
-        std::printf("verify: intact, %llu rows in %zu files; %llu files end with unsealed rows\n",
-                    static_cast<unsigned long long>(rows), files, static_cast<unsigned long long>(unsealed));
-        return kExitUnsealed;
-    }
-    std::printf("verify: OK: %llu rows in %zu files, all sealed\n", static_cast<unsigned long long>(rows), files);
-    return kExitVerified;
+    std::vector<eventd::seal::FileReport> files = std::move(report->files);
+    return print_reports(files);
 }
 
 }  // namespace eventctl

@@ -1,5 +1,7 @@
 #include "session.hpp"
 
+#include <cstdlib>
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +13,7 @@
 #include "protocol/client.hpp"
 #include "protocol/wire.hpp"
 #include "cursor_file.hpp"
+#include "help_text.hpp"
 #include "output.hpp"
 #include "protocol/reply.hpp"
 #include "spool.hpp"
@@ -194,6 +197,13 @@ base::Result<SessionEnd> run_session(const SessionOptions& options) {
     if (!conn) return conn.error();
     Session session(options);
     return session.run(conn.value(), options.query);
+}
+
+std::string socket_path(const std::optional<std::string>& option) {
+    if (option) return *option;
+    const char* env = std::getenv("EVENTD_SOCKET");
+    if (env != nullptr && *env != '\0') return env;
+    return EVENTCTL_DEFAULT_SOCKET;
 }
 
 }  // namespace eventctl

@@ -40,4 +40,7 @@ enum class SessionEnd {
 // stderr (and nothing on stdout unless a stream had already started).
 base::Result<SessionEnd> run_session(const SessionOptions& options);
 
+// eventd's query socket: --socket when given, else $EVENTD_SOCKET, else the installed default.
+std::string socket_path(const std::optional<std::string>& option);
+
 }  // namespace eventctl

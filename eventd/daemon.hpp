@@ -77,6 +77,8 @@ public:
     // STATUS records (daemon_status.cpp): daemon, ring per CPU, shard per writer, rates. The
     // query server adds its own {kind:"queries"}. Runs on a query worker thread.
     std::vector<nlohmann::json> status_records() const;
+    // VERIFY (daemon_verify.cpp): seal every shard, verify the store, one record per file.
+    base::Result<std::vector<nlohmann::json>> verify_records(const std::string& key);
 
     // The global desired index set (PSD-008 §3.3.2): published by the policy thread (the
     // persisted set is in it before any writer starts), read by the shard writers.

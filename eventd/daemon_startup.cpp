@@ -242,6 +242,7 @@ Status Daemon::start_query_server() {
     options.limits = query_limits(config_);
     options.policy = policy_.get();
     options.daemon_status = [this] { return status_records(); };
+    options.verify_store = [this](const std::string& key) { return verify_records(key); };
     // §8.6.5 accounting and §8.2.7 INDEX; both objects outlive the server (daemon.hpp).
     options.index.count = [counter = &field_counter_](const query::Query& q, const access::Caller& caller, bool admin) {
         counter->count(index::where_fields(q), index::Contributor{caller.uid, admin});

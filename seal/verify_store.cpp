@@ -359,6 +359,12 @@ const char* kind_name(FindingKind kind) {
     return "?";
 }
 
+std::optional<FindingKind> kind_named(const std::string& name) {
+    for (int k = 0; k <= int(FindingKind::unreadable); ++k)
+        if (name == kind_name(FindingKind(k))) return FindingKind(k);
+    return std::nullopt;
+}
+
 bool StoreReport::intact() const {
     for (const FileReport& f : files)
         if (f.broken) return false;

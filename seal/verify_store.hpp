@@ -29,10 +29,11 @@ enum class FindingKind {
     sealing_gap,        // no checkpoint for longer than eventd writes them, without a shutdown between
     unsealed_rows,      // rows after the last checkpoint: chained, but not yet sealed
     not_chained,        // a file without a chain (never opened by an eventd that chains)
-    unreadable,         // the file could not be read
+    unreadable,         // the file could not be read (the last: kind_named counts up to it)
 };
 
 const char* kind_name(FindingKind kind);
+std::optional<FindingKind> kind_named(const std::string& name);  // kind_name's inverse
 
 struct Finding {
     FindingKind kind;

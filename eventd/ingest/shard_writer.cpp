@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -96,6 +97,12 @@ void ShardWriter::enable_sealing(seal::Sealer& sealer) {
         spdlog::error("shard {}: cannot start its hash chain afresh: {}", db_->index(), s.error().message);
 }
 
+void ShardWriter::seal_now() {
+    if (!sealer_) return;
+    seal_requested_.store(true, std::memory_order_relaxed);
+    handoff_.kick();
+}
+
 void ShardWriter::start() {
     thread_ = std::thread([this] {
         base::run_guarded(
@@ -170,6 +177,7 @@ void ShardWriter::run() {
         // returns even if no new event ever arrives for this shard, and at shutdown.
         const bool retry = items.empty() && !in_transaction_ && (!lost_.empty() || !retained_.empty());
         const bool last_round = items.empty() && finishing_.load() && handoff_.empty();
+        if (seal_requested_.exchange(false, std::memory_order_relaxed)) next_checkpoint_ = Clock::now();
         const bool checkpoint_due = sealer_ && !finishing_.load() && Clock::now() >= next_checkpoint_;
         if (!items.empty() || retry || checkpoint_due) {
             const auto now = Clock::now();
@@ -275,6 +283,7 @@ void ShardWriter::begin_batch(Clock::time_point now) {
     batch_records_.clear();
     batch_receipts_.clear();
     batch_duplicates_ = 0;
+    batch_checkpoints_ = 0;
     batch_started_ = now;
     if (Status s = db_->begin(); !s) {
         batch_failed_ = true;
@@ -353,6 +362,7 @@ void ShardWriter::commit_batch() {
     retained_.clear();
     failing_ = false;
     stats_.rows.fetch_add(batch_count_ - batch_duplicates_, std::memory_order_relaxed);
+    stats_.checkpoints.fetch_add(std::exchange(batch_checkpoints_, 0), std::memory_order_relaxed);
     stats_.duplicates.fetch_add(batch_duplicates_, std::memory_order_relaxed);
     if (!batch_receipts_.empty()) unsettled_.emplace_back(std::move(batch_receipts_), true);
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
@@ -373,6 +383,7 @@ void ShardWriter::seal_batch() {
     Status s = seal::seal_shard(*db_, *sealer_, boot_id_, synthetic::now_ns(), interval, false);
     if (s) {
         ++batch_count_;
+        ++batch_checkpoints_;
         if (seal_failing_) spdlog::info("shard {}: sealing works again", db_->index());
         seal_failing_ = false;
         return;

@@ -37,6 +37,7 @@ struct WriterStats {
     std::atomic<uint64_t> commit_ns_total{0};  // time spent in successful COMMITs
     // Records of a redelivering source (redelivery.hpp) found stored already, not stored again.
     std::atomic<uint64_t> duplicates{0};
+    std::atomic<uint64_t> checkpoints{0};  // sealing checkpoints committed (issue 28)
 };
 
 struct WriterHooks {
@@ -67,6 +68,9 @@ public:
     // first commit, then every CheckpointIntervalSeconds, idle or not. The final one, after the
     // writer has finished, is the daemon's (Daemon::shutdown). Before start().
     void enable_sealing(seal::Sealer& sealer);
+    // Seal with the next commit, now if idle (VERIFY: nothing left unsealed); stats().checkpoints
+    // counts it once committed. Any thread.
+    void seal_now();
     void start();
     // After every producer has stopped: commit what is queued, then stop the thread.
     // request_finish() only asks (it returns at once); finish() asks and waits.
@@ -137,6 +141,7 @@ private:
     std::vector<store::EventRow> batch_records_;  // daemon-wide records in the open batch
     std::vector<HandoffItem::Receipt> batch_receipts_;  // redelivered records in the open batch
     uint64_t batch_duplicates_ = 0;                     // of them, stored already
+    uint64_t batch_checkpoints_ = 0;                    // sealing checkpoints in the open batch
     std::vector<Accounting> lost_;                // ranges of failed batches, written as gaps at the next commit
     std::vector<store::EventRow> retained_;       // daemon-wide records of failed batches, retried
     bool failing_ = false;  // a commit failed and none succeeded since (one storage_error per episode)
@@ -148,6 +153,9 @@ private:
     // next_checkpoint_.
     seal::Sealer* sealer_ = nullptr;
     std::chrono::steady_clock::time_point next_checkpoint_{};  // the epoch: due at once
+    // seal_now(): set by any thread, taken by the writer (relaxed: handoff_.kick()'s mutex orders
+    // it before the writer's next look, and a missed look only delays the checkpoint).
+    std::atomic<bool> seal_requested_{false};
     bool seal_failing_ = false;  // a checkpoint failed and none succeeded since (logged once)
 
     // Index maintenance between transactions (null when no desired set was given).

@@ -115,6 +115,7 @@ enum class Mode {
     events,  // EVENTS …
     status,  // STATUS: the daemon's counters (eventctl status), admins only
     index,   // EVENTS INDEX field (§8.2.7): add field to the desired index set, admin_sd only
+    verify,  // VERIFY "key": seal every shard, then check the store's chains (issue 28), admins only
 };
 
 struct Query {
@@ -130,6 +131,7 @@ struct Query {
     Aggregation aggregation;
     bool stream = false;                  // STREAM anywhere (§8.7)
     std::optional<FieldRef> index_field;  // Mode::index: the field to index (a §3.3.6 candidate)
+    std::optional<std::string> verify_key;  // Mode::verify: the verification key, as written
 };
 
 }  // namespace eventd::query

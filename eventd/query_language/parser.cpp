@@ -107,6 +107,16 @@ public:
             query_.mode = Mode::status;
             return std::move(query_);
         }
+        // Issue 28: `eventctl verify` without --store. The key is the operator's to give: eventd
+        // holds only the sealing half.
+        if (is_keyword(first, "VERIFY")) {
+            advance();
+            if (peek().kind != TokenKind::string) return parse_error(peek(), "the verification key as a string");
+            query_.verify_key = advance().value;
+            if (peek().kind != TokenKind::end) return parse_error(peek(), "end of query (VERIFY takes no clauses)");
+            query_.mode = Mode::verify;
+            return std::move(query_);
+        }
         if (!is_keyword(first, "EVENTS")) return parse_error(first, "EVENTS or STATUS");
         advance();
         if (auto s = clauses(); !s) return s.error();

@@ -65,6 +65,7 @@ struct QueryServer::Impl {
         shared.store_dir = std::move(o.store_dir);
         shared.policy = o.policy;
         shared.daemon_status = std::move(o.daemon_status);
+        shared.verify_store = std::move(o.verify_store);
         shared.index = std::move(o.index);
         shared.set_limits(o.limits);
     }

@@ -36,6 +36,7 @@ struct ServerOptions {
     access::PolicyHolder* policy = nullptr;  // outlives the server
     // STATUS records of the daemon (rings, shards, rates), called on a worker thread.
     std::function<std::vector<nlohmann::json>()> daemon_status;
+    std::function<base::Result<std::vector<nlohmann::json>>(const std::string& key)> verify_store;  // VERIFY
     IndexHooks index;  // adaptive-index accounting and EVENTS INDEX
 };
 

@@ -50,6 +50,9 @@ struct ServerShared {
     Admissions admissions;
     // The daemon's STATUS records (rings, shards, rates); the server adds {kind:"queries"}.
     std::function<std::vector<nlohmann::json>()> daemon_status;
+    // VERIFY (issue 28): seal every shard now, then verify the store with the given key; one
+    // record per file (daemon_status.cpp). Null: not available.
+    std::function<base::Result<std::vector<nlohmann::json>>(const std::string& key)> verify_store;
     IndexHooks index;
 
     ServerLimits limits() const {
