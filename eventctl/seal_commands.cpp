@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -17,6 +18,7 @@
 #include "help_text.hpp"
 #include "protocol/client.hpp"
 #include "protocol/reply.hpp"
+#include "seal/compare_copies.hpp"
 #include "seal/sealing_key.hpp"
 #include "seal/verify_report.hpp"
 #include "seal/verify_store.hpp"
@@ -76,18 +78,16 @@ std::string time_text(uint64_t ns) {
     return out;
 }
 
-// VERIFY through eventd (admins): eventd seals every shard, verifies, and sends a record per file.
-base::Result<std::vector<eventd::seal::FileReport>> verify_through_eventd(const std::string& socket,
-                                                                          const std::string& key_hex) {
+// The records of one query, as msgpack maps (VERIFY through eventd; a collector's checkpoints).
+base::Result<std::vector<std::vector<uint8_t>>> fetch_records(const std::string& socket, const std::string& query) {
     auto connection = protocol::Connection::open(socket);
     if (!connection) return connection.error();
     protocol::Request request;
-    request.query = "VERIFY \"" + key_hex + "\"";  // 64 hex digits: nothing to escape
-    const auto body = protocol::encode_request(request);
-    auto sent = connection->send_frame(body);
+    request.query = query;
+    auto sent = connection->send_frame(protocol::encode_request(request));
     if (!sent) return sent.error();
     if (*sent == protocol::ReadResult::interrupted) return base::Error{EINTR, "interrupted"};
-    std::vector<eventd::seal::FileReport> files;
+    std::vector<std::vector<uint8_t>> records;
     std::vector<uint8_t> frame;
     for (;;) {
         auto read = connection->read_frame(frame);
@@ -97,12 +97,53 @@ base::Result<std::vector<eventd::seal::FileReport>> verify_through_eventd(const 
         auto reply = protocol::parse_reply(frame);
         if (!reply) return reply.error();
         if (reply->status == protocol::ReplyStatus::error) return base::Error{EIO, reply->error};
-        for (const auto& record : reply->records) {
-            const auto j = nlohmann::json::from_msgpack(record.begin(), record.end(), true, false);
-            if (auto file = eventd::seal::report_from_record(j)) files.push_back(std::move(*file));
-        }
-        if (reply->status == protocol::ReplyStatus::end) return files;
+        for (const auto& record : reply->records) records.emplace_back(record.begin(), record.end());
+        if (reply->status == protocol::ReplyStatus::end) return records;
     }
+}
+
+// VERIFY through eventd (admins): eventd seals every shard, verifies, and sends a record per file.
+base::Result<std::vector<eventd::seal::FileReport>> verify_through_eventd(const std::string& socket,
+                                                                          const std::string& key_hex) {
+    auto records = fetch_records(socket, "VERIFY \"" + key_hex + "\"");  // 64 hex digits: nothing to escape
+    if (!records) return records.error();
+    std::vector<eventd::seal::FileReport> files;
+    for (const auto& record : *records) {
+        const auto j = nlohmann::json::from_msgpack(record.begin(), record.end(), true, false);
+        if (auto file = eventd::seal::report_from_record(j)) files.push_back(std::move(*file));
+    }
+    return files;
+}
+
+// Issue 28 item 5: the store against the checkpoints a collector holds of it.
+int compare_with_collector(const std::string& store, const std::string& socket, const std::string& host,
+                           const eventd::seal::PublicKey& key) {
+    std::string query = "EVENTS synthetic.checkpoint";
+    if (!host.empty()) query += " WHERE host == " + nlohmann::json(host).dump();  // a JSON string is a query string
+    auto records = fetch_records(socket, query);
+    if (!records) {
+        std::fprintf(stderr, "eventctl verify: the collector at %s: %s\n", socket.c_str(),
+                     records.error().message.c_str());
+        return kExitUsage;
+    }
+    std::vector<eventd::seal::Checkpoint> forwarded;
+    for (const auto& record : *records)
+        if (auto c = eventd::seal::parse_checkpoint(record)) forwarded.push_back(std::move(*c));
+    auto compared = eventd::seal::compare_with_forwarded(store, forwarded, key);
+    if (!compared) {
+        std::fprintf(stderr, "eventctl verify: %s\n", compared.error().message.c_str());
+        return kExitUsage;
+    }
+    for (const auto& f : compared->findings) {
+        std::printf("%s: BROKEN: %s at row %lld (%s): %s\n", f.file.c_str(), eventd::seal::kind_name(f.kind),
+                    static_cast<long long>(f.row), time_text(f.time_ns).c_str(), f.what.c_str());
+    }
+    std::printf("against the collector: %llu forwarded checkpoints of %llu files of this store%s: %s\n",
+                static_cast<unsigned long long>(compared->forwarded), static_cast<unsigned long long>(compared->files),
+                compared->unsigned_ ? (", " + std::to_string(compared->unsigned_) + " with a bad signature ignored").c_str()
+                                    : "",
+                compared->findings.empty() ? "the store holds the newest of each" : "FAILED");
+    return compared->findings.empty() ? kExitVerified : kExitBroken;
 }
 
 // One line per file, then the summary; the exit code (offline and through eventd alike).
@@ -206,6 +247,14 @@ int run_verify_command(int argc, const char* const* argv) {
                                      "the store directory (or a copy of it); without it eventd seals\n"
                                      "every shard and verifies its own store (administrators)")
                           ->type_name("DIR");
+    std::string against_arg, host_arg;
+    auto* against_opt = app.add_option("--against", against_arg,
+                                       "with --store: also compare the store with the checkpoints a\n"
+                                       "collector eventd holds of it (its query socket): a store rolled\n"
+                                       "back or truncated after its last forwarded checkpoint")
+                            ->type_name("SOCKET");
+    app.add_option("--host", host_arg, "with --against: only this host's checkpoints (its Eventd-Host name)")
+        ->type_name("NAME");
     auto* socket_opt = app.add_option("-s,--socket", socket_arg,
                                       "eventd's query socket, without --store; default $EVENTD_SOCKET,\n"
                                       "else " EVENTCTL_DEFAULT_SOCKET)
@@ -220,6 +269,7 @@ int run_verify_command(int argc, const char* const* argv) {
     auto key = read_key(key_arg);
     if (!key) return usage_error("verify", key.error().message);
     if (store_opt->count() == 0) {
+        if (against_opt->count()) return usage_error("verify", "--against compares a store directory: give --store");
         if (!base::install_interrupt_handlers()) {
             std::fprintf(stderr, "eventctl verify: cannot set up Ctrl-C handling\n");
             return kExitUsage;
@@ -234,6 +284,7 @@ int run_verify_command(int argc, const char* const* argv) {
         return print_reports(*files);
     }
     if (socket_opt->count()) return usage_error("verify", "--socket is for a verification through eventd, not --store");
+    if (against_opt->count() == 0 && !host_arg.empty()) return usage_error("verify", "--host needs --against");
 
     Progress progress;
     eventd::seal::VerifyOptions options;
@@ -251,7 +302,14 @@ int run_verify_command(int argc, const char* const* argv) {
         return kExitUsage;
     }
     std::vector<eventd::seal::FileReport> files = std::move(report->files);
-    return print_reports(files);
+    const int verified = print_reports(files);
+    if (against_opt->count() == 0) return verified;
+    if (!base::install_interrupt_handlers()) {
+        std::fprintf(stderr, "eventctl verify: cannot set up Ctrl-C handling\n");
+        return kExitUsage;
+    }
+    const int compared = compare_with_collector(store, against_arg, host_arg, *key);
+    return verified == kExitBroken || compared == kExitBroken ? kExitBroken : std::max(verified, compared);
 }
 
 }  // namespace eventctl

@@ -354,6 +354,7 @@ const char* kind_name(FindingKind kind) {
         case FindingKind::sealing_gap: return "sealing gap";
         case FindingKind::unsealed_rows: return "unsealed rows";
         case FindingKind::not_chained: return "not chained";
+        case FindingKind::rolled_back: return "rolled back";
         case FindingKind::unreadable: return "unreadable";
     }
     return "?";

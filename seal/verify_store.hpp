@@ -29,6 +29,7 @@ enum class FindingKind {
     sealing_gap,        // no checkpoint for longer than eventd writes them, without a shutdown between
     unsealed_rows,      // rows after the last checkpoint: chained, but not yet sealed
     not_chained,        // a file without a chain (never opened by an eventd that chains)
+    rolled_back,        // a checkpoint kept off the host is not in the store (compare_copies.hpp)
     unreadable,         // the file could not be read (the last: kind_named counts up to it)
 };
 

@@ -5,6 +5,7 @@
 #include <sodium.h>
 
 #include "seal/checkpoint.hpp"
+#include "seal/compare_copies.hpp"
 #include "seal/verify_store.hpp"
 #include "store/row_chain.hpp"
 #include "store_test_util.hpp"
@@ -257,4 +258,64 @@ TEST_CASE("sealing begins afresh on a shard retention cut holes into before it w
     INFO(describe(report));
     CHECK(report.fully_sealed());
     CHECK(report.files[0].pre_chain_rows == 4);
+}
+
+namespace {
+// Every checkpoint of the store in `dir`, as a collector would hold them after forwarding.
+std::vector<seal::Checkpoint> checkpoints_of(const fs::path& dir) {
+    RawDb raw(dir / "shard-0000.db");
+    std::vector<seal::Checkpoint> out;
+    sqlite3_stmt* stmt = nullptr;
+    REQUIRE(sqlite3_prepare_v2(raw.get(), "SELECT payload FROM events WHERE event_type = 'synthetic.checkpoint'", -1,
+                               &stmt, nullptr) == SQLITE_OK);
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+        const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(stmt, 0));
+        auto c = seal::parse_checkpoint(std::span<const uint8_t>(p, size_t(sqlite3_column_bytes(stmt, 0))));
+        REQUIRE(c);
+        out.push_back(*c);
+    }
+    sqlite3_finalize(stmt);
+    return out;
+}
+}  // namespace
+
+TEST_CASE("a store rolled back to an older copy no longer holds the newest forwarded checkpoint", "[chain]") {
+    TempDir dir, older;
+    const auto key = make_keys(dir.path());
+    {
+        auto sealer = seal::Sealer::load(dir.path());
+        REQUIRE(sealer.ok());
+        auto db = open_shard(dir.path());
+        rows_then_checkpoint(*db, **sealer, 100, 1, 5);
+    }
+    fs::copy(dir.path(), older.path(), fs::copy_options::overwrite_existing | fs::copy_options::recursive);
+    {
+        auto sealer = seal::Sealer::load(dir.path());
+        auto db = open_shard(dir.path());
+        rows_then_checkpoint(*db, **sealer, 200, 6, 5);
+    }
+    const auto forwarded = checkpoints_of(dir.path());
+    REQUIRE(forwarded.size() == 2);
+
+    auto same = seal::compare_with_forwarded(dir.path(), forwarded, key);
+    REQUIRE(same.ok());
+    CHECK(same->findings.empty());
+    CHECK(same->forwarded == 2);
+    CHECK(same->files == 1);
+
+    // The older copy verifies on its own — and misses the checkpoint at row 12.
+    CHECK(verify(older.path(), key).fully_sealed());
+    auto rolled = seal::compare_with_forwarded(older.path(), forwarded, key);
+    REQUIRE(rolled.ok());
+    REQUIRE(rolled->findings.size() == 1);
+    CHECK(rolled->findings[0].kind == seal::FindingKind::rolled_back);
+    CHECK(rolled->findings[0].row == 12);
+
+    // A checkpoint forged at the collector (bad signature) accuses nobody.
+    auto forged = forwarded;
+    forged.back().last_row += 100;
+    auto ignored = seal::compare_with_forwarded(dir.path(), forged, key);
+    REQUIRE(ignored.ok());
+    CHECK(ignored->findings.empty());
+    CHECK(ignored->unsigned_ == 1);
 }
