@@ -90,6 +90,15 @@ const std::vector<Metric>& metrics() {
         {K(Retention, deleted_rows), "eventd_retention_deleted_rows_total", "counter", "Rows retention deleted."},
         {K(Retention, last_run_ns), "eventd_retention_last_run_timestamp_seconds", "gauge",
          "When the last retention pass ended, Unix time.", "", 1e-9},
+        // {kind:"sealing"}
+        {K(Sealing, sealed), "eventd_sealing_enabled", "gauge",
+         "1 when eventd seals the store with signed checkpoints (docs/STORE.md §8)."},
+        {K(Sealing, checkpoints), "eventd_sealing_checkpoints_total", "counter",
+         "Signed checkpoints committed since eventd started, all shards."},
+        {K(Sealing, last_checkpoint_ns), "eventd_sealing_last_checkpoint_timestamp_seconds", "gauge",
+         "When the newest signed checkpoint was committed, Unix time.", "", 1e-9},
+        {K(Sealing, keys_end_ns), "eventd_sealing_keys_end_timestamp_seconds", "gauge",
+         "When the sealing keys end: set up new ones before, Unix time.", "", 1e-9},
         // {kind:"queries"}
         {K(Queries, active), "eventd_queries_active", "gauge", "Open query connections, streams included."},
         {K(Queries, streaming), "eventd_queries_streaming", "gauge", "Live streams."},
@@ -143,6 +152,7 @@ std::string label_value(const Json& v) {
 }
 
 std::optional<std::string> number(const Json& v, double scale) {
+    if (v.is_boolean()) return v.get<bool>() ? "1" : "0";  // a state as a 0/1 gauge (eventd_sealing_enabled)
     if (!v.is_number()) return std::nullopt;
     if (scale == 1 && v.is_number_integer()) return v.dump();
     return Json(v.get<double>() * scale).dump();  // the shortest text that reads back the same

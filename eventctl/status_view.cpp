@@ -242,6 +242,21 @@ const std::vector<Line>& retention_lines() {
     return kLines;
 }
 
+// {kind:"sealing"} (issue 28, docs/STORE.md §8): whether the store is sealed, with which keys.
+const std::vector<Line>& sealing_lines() {
+    static const std::vector<Line> kLines = {
+        {K(Sealing, sealed).key, "sealed", plain},
+        {K(Sealing, problem).key, "not sealed because", plain},
+        {K(Sealing, epoch).key, "key epoch", plain},
+        {K(Sealing, epoch_seconds).key, "epoch length (s)", plain},
+        {K(Sealing, keys_end_ns).key, "keys end (UTC)", time_ns},
+        {K(Sealing, checkpoint_interval_s).key, "checkpoint every (s)", plain},
+        {K(Sealing, checkpoints).key, "checkpoints since start", plain},
+        {K(Sealing, last_checkpoint_ns).key, "last checkpoint (UTC)", time_ns},
+    };
+    return kLines;
+}
+
 // {kind:"collector"} (eventd/collector/collector.hpp): a collector's source and lag, in the
 // place of the rings a host has.
 const std::vector<Line>& collector_lines() {
@@ -359,6 +374,17 @@ std::string render_status(const std::vector<Json>& records) {
         for (const Json* r : by_kind[st::Retention::kind]) body += lines(*r, retention_lines());
         section("Retention", body);
     }
+    if (by_kind.count(st::Sealing::kind)) {
+        std::string body;
+        for (const Json* r : by_kind[st::Sealing::kind]) {
+            // Only what applies: a sealed store has no problem, an unsealed one no keys.
+            Json shown = *r;
+            for (auto it = shown.begin(); it != shown.end();) it = it->is_null() ? shown.erase(it) : std::next(it);
+            if (!shown.value(K(Sealing, sealed).key, false)) shown.erase(K(Sealing, epoch_seconds).key);
+            body += lines(shown, sealing_lines());
+        }
+        section("Sealing", body);
+    }
     if (by_kind.count(st::Queries::kind)) {
         std::string body;
         for (const Json* r : by_kind[st::Queries::kind]) body += lines(*r, query_lines());
@@ -372,6 +398,7 @@ std::string render_status(const std::vector<Json>& records) {
     for (const auto& kind : order) {
         if (kind == st::Collector::kind || kind == st::Ring::kind || kind == st::Shard::kind ||
             kind == st::ShardIndexes::kind || kind == st::Rates::kind || kind == st::Retention::kind ||
+            kind == st::Sealing::kind ||
             kind == st::Queries::kind || kind == st::IndexPolicy::kind)
             continue;
         section(kind.empty() ? "Other" : "Other: " + plain(Json(kind)), table(by_kind[kind], {}));

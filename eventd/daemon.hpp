@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
+#include "protocol/status.hpp"
 #include "eventd/common/lock_order.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/index/desired_set.hpp"
@@ -77,6 +78,7 @@ public:
     // STATUS records (daemon_status.cpp): daemon, ring per CPU, shard per writer, rates. The
     // query server adds its own {kind:"queries"}. Runs on a query worker thread.
     std::vector<nlohmann::json> status_records() const;
+    protocol::status::Sealing sealing_status() const;
     // VERIFY (daemon_verify.cpp): seal every shard, verify the store, one record per file.
     base::Result<std::vector<nlohmann::json>> verify_records(const std::string& key);
 
@@ -120,6 +122,7 @@ private:
     // The store's sealing key (issue 28), null when it has none. Declared before writers_: they
     // sign with it until they are destroyed.
     std::unique_ptr<seal::Sealer> sealer_;
+    std::string sealing_problem_;  // why the store is not sealed (STATUS), when it is not
     std::vector<std::unique_ptr<ShardWriter>> writers_;
     // Stops handing records over before the writers finish and is destroyed after them: what
     // their last commits settle still reaches it (shutdown()).

@@ -79,8 +79,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     // are said at every start (docs/OPERATIONS.md "Sealing").
     auto sealer = seal::Sealer::load(config.event_store_path);
     if (!sealer) {
+        d->sealing_problem_ = sealer.error().message;
         spdlog::error("the store will not be sealed: {}", sealer.error().message);
     } else if (!*sealer) {
+        d->sealing_problem_ = "no sealing key (eventctl seal --setup)";
         spdlog::warn("the store in {} is not sealed: nothing can prove later that its events were not changed; "
                      "run `eventctl seal --setup --store {}` and restart eventd",
                      config.event_store_path, config.event_store_path);

@@ -134,12 +134,34 @@ std::vector<json> Daemon::status_records() const {
         }
     }
     out.push_back(retention_->status_record());
+    out.push_back(protocol::status::to_record(sealing_status()));
     out.push_back(protocol::status::to_record(
         protocol::status::Rates{.events_in_per_s = round1(in_rate), .events_out_per_s = round1(out_rate),
                                 .window_s = round1(window)}));
     if (index_policy_)
         for (json& r : index_policy_->status_records()) out.push_back(std::move(r));
     return out;
+}
+
+protocol::status::Sealing Daemon::sealing_status() const {
+    protocol::status::Sealing r;
+    r.sealed = sealer_ != nullptr;
+    r.checkpoint_interval_s = settings_.checkpoint_interval_s.load(std::memory_order_relaxed);
+    if (!sealer_) {
+        r.problem = sealing_problem_;
+        return r;
+    }
+    const seal::EpochSchedule& schedule = sealer_->schedule();
+    r.epoch = sealer_->current_epoch();
+    r.epoch_seconds = schedule.epoch_seconds;
+    r.keys_end_ns = schedule.epoch_start_ns(schedule.epochs);
+    uint64_t newest = 0;
+    for (const auto& w : writers_) {
+        r.checkpoints += w->stats().checkpoints.load(std::memory_order_relaxed);
+        newest = std::max(newest, w->stats().last_checkpoint_ns.load(std::memory_order_relaxed));
+    }
+    if (newest) r.last_checkpoint_ns = newest;
+    return r;
 }
 
 }  // namespace eventd

@@ -109,6 +109,19 @@ struct Retention {
     std::optional<uint64_t> last_run_ns;
 };
 
+// Tamper evidence (issue 28; docs/STORE.md §8): whether eventd seals the store, and how.
+struct Sealing {
+    static constexpr const char* kind = "sealing";
+    bool sealed = false;
+    std::optional<std::string> problem;  // why not: no sealing.key, or what is wrong with it
+    std::optional<uint64_t> epoch;       // the current key's epoch
+    uint64_t epoch_seconds = 0;
+    std::optional<uint64_t> keys_end_ns;  // when the last epoch with a key ends
+    uint64_t checkpoint_interval_s = 0;
+    uint64_t checkpoints = 0;                    // committed by this run, all shards
+    std::optional<uint64_t> last_checkpoint_ns;  // the newest of them, wall clock
+};
+
 // Records per second in (from the source) and out (committed), over the last `window_s`.
 struct Rates {
     static constexpr const char* kind = "rates";
@@ -222,6 +235,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShardIndexes, shard, indexes, mi
                                                 builds_done, builds_cancelled, builds_failed, dropped, sheds_graduated,
                                                 sheds_emergency, restored)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Retention, runs, deleted_rows, last_run_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Sealing, sealed, problem, epoch, epoch_seconds, keys_end_ns,
+                                                checkpoint_interval_s, checkpoints, last_checkpoint_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Rates, events_in_per_s, events_out_per_s, window_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Queries, active, streaming, accepted_total, refused_total,
                                                 refused_concurrency, refused_streaming, refused_per_user,

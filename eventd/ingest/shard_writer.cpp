@@ -362,7 +362,10 @@ void ShardWriter::commit_batch() {
     retained_.clear();
     failing_ = false;
     stats_.rows.fetch_add(batch_count_ - batch_duplicates_, std::memory_order_relaxed);
-    stats_.checkpoints.fetch_add(std::exchange(batch_checkpoints_, 0), std::memory_order_relaxed);
+    if (const uint64_t sealed = std::exchange(batch_checkpoints_, 0)) {
+        stats_.checkpoints.fetch_add(sealed, std::memory_order_relaxed);
+        stats_.last_checkpoint_ns.store(synthetic::now_ns(), std::memory_order_relaxed);
+    }
     stats_.duplicates.fetch_add(batch_duplicates_, std::memory_order_relaxed);
     if (!batch_receipts_.empty()) unsettled_.emplace_back(std::move(batch_receipts_), true);
     stats_.batches.fetch_add(1, std::memory_order_relaxed);

@@ -38,6 +38,7 @@ struct WriterStats {
     // Records of a redelivering source (redelivery.hpp) found stored already, not stored again.
     std::atomic<uint64_t> duplicates{0};
     std::atomic<uint64_t> checkpoints{0};  // sealing checkpoints committed (issue 28)
+    std::atomic<uint64_t> last_checkpoint_ns{0};  // wall clock of the newest
 };
 
 struct WriterHooks {
