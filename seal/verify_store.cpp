@@ -111,8 +111,12 @@ public:
         db_.reset(raw);
         if (rc != SQLITE_OK) return fail_file(FindingKind::unreadable, sqlite3_errstr(rc));
         sqlite3_busy_timeout(raw, 5000);
-        if (!load_origin()) return std::move(report_);
-        walk();
+        // One read transaction: metadata and rows from the same snapshot, so that a running
+        // eventd's commits in between never look like rows beyond the largest id issued.
+        if (auto s = store::detail::exec(raw, "BEGIN", file_); !s)
+            return fail_file(FindingKind::unreadable, s.error().message);
+        if (load_origin()) walk();
+        sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
         return std::move(report_);
     }
 
@@ -194,7 +198,7 @@ private:
             if (!r.well_typed || !r.link || *r.link != store::chain_link(after)) {
                 return break_at(r, before);
             }
-            if (r.row.event_type == kCheckpointType && !check_checkpoint(r, before)) return;
+            if (r.row.event_type == kCheckpointType && own_checkpoint(r) && !check_checkpoint(r, before)) return;
             head_ = after;
             expected = r.row.id + 1;
             // The time of the first row no checkpoint covers yet (a checkpoint resets it).
@@ -250,6 +254,14 @@ private:
                  (r.link ? "" : ": it has no chain link (inserted without eventd, or by an eventd without chains)"));
     }
 
+    // A collector's store holds its hosts' checkpoints as records (forwarded, FORWARD.md): rows
+    // like any other. A checkpoint of this file names its file id.
+    bool own_checkpoint(const ReadRow& r) const {
+        if (!r.row.payload) return true;  // not a checkpoint at all: check_checkpoint says so
+        const auto c = parse_checkpoint(*r.row.payload);
+        return !c || c->file_id == file_id_;
+    }
+
     // `before`: the head after the previous row, which the checkpoint must name.
     bool check_checkpoint(const ReadRow& r, const ChainHead& before) {
         const int64_t id = r.row.id;
@@ -260,8 +272,8 @@ private:
             return false;
         }
         const std::string here = "the checkpoint at " + row_text(id) + " (" + time_text(c->time_ns) + ")";
-        if (c->file_id != file_id_ || c->last_row != id - 1 || c->time_ns != t) {
-            fail(FindingKind::bad_checkpoint, id, t, here + " names another file or place (copied from elsewhere)");
+        if (c->last_row != id - 1 || c->time_ns != t) {
+            fail(FindingKind::bad_checkpoint, id, t, here + " names another place in this file (moved or copied)");
             return false;
         }
         const ChainHead expected_previous = previous_ ? checkpoint_hash(*previous_) : ChainHead{};

@@ -186,12 +186,15 @@ Status ShardDb::prepare_statements() {
          "ORDER BY timestamp LIMIT ?3)"},
         {&delete_through_, "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ?1 ORDER BY id LIMIT ?2)"},
         // The checkpoint ending the next sealed prefix, and the head it sealed (seal/checkpoint.hpp).
+        // This file's own: a collector also stores its hosts' checkpoints, as records.
         {&anchor_before_,
          "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' "
-         "AND timestamp < ?1 AND id > ?2 ORDER BY id DESC LIMIT 1"},
+         "AND timestamp < ?1 AND id > ?2 AND msgpack_extract(payload, '$.file_id') = ?3 "
+         "AND msgpack_extract(payload, '$.last_row') = id - 1 ORDER BY id DESC LIMIT 1"},
         {&anchor_next_,
          "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' "
-         "AND id > ?1 ORDER BY id LIMIT 1"},
+         "AND id > ?1 AND msgpack_extract(payload, '$.file_id') = ?2 "
+         "AND msgpack_extract(payload, '$.last_row') = id - 1 ORDER BY id LIMIT 1"},
         {&oldest_, "SELECT min(timestamp) FROM events"},
         {&save_max_id_, "INSERT OR REPLACE INTO metadata (key, value) VALUES ('max_id_issued', ?1)"},
         {&save_metadata_, "INSERT OR REPLACE INTO metadata (key, value) VALUES (?1, ?2)"},

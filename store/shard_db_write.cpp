@@ -267,8 +267,11 @@ Result<uint64_t> ShardDb::cut_sealed_prefix(uint64_t cutoff_ns, uint32_t limit) 
     // 2. The next sealed prefix: up to a checkpoint with a row before it (origin + 1 may be the
     // anchor itself), the last one before the cutoff or, without one, the first.
     sqlite3_stmt* find = cutoff_ns != 0 ? anchor_before_ : anchor_next_;
-    if (cutoff_ns != 0) sqlite3_bind_int64(find, 1, cutoff);
-    sqlite3_bind_int64(find, cutoff_ns != 0 ? 2 : 1, origin_id_ + 1);
+    const std::string file_id = chain_hex(file_id_);
+    int next = 1;
+    if (cutoff_ns != 0) sqlite3_bind_int64(find, next++, cutoff);
+    sqlite3_bind_int64(find, next++, origin_id_ + 1);
+    sqlite3_bind_text(find, next, file_id.data(), static_cast<int>(file_id.size()), SQLITE_STATIC);
     int rc = sqlite3_step(find);
     std::optional<ChainPoint> anchor;
     if (rc == SQLITE_ROW) {

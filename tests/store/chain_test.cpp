@@ -319,3 +319,42 @@ TEST_CASE("a store rolled back to an older copy no longer holds the newest forwa
     CHECK(ignored->findings.empty());
     CHECK(ignored->unsigned_ == 1);
 }
+
+TEST_CASE("a collector's store holds its hosts' checkpoints as rows: verified as rows, never retention anchors",
+          "[chain]") {
+    TempDir host, collector;
+    const auto host_key = make_keys(host.path());
+    {
+        auto sealer = seal::Sealer::load(host.path());
+        auto db = open_shard(host.path());
+        rows_then_checkpoint(*db, **sealer, 100, 1, 3);
+    }
+    const auto forwarded = checkpoints_of(host.path());
+    REQUIRE(forwarded.size() == 1);
+
+    const auto key = make_keys(collector.path());
+    auto sealer = seal::Sealer::load(collector.path());
+    auto db = open_shard(collector.path());
+    // Row 1 an event, row 2 the host's checkpoint as the collector stores it; rows 3-4, then the
+    // collector's own checkpoint (row 5); rows 6-7 and checkpoint 8.
+    REQUIRE(db->begin().ok());
+    REQUIRE(db->insert(event_row({.boot = guid(0xc0), .timestamp = 50, .cpu = 0, .sequence = 1})).ok());
+    REQUIRE(db->insert(seal::checkpoint_row(guid(0xc0), forwarded[0])).ok());
+    REQUIRE(db->commit().ok());
+    rows_then_checkpoint(*db, **sealer, 200, 1, 2);
+    rows_then_checkpoint(*db, **sealer, 300, 3, 2);
+    auto report = verify(collector.path(), key);
+    INFO(describe(report));
+    CHECK(report.fully_sealed());
+    CHECK(report.files[0].checkpoints == 2);
+
+    // The first sealed prefix ends at the collector's own checkpoint (row 5), not the host's (row 2).
+    CHECK(deleted(*db, 0, 100) == 4);
+    RawDb raw(collector / "shard-0000.db");
+    CHECK(raw.value("SELECT min(id) FROM events") == "5");
+    report = verify(collector.path(), key);
+    INFO(describe(report));
+    CHECK(report.fully_sealed());
+    // The host's checkpoint verifies against the host's key, where it came from.
+    CHECK(seal::check_signature(forwarded[0], host_key) == seal::SignatureCheck::valid);
+}
