@@ -140,8 +140,9 @@ int compare_with_collector(const std::string& store, const std::string& socket, 
     }
     std::printf("against the collector: %llu forwarded checkpoints of %llu files of this store%s: %s\n",
                 static_cast<unsigned long long>(compared->forwarded), static_cast<unsigned long long>(compared->files),
-                compared->unsigned_ ? (", " + std::to_string(compared->unsigned_) + " with a bad signature ignored").c_str()
-                                    : "",
+                compared->other_key
+                    ? (", " + std::to_string(compared->other_key) + " of other hosts (another key) or forged ignored").c_str()
+                    : "",
                 compared->findings.empty() ? "the store holds the newest of each" : "FAILED");
     return compared->findings.empty() ? kExitVerified : kExitBroken;
 }
@@ -309,7 +310,11 @@ int run_verify_command(int argc, const char* const* argv) {
         return kExitUsage;
     }
     const int compared = compare_with_collector(store, against_arg, host_arg, *key);
-    return verified == kExitBroken || compared == kExitBroken ? kExitBroken : std::max(verified, compared);
+    if (verified == kExitBroken || compared == kExitBroken) return kExitBroken;
+    // A collector that could not be asked is not a comparison that passed: 2, even beside an
+    // intact store with an unsealed tail (3 would hide the error).
+    if (compared == kExitUsage) return kExitUsage;
+    return std::max(verified, compared);
 }
 
 }  // namespace eventctl

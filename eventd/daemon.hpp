@@ -121,8 +121,16 @@ private:
 
     // The store's sealing key (issue 28), null when it has none. Declared before writers_: they
     // sign with it until they are destroyed.
+    // Written by startup and reload only (under config_mutex_ at runtime), never reset while
+    // writers run; other threads (STATUS, VERIFY) read sealer_in_use_ (release/acquire: the
+    // Sealer is complete before it is published).
     std::unique_ptr<seal::Sealer> sealer_;
-    std::string sealing_problem_;  // why the store is not sealed (STATUS), when it is not
+    std::atomic<seal::Sealer*> sealer_in_use_{nullptr};
+    mutable std::mutex sealing_mutex_;  // leaf: guards sealing_problem_ only
+    std::string sealing_problem_;       // why the store is not sealed (STATUS), when it is not
+    // Start sealing when the store has a sealing key now (startup, and every reload while not
+    // sealed); `at_startup`: say so when it has none.
+    void try_sealing(bool at_startup);
     std::vector<std::unique_ptr<ShardWriter>> writers_;
     // Stops handing records over before the writers finish and is destroyed after them: what
     // their last commits settle still reaches it (shutdown()).

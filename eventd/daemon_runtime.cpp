@@ -53,8 +53,37 @@ void Daemon::on_storage_error(uint32_t shard, const std::string& error) {
     if (retention_) retention_->request();  // §11.1: free space as soon as possible
 }
 
+// Issue 28: sealed while the store has a sealing key. A key that cannot be used leaves the
+// store unsealed rather than eventd stopped: events are never lost for it, and both cases are
+// said at every start (docs/OPERATIONS.md "Sealing the store"). A key set up while eventd runs
+// is taken at the next reload.
+void Daemon::try_sealing(bool at_startup) {
+    if (sealer_in_use_.load(std::memory_order_acquire)) return;
+    auto sealer = seal::Sealer::load(config_.event_store_path);
+    std::string problem;
+    if (!sealer) {
+        problem = sealer.error().message;
+        spdlog::error("the store will not be sealed: {}", problem);
+    } else if (!*sealer) {
+        problem = "no sealing key (eventctl seal --setup)";
+        if (at_startup)
+            spdlog::warn("the store in {} is not sealed: nothing can prove later that its events were not changed; "
+                         "run `eventctl seal --setup --store {}` and reload eventd",
+                         config_.event_store_path, config_.event_store_path);
+    } else {
+        sealer_ = std::move(*sealer);
+        spdlog::info("sealing the store: a signed checkpoint per shard every {} s, keys of epoch {} ({} s each)",
+                     config_.checkpoint_interval_seconds, sealer_->current_epoch(), sealer_->schedule().epoch_seconds);
+        sealer_in_use_.store(sealer_.get(), std::memory_order_release);
+        for (auto& w : writers_) w->enable_sealing(*sealer_);
+    }
+    std::lock_guard lock(sealing_mutex_);
+    sealing_problem_ = problem;
+}
+
 void Daemon::reload(const std::string& config_path) {
     std::lock_guard lock(config_mutex_);
+    try_sealing(false);
     auto loaded = load_eventd_config(config_path, config_);
     if (!loaded) {
         spdlog::error("configuration not reloaded, values in force kept: {}", loaded.error().message);

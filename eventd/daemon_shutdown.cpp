@@ -81,9 +81,9 @@ void Daemon::shutdown(bool dump) {
             base::Status s = db.begin();
             const bool take = !recorded;
             if (s && take) s = db.insert(record);
-            if (s && sealer_) {
+            if (seal::Sealer* sealer = sealer_in_use_.load(std::memory_order_acquire); s && sealer) {
                 const uint32_t interval = settings_.checkpoint_interval_s.load();
-                if (auto sealed = seal::seal_shard(db, *sealer_, boot_id_, synthetic::now_ns(), interval, true); !sealed)
+                if (auto sealed = seal::seal_shard(db, *sealer, boot_id_, synthetic::now_ns(), interval, true); !sealed)
                     spdlog::error("shard {}: cannot seal at shutdown: {}", db.index(), sealed.error().message);
             }
             if (s)

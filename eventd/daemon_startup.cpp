@@ -74,25 +74,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     // shard file accounts for.
     const uint32_t shard_count =
         config.storage_shards == 0 ? d->source_->default_shard_count() : config.storage_shards;
-    // Issue 28: sealed while the store has a sealing key. A key that cannot be used leaves the
-    // store unsealed rather than eventd stopped: events are never lost for it, and both cases
-    // are said at every start (docs/OPERATIONS.md "Sealing").
-    auto sealer = seal::Sealer::load(config.event_store_path);
-    if (!sealer) {
-        d->sealing_problem_ = sealer.error().message;
-        spdlog::error("the store will not be sealed: {}", sealer.error().message);
-    } else if (!*sealer) {
-        d->sealing_problem_ = "no sealing key (eventctl seal --setup)";
-        spdlog::warn("the store in {} is not sealed: nothing can prove later that its events were not changed; "
-                     "run `eventctl seal --setup --store {}` and restart eventd",
-                     config.event_store_path, config.event_store_path);
-    } else {
-        d->sealer_ = std::move(*sealer);
-        spdlog::info("sealing the store: a signed checkpoint per shard every {} s, keys of epoch {} ({} s each)",
-                     config.checkpoint_interval_seconds, d->sealer_->current_epoch(),
-                     d->sealer_->schedule().epoch_seconds);
-    }
     if (Status s = d->open_shards(shard_count); !s) return s.error();
+    d->try_sealing(true);
     std::vector<std::string> unreadable;
     d->accounted_ = store::load_sequence_state(config.event_store_path, &unreadable);
     for (const std::string& f : unreadable) spdlog::warn("sequence state of {} could not be read", f);
@@ -177,7 +160,6 @@ Status Daemon::open_shards(uint32_t count) {
                         },
                         [raw](const std::string& why) { raw->fail(why); }},
             &desired_set_));
-        if (sealer_) writers_.back()->enable_sealing(*sealer_);
     }
     return {};
 }

@@ -145,14 +145,16 @@ std::vector<json> Daemon::status_records() const {
 
 protocol::status::Sealing Daemon::sealing_status() const {
     protocol::status::Sealing r;
-    r.sealed = sealer_ != nullptr;
+    const seal::Sealer* sealer = sealer_in_use_.load(std::memory_order_acquire);
+    r.sealed = sealer != nullptr;
     r.checkpoint_interval_s = settings_.checkpoint_interval_s.load(std::memory_order_relaxed);
-    if (!sealer_) {
+    if (!sealer) {
+        std::lock_guard lock(sealing_mutex_);
         r.problem = sealing_problem_;
         return r;
     }
-    const seal::EpochSchedule& schedule = sealer_->schedule();
-    r.epoch = sealer_->current_epoch();
+    const seal::EpochSchedule& schedule = sealer->schedule();
+    r.epoch = sealer->current_epoch();
     r.epoch_seconds = schedule.epoch_seconds;
     r.keys_end_ns = schedule.epoch_start_ns(schedule.epochs);
     uint64_t newest = 0;

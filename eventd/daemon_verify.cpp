@@ -20,7 +20,7 @@ constexpr auto kSealWait = std::chrono::seconds(5);
 base::Result<std::vector<nlohmann::json>> Daemon::verify_records(const std::string& key_text) {
     auto key = seal::parse_verification_key(key_text);
     if (!key) return key.error();
-    if (sealer_) {
+    if (sealer_in_use_.load(std::memory_order_acquire)) {
         // Everything committed so far gets sealed: a verification now reports no unsealed tail.
         std::vector<uint64_t> before;
         for (auto& w : writers_) {

@@ -74,11 +74,12 @@ std::optional<Checkpoint> checkpoint_at(HostFile& f, int64_t row) {
 base::Result<CopyComparison> compare_with_forwarded(const fs::path& dir, const std::vector<Checkpoint>& forwarded,
                                                     const PublicKey& key) {
     CopyComparison out;
-    // The newest validly signed checkpoint per file: one forged at the collector accuses nobody.
+    // The newest checkpoint per file that verifies with this store's key — which also makes it
+    // this store's: one forged at the collector, or another host's, accuses nobody.
     std::map<store::FileId, const Checkpoint*> newest;
     for (const Checkpoint& c : forwarded) {
         if (check_signature(c, key) != SignatureCheck::valid) {
-            ++out.unsigned_;
+            ++out.other_key;
             continue;
         }
         ++out.forwarded;

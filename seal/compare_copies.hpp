@@ -17,7 +17,9 @@ namespace eventd::seal {
 struct CopyComparison {
     uint64_t forwarded = 0;     // checkpoints given with a valid signature
     uint64_t files = 0;         // of this store's files, those the forwarded checkpoints name
-    uint64_t unsigned_ = 0;     // given checkpoints whose signature did not verify (ignored)
+    // Given checkpoints that do not verify with this store's key: other hosts' (a collector holds
+    // every host's), or forged — ignored either way.
+    uint64_t other_key = 0;
     std::vector<Finding> findings;  // kind rolled_back, one per file at most
 };
 

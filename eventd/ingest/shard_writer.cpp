@@ -89,16 +89,29 @@ void ShardWriter::post(HandoffItem item) {
 }
 
 void ShardWriter::enable_sealing(seal::Sealer& sealer) {
-    sealer_ = &sealer;
+    offered_sealer_.store(&sealer, std::memory_order_release);
+    handoff_.kick();
+}
+
+// On the writer thread, between transactions (db_mutex_ taken here: retention must not be
+// inside the shard while the chain restarts).
+void ShardWriter::adopt_sealer(std::unique_lock<RankedMutex>& db_lock) {
+    seal::Sealer* offered = offered_sealer_.load(std::memory_order_acquire);
+    if (!offered || sealer_) return;
+    sealer_ = offered;
+    next_checkpoint_ = Clock::now();
     if (db_->last_checkpoint()) return;
     // Never sealed: retention may have cut rows out anywhere, so the chain starts afresh
     // here; `eventctl verify` reports the rows before it as unprotected.
+    const bool locked = db_lock.owns_lock();
+    if (!locked) db_lock.lock();
     if (Status s = db_->restart_chain(); !s)
         spdlog::error("shard {}: cannot start its hash chain afresh: {}", db_->index(), s.error().message);
+    if (!locked) db_lock.unlock();
 }
 
 void ShardWriter::seal_now() {
-    if (!sealer_) return;
+    if (!sealing()) return;
     seal_requested_.store(true, std::memory_order_relaxed);
     handoff_.kick();
 }
@@ -142,6 +155,7 @@ void ShardWriter::run() {
             handoff_.set_capacity(max_batch);
         }
 
+        if (!in_transaction_ && !sealer_) adopt_sealer(db_lock);
         // Wait for events: long when idle, only until the latency bound inside a batch.
         // idle_wait() reads the desired index set: only asked when idle, not on every loop
         // of a batch.

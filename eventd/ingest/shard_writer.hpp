@@ -67,8 +67,10 @@ public:
     void post(HandoffItem item);
     // Issue 28: seal this shard with `sealer` (it outlives the writer) — a checkpoint with the
     // first commit, then every CheckpointIntervalSeconds, idle or not. The final one, after the
-    // writer has finished, is the daemon's (Daemon::shutdown). Before start().
+    // writer has finished, is the daemon's (Daemon::shutdown). Any thread, before or after
+    // start() (a reload finds a new sealing key): the writer adopts it between transactions.
     void enable_sealing(seal::Sealer& sealer);
+    bool sealing() const { return offered_sealer_.load(std::memory_order_acquire) != nullptr; }
     // Seal with the next commit, now if idle (VERIFY: nothing left unsealed); stats().checkpoints
     // counts it once committed. Any thread.
     void seal_now();
@@ -151,8 +153,11 @@ private:
     std::vector<std::pair<std::vector<HandoffItem::Receipt>, bool>> unsettled_;
 
     // Sealing (null: the store has no sealing key). The next checkpoint is due at
-    // next_checkpoint_.
-    seal::Sealer* sealer_ = nullptr;
+    // next_checkpoint_. enable_sealing() offers the sealer (release), the writer thread adopts it
+    // into sealer_ (acquire) — the Sealer was fully built before it was offered.
+    void adopt_sealer(std::unique_lock<RankedMutex>& db_lock);
+    std::atomic<seal::Sealer*> offered_sealer_{nullptr};
+    seal::Sealer* sealer_ = nullptr;  // the writer thread's
     std::chrono::steady_clock::time_point next_checkpoint_{};  // the epoch: due at once
     // seal_now(): set by any thread, taken by the writer (relaxed: handoff_.kick()'s mutex orders
     // it before the writer's next look, and a missed look only delays the checkpoint).

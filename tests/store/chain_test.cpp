@@ -317,7 +317,7 @@ TEST_CASE("a store rolled back to an older copy no longer holds the newest forwa
     auto ignored = seal::compare_with_forwarded(dir.path(), forged, key);
     REQUIRE(ignored.ok());
     CHECK(ignored->findings.empty());
-    CHECK(ignored->unsigned_ == 1);
+    CHECK(ignored->other_key == 1);
 }
 
 TEST_CASE("a collector's store holds its hosts' checkpoints as rows: verified as rows, never retention anchors",

@@ -25,6 +25,7 @@ QueryEnv::QueryEnv(EnvOptions options) {
     eventd::it::write_json_file(dir_ / "eventd.json", config(nlohmann::json::object()));
     std::filesystem::copy_file(eventctl_path(), eventctl(), std::filesystem::copy_options::overwrite_existing);
     chmod(eventctl().c_str(), 0755);
+    if (options.before_eventd) options.before_eventd(store());
     start_eventd();
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ struct EnvOptions {
     uint64_t filler_rows = 0;  // add_filler_shard(store, 3, n) when > 0
     std::string generate;      // kmes-shimd --generate spec (events on every ring); empty: quiet rings
     nlohmann::json kmes_config = nlohmann::json::object();  // kmes.json (e.g. a small BufferCapacity)
+    // Called with store() once the shim runs and the fixture store is built, before eventd first
+    // starts: what must be in the store from eventd's first start (`eventctl seal --setup`).
+    std::function<void(const std::string& store)> before_eventd;
 };
 
 class QueryEnv {
