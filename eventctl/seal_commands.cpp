@@ -191,7 +191,7 @@ int run_seal_command(int argc, const char* const* argv) {
         "eventctl seal --setup — make the forward-secure sealing keys of an event store (issue 28).\n"
         "Writes DIR/sealing.key (secret, 0600, owned as DIR) and DIR/sealing.certs, and prints the\n"
         "verification key as the last line: keep it off this machine; `eventctl verify` needs it.\n"
-        "eventd seals the store (signed checkpoints) from its next start while sealing.key exists.",
+        "eventd seals the store (signed checkpoints) from its next reload or start while sealing.key exists.",
         "eventctl seal"};
     bool setup = false;
     std::string store;
@@ -225,7 +225,7 @@ int run_seal_command(int argc, const char* const* argv) {
         return 1;
     }
     std::printf("Sealing keys written: %s/sealing.key (secret) and %s/sealing.certs.\n"
-                "eventd seals this store from its next start (systemctl restart eventd).\n"
+                "eventd seals this store from its next reload or start (systemctl reload eventd).\n"
                 "Keep the verification key below off this machine; check the store with\n"
                 "  eventctl verify --store %s --key KEY\n"
                 "%s\n",
