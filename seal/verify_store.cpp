@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <ctime>
 
 #include "base/hex.hpp"
@@ -109,22 +111,24 @@ public:
         const std::string uri = store::detail::file_uri(file_, "mode=ro");
         int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
         db_.reset(raw);
-        if (rc != SQLITE_OK) return fail_file(FindingKind::unreadable, sqlite3_errstr(rc));
+        if (rc != SQLITE_OK) {
+            fail_file(FindingKind::unreadable, sqlite3_errstr(rc));
+            return std::move(report_);
+        }
         sqlite3_busy_timeout(raw, 5000);
         // One read transaction: metadata and rows from the same snapshot, so that a running
         // eventd's commits in between never look like rows beyond the largest id issued.
-        if (auto s = store::detail::exec(raw, "BEGIN", file_); !s)
-            return fail_file(FindingKind::unreadable, s.error().message);
+        if (auto s = store::detail::exec(raw, "BEGIN", file_); !s) {
+            fail_file(FindingKind::unreadable, s.error().message);
+            return std::move(report_);
+        }
         if (load_origin()) walk();
         sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
         return std::move(report_);
     }
 
 private:
-    FileReport fail_file(FindingKind kind, const std::string& what) {
-        report_.broken = Finding{kind, report_.file, 0, 0, what};
-        return std::move(report_);
-    }
+    void fail_file(FindingKind kind, const std::string& what) { report_.broken = Finding{kind, report_.file, 0, 0, what}; }
 
     void fail(FindingKind kind, int64_t row, uint64_t time_ns, const std::string& what) {
         if (!report_.broken) report_.broken = Finding{kind, report_.file, row, time_ns, what};
@@ -158,8 +162,14 @@ private:
         origin_id_ = point->id;
         head_ = point->head;
         anchored_ = point->head != store::chain_origin(file_id_, point->id);
-        auto max_id = store::detail::max_id_issued(db_.get(), file_);
-        if (max_id) max_id_issued_ = *max_id;
+        // The metadata's own value, not max(id) beside it: a row beyond it was not eventd's.
+        // (A file whose writer never committed has none: then nothing bounds its ids.)
+        auto issued = store::detail::read_metadata(db_.get(), "max_id_issued", file_);
+        if (issued && *issued) {
+            const auto [end, ec] = std::from_chars((*issued)->data(), (*issued)->data() + (*issued)->size(), max_id_issued_);
+            if (ec != std::errc() || end != (*issued)->data() + (*issued)->size()) max_id_issued_ = 0;
+        }
+        if (!issued || !*issued || max_id_issued_ <= 0) max_id_issued_ = INT64_MAX;
         return true;
     }
 
@@ -207,22 +217,28 @@ private:
         if (rc != SQLITE_DONE) return fail(FindingKind::unreadable, expected, 0, sqlite3_errmsg(db_.get()));
         if (options_.progress) options_.progress(report_.file, report_.rows);
         // Deleted at the end: the file had issued larger ids than it holds.
-        if (max_id_issued_ >= expected) {
+        if (max_id_issued_ != INT64_MAX && max_id_issued_ >= expected) {
             return fail(FindingKind::missing_rows, expected, 0,
                         rows_text(expected, max_id_issued_) + " missing at the end (the file issued ids up to " +
                             std::to_string(max_id_issued_) + ")");
         }
         const int64_t last = expected - 1;
         if (last > report_.sealed_through) {
-            // After a shutdown's checkpoint, only a new start writes rows, and it seals them at once.
-            const bool after_final = previous_ && previous_->final;
-            report_.unsealed = Finding{
-                FindingKind::unsealed_rows, report_.file, report_.sealed_through + 1, first_unsealed_time_,
-                rows_text(report_.sealed_through + 1, last) +
-                    (after_final ? " follow eventd's shutdown checkpoint unsealed: written while eventd was stopped "
-                                   "(forged), or by an eventd that crashed right after starting"
-                                 : " chained but not sealed yet (after the last checkpoint; eventd seals every "
-                                   "CheckpointIntervalSeconds and at shutdown)")};
+            // After a shutdown's checkpoint, only a new start writes rows, and its first commit
+            // carries a checkpoint: unsealed rows there were written by someone else.
+            if (previous_ && previous_->final) {
+                return fail(FindingKind::inserted_row, report_.sealed_through + 1, first_unsealed_time_,
+                            rows_text(report_.sealed_through + 1, last) +
+                                (last == report_.sealed_through + 1 ? " follows" : " follow") +
+                                " eventd's shutdown checkpoint unsealed: written while eventd was stopped, "
+                                "or by an eventd that could not seal (keys ended or removed: see its log) — eventd "
+                                "seals the first commit of every start");
+            }
+            report_.unsealed = Finding{FindingKind::unsealed_rows, report_.file, report_.sealed_through + 1,
+                                       first_unsealed_time_,
+                                       rows_text(report_.sealed_through + 1, last) +
+                                           " chained but not sealed yet (after the last checkpoint; eventd seals every "
+                                           "CheckpointIntervalSeconds and at shutdown)"};
         }
     }
 

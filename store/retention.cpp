@@ -82,7 +82,7 @@ void delete_by_size(const RetentionShards& shards, uint64_t max_bytes, const Ret
         const std::optional<Oldest> oldest = find_oldest(shards);
         if (!oldest) return;  // nothing left to delete
         auto n = on_shard(shards, oldest->shard,
-                          [&](ShardDb& db) { return db.delete_oldest(oldest->bound, options.batch); });
+                          [&](ShardDb& db) { return db.free_oldest(oldest->bound, options.batch); });
         if (!n || *n == 0) return;
         out.deleted += *n;
         pause(options);

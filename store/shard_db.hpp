@@ -91,6 +91,10 @@ public:
     // Rows from before the chain (pre-chain) go by timestamp as ever. Unsealed rows stay
     // until a checkpoint covers them.
     Result<uint64_t> delete_oldest(uint64_t cutoff_ns, uint32_t limit);
+    // Retention's size step (§3.4 step 2): as delete_oldest with `bound` (rows older than every
+    // other shard's oldest), except that a sealed shard cuts its next sealed prefix whatever its
+    // times — a bound from another shard would find no checkpoint before it.
+    Result<uint64_t> free_oldest(uint64_t bound_ns, uint32_t limit);
     // Bytes of the database file plus its WAL.
     uint64_t size_bytes() const;
     // Bytes of live pages ((page_count − freelist_count) × page_size): what retention's byte

@@ -234,6 +234,12 @@ Result<uint64_t> ShardDb::delete_oldest(uint64_t cutoff_ns, uint32_t limit) {
     return cut_sealed_prefix(cutoff_ns, limit);
 }
 
+Result<uint64_t> ShardDb::free_oldest(uint64_t bound_ns, uint32_t limit) {
+    if (in_transaction()) return misuse(path_, "free_oldest() inside the writer's transaction");
+    if (!last_checkpoint_) return delete_by_timestamp(bound_ns, limit);
+    return cut_sealed_prefix(0, limit);
+}
+
 Result<uint64_t> ShardDb::delete_by_timestamp(uint64_t cutoff_ns, uint32_t limit) {
     sqlite3_stmt* stmt = delete_oldest_;
     if (cutoff_ns != 0) {

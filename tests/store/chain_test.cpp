@@ -7,6 +7,7 @@
 #include "seal/checkpoint.hpp"
 #include "seal/compare_copies.hpp"
 #include "seal/verify_store.hpp"
+#include "store/retention.hpp"
 #include "store/row_chain.hpp"
 #include "store_test_util.hpp"
 #include "support/temp_dir.hpp"
@@ -357,4 +358,33 @@ TEST_CASE("a collector's store holds its hosts' checkpoints as rows: verified as
     CHECK(report.fully_sealed());
     // The host's checkpoint verifies against the host's key, where it came from.
     CHECK(seal::check_signature(forwarded[0], host_key) == seal::SignatureCheck::valid);
+}
+
+TEST_CASE("retention's size limit cuts sealed prefixes of every shard, oldest first, keeping each anchor", "[chain]") {
+    TempDir dir;
+    const auto key = make_keys(dir.path());
+    auto sealer = seal::Sealer::load(dir.path());
+    REQUIRE(sealer.ok());
+    auto zero = open_shard(dir.path(), 0);
+    auto one = open_shard(dir.path(), 1);
+    // Two segments each, shard 1's events older; the second segment ends at the last row.
+    rows_then_checkpoint(*one, **sealer, 100, 1, 10);
+    rows_then_checkpoint(*zero, **sealer, 200, 1, 10);
+    rows_then_checkpoint(*one, **sealer, 300, 11, 10);
+    rows_then_checkpoint(*zero, **sealer, 400, 11, 10);
+    std::vector<store::ShardDb*> shards{zero.get(), one.get()};
+    const store::RetentionShards access{2, [&](uint32_t i, const std::function<void(store::ShardDb&)>& f) {
+                                            f(*shards[i]);
+                                        }};
+    // A limit nothing can meet: everything sealed goes but each shard's last checkpoint.
+    const auto outcome = store::run_retention(access, store::RetentionLimits{0, 1}, store::RetentionOptions{.batch = 4});
+    CHECK(outcome.deleted == 2 * 21);
+    for (const char* file : {"shard-0000.db", "shard-0001.db"}) {
+        RawDb raw(dir / file);
+        CHECK(raw.value("SELECT min(id) FROM events") == "22");
+        CHECK(raw.value("SELECT event_type FROM events WHERE id = 22") == "synthetic.checkpoint");
+    }
+    const auto report = verify(dir.path(), key);
+    INFO(describe(report));
+    CHECK(report.fully_sealed());
 }
