@@ -69,14 +69,6 @@ base::Result<eventd::seal::PublicKey> read_key(const std::string& arg) {
     return eventd::seal::parse_verification_key(last);
 }
 
-std::string time_text(uint64_t ns) {
-    const time_t s = time_t(ns / 1'000'000'000u);
-    tm t;
-    gmtime_r(&s, &t);
-    char out[32];
-    std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &t);
-    return out;
-}
 
 // The records of one query, as msgpack maps (VERIFY through eventd; a collector's checkpoints).
 base::Result<std::vector<std::vector<uint8_t>>> fetch_records(const std::string& socket, const std::string& query) {
@@ -136,7 +128,7 @@ int compare_with_collector(const std::string& store, const std::string& socket, 
     }
     for (const auto& f : compared->findings) {
         std::printf("%s: BROKEN: %s at row %lld (%s): %s\n", f.file.c_str(), eventd::seal::kind_name(f.kind),
-                    static_cast<long long>(f.row), time_text(f.time_ns).c_str(), f.what.c_str());
+                    static_cast<long long>(f.row), eventd::seal::finding_time(f.time_ns).c_str(), f.what.c_str());
     }
     std::printf("against the collector: %llu forwarded checkpoints of %llu files of this store%s: %s\n",
                 static_cast<unsigned long long>(compared->forwarded), static_cast<unsigned long long>(compared->files),
@@ -160,7 +152,7 @@ int print_reports(const std::vector<eventd::seal::FileReport>& reports) {
             const auto& b = *f.broken;
             line += ": BROKEN: " + std::string(eventd::seal::kind_name(b.kind));
             if (b.row) line += " at row " + std::to_string(b.row);
-            if (b.time_ns) line += " (" + time_text(b.time_ns) + ")";
+            if (b.time_ns) line += " (" + eventd::seal::finding_time(b.time_ns) + ")";
             line += ": " + b.what;
         } else if (f.unsealed) {
             ++unsealed;

@@ -15,14 +15,6 @@ namespace eventd::seal {
 namespace fs = std::filesystem;
 namespace {
 
-std::string time_text(uint64_t ns) {
-    const time_t s = time_t(ns / 1'000'000'000u);
-    tm t;
-    gmtime_r(&s, &t);
-    char out[32];
-    std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &t);
-    return out;
-}
 
 // One file of the store, read-only: its id, where its chain starts, and a row's payload.
 struct HostFile {
@@ -91,7 +83,7 @@ base::Result<CopyComparison> compare_with_forwarded(const fs::path& dir, const s
     for (const auto& [file_id, c] : newest) {
         const int64_t row = c->last_row + 1;
         const std::string sealed = "the checkpoint at row " + std::to_string(row) + " of shard " +
-                                   std::to_string(c->shard) + " sealed " + time_text(c->time_ns);
+                                   std::to_string(c->shard) + " sealed " + finding_time(c->time_ns);
         const auto it = files->find(file_id);
         if (it == files->end()) {
             out.findings.push_back({FindingKind::rolled_back, "file " + base::hex_text(file_id), row, c->time_ns,

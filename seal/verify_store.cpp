@@ -28,14 +28,6 @@ constexpr uint64_t kGapSlackNs = 60ull * 1'000'000'000u;      // a restart's wor
 constexpr int kReorderSearch = 10000;                         // rows looked at for a moved row
 constexpr int kChainColumn = store::kEventColumnCount;        // after the event's columns
 
-std::string time_text(uint64_t ns) {
-    const time_t s = time_t(ns / 1'000'000'000u);
-    tm t;
-    gmtime_r(&s, &t);
-    char out[32];
-    std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &t);
-    return out;
-}
 
 std::string row_text(int64_t id) { return "row " + std::to_string(id); }
 
@@ -196,7 +188,7 @@ private:
                 return fail(FindingKind::missing_rows, expected, r.row.timestamp,
                             rows_text(expected, r.row.id - 1) + (r.row.id - 1 == expected ? " is" : " are") +
                                 " missing (deleted) before " + row_text(r.row.id) + " of " +
-                                time_text(r.row.timestamp));
+                                finding_time(r.row.timestamp));
             }
             if (anchored_ && r.row.id == origin_id_ + 1 && r.row.event_type != kCheckpointType) {
                 return fail(FindingKind::missing_rows, origin_id_ + 1, r.row.timestamp,
@@ -265,7 +257,7 @@ private:
             }
         }
         fail(FindingKind::changed_row, r.row.id, r.row.timestamp,
-             row_text(r.row.id) + " (" + std::string(r.row.event_type) + " of " + time_text(r.row.timestamp) +
+             row_text(r.row.id) + " (" + std::string(r.row.event_type) + " of " + finding_time(r.row.timestamp) +
                  ") was changed after it was stored" +
                  (r.link ? "" : ": it has no chain link (inserted without eventd, or by an eventd without chains)"));
     }
@@ -287,7 +279,7 @@ private:
             fail(FindingKind::bad_checkpoint, id, t, row_text(id) + " is a synthetic.checkpoint that is not one");
             return false;
         }
-        const std::string here = "the checkpoint at " + row_text(id) + " (" + time_text(c->time_ns) + ")";
+        const std::string here = "the checkpoint at " + row_text(id) + " (" + finding_time(c->time_ns) + ")";
         if (c->last_row != id - 1 || c->time_ns != t) {
             fail(FindingKind::bad_checkpoint, id, t, here + " names another place in this file (moved or copied)");
             return false;
@@ -310,7 +302,7 @@ private:
         if (c->signed_by.epoch != c->schedule.epoch_at(c->time_ns) || c->time_ns > options_.now_ns + kFutureSlackNs) {
             fail(FindingKind::later_epoch, id, t,
                  here + " is signed with the key of epoch " + std::to_string(c->signed_by.epoch) + ", which begins " +
-                     time_text(c->schedule.epoch_start_ns(c->signed_by.epoch)) + " (a key from a later epoch)");
+                     finding_time(c->schedule.epoch_start_ns(c->signed_by.epoch)) + " (a key from a later epoch)");
             return false;
         }
         if (c->head != before) {
@@ -338,7 +330,7 @@ private:
             const uint64_t allowed = 2ull * previous_->interval_s * 1'000'000'000u + kGapSlackNs;
             if (!previous_->final && c->time_ns - previous_->time_ns > allowed) {
                 fail(FindingKind::sealing_gap, previous_->last_row + 2, t,
-                     "no checkpoint between " + time_text(previous_->time_ns) + " and " + time_text(c->time_ns) +
+                     "no checkpoint between " + finding_time(previous_->time_ns) + " and " + finding_time(c->time_ns) +
                          " although eventd seals every " + std::to_string(previous_->interval_s) +
                          " s: rows " + std::to_string(previous_->last_row + 2) + ".." + std::to_string(id - 1) +
                          " were sealed late — checkpoints were removed and the rows resealed, or eventd crashed and "
@@ -367,6 +359,15 @@ private:
 };
 
 }  // namespace
+
+std::string finding_time(uint64_t ns) {
+    const time_t s = time_t(ns / 1'000'000'000u);
+    tm t;
+    gmtime_r(&s, &t);
+    char out[32];
+    std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &t);
+    return out;
+}
 
 const char* kind_name(FindingKind kind) {
     switch (kind) {

@@ -33,6 +33,9 @@ enum class FindingKind {
     unreadable,         // the file could not be read (the last: kind_named counts up to it)
 };
 
+// A finding's time as the verifier words it: UTC to the second, "2026-11-27T23:55:35Z".
+std::string finding_time(uint64_t ns);
+
 const char* kind_name(FindingKind kind);
 std::optional<FindingKind> kind_named(const std::string& name);  // kind_name's inverse
 

@@ -134,22 +134,21 @@ Status ShardDb::open_chain() {
             return s;
         }
     }
-    auto origin_text = detail::read_metadata(db_, "chain_origin", path_);
-    if (!origin_text) return origin_text.error();
-    const auto start = *origin_text ? parse_chain_point(**origin_text) : std::nullopt;
-    if (!start) {
-        return Error{EPROTO, path_.string() + ": not a valid eventd shard: metadata chain_origin is malformed" +
-                                 " (it will not be written; inspect it read-only or remove it)"};
-    }
+    // Both places are required once the transaction above ran; a malformed one makes the file
+    // one eventd will not write (quarantined, DESIGN.md §8), like any broken structure.
+    auto chain_point = [this](const char* key) -> Result<ChainPoint> {
+        auto text = detail::read_metadata(db_, key, path_);
+        if (!text) return text.error();
+        if (const auto point = *text ? parse_chain_point(**text) : std::nullopt) return *point;
+        return Error{EPROTO, path_.string() + ": not a valid eventd shard: metadata " + key +
+                                 " is missing or malformed (it will not be written; inspect it read-only or remove it)"};
+    };
+    const auto start = chain_point("chain_origin");
+    if (!start) return start.error();
     origin_id_ = start->id;
     origin_by_retention_ = start->head != chain_origin(file_id_, start->id);
-    auto head_text = detail::read_metadata(db_, "chain_head", path_);
-    if (!head_text) return head_text.error();
-    const auto head = *head_text ? parse_chain_point(**head_text) : std::nullopt;
-    if (!head) {
-        return Error{EPROTO, path_.string() + ": not a valid eventd shard: metadata chain_head is missing or malformed" +
-                                 " (it will not be written; inspect it read-only or remove it)"};
-    }
+    const auto head = chain_point("chain_head");
+    if (!head) return head.error();
     // A head behind the last row: rows were written without chaining them (an older eventd
     // after a downgrade). The chain goes on from its head; the verifier reports those rows.
     if (head->id != next_id_ - 1) {
