@@ -54,12 +54,16 @@ std::optional<std::span<const uint8_t>> blob(sqlite3_stmt* s, int i, bool& ok, b
     return std::span<const uint8_t>(p, size_t(sqlite3_column_bytes(s, i)));
 }
 
+// An INTEGER column (or NULL) within [min, max]: a value out of its column's range (a cpu_id of
+// 70000) is a change like any other. One type and one value call per column: verify reads
+// tens of millions of rows.
 template <class T>
-std::optional<T> integer(sqlite3_stmt* s, int i, bool& ok) {
+std::optional<T> integer(sqlite3_stmt* s, int i, bool& ok, int64_t max = INT64_MAX, int64_t min = INT64_MIN) {
     const int type = sqlite3_column_type(s, i);
     if (type == SQLITE_NULL) return std::nullopt;
-    if (type != SQLITE_INTEGER) ok = false;
-    return T(sqlite3_column_int64(s, i));
+    const int64_t v = sqlite3_column_int64(s, i);
+    if (type != SQLITE_INTEGER || v < min || v > max) ok = false;
+    return T(v);
 }
 
 ReadRow read_row(sqlite3_stmt* s) {
@@ -69,9 +73,9 @@ ReadRow read_row(sqlite3_stmt* s) {
     r.row.boot_id = blob(s, index_of(EventColumn::boot_id), ok, false).value_or(std::span<const uint8_t>());
     ok = ok && sqlite3_column_type(s, index_of(EventColumn::timestamp)) == SQLITE_INTEGER;
     r.row.timestamp = uint64_t(sqlite3_column_int64(s, index_of(EventColumn::timestamp)));
-    r.row.cpu_id = integer<uint16_t>(s, index_of(EventColumn::cpu_id), ok);
+    r.row.cpu_id = integer<uint16_t>(s, index_of(EventColumn::cpu_id), ok, 0xffff, 0);
     r.row.sequence = integer<uint64_t>(s, index_of(EventColumn::sequence), ok);
-    r.row.origin_class = integer<uint8_t>(s, index_of(EventColumn::origin_class), ok);
+    r.row.origin_class = integer<uint8_t>(s, index_of(EventColumn::origin_class), ok, 0xff, 0);
     const int type_column = index_of(EventColumn::event_type);
     ok = ok && sqlite3_column_type(s, type_column) == SQLITE_TEXT;
     const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, type_column));
@@ -80,12 +84,6 @@ ReadRow read_row(sqlite3_stmt* s) {
     r.row.true_token = blob(s, index_of(EventColumn::true_token_guid), ok);
     r.row.process = blob(s, index_of(EventColumn::process_guid), ok);
     r.row.payload = blob(s, index_of(EventColumn::payload), ok);
-    // Integers out of their column's range (a cpu_id of 70000) are changes too.
-    const auto in_range = [&](int column, int64_t max) {
-        return sqlite3_column_type(s, column) != SQLITE_INTEGER ||
-               (sqlite3_column_int64(s, column) >= 0 && sqlite3_column_int64(s, column) <= max);
-    };
-    ok = ok && in_range(index_of(EventColumn::cpu_id), 0xffff) && in_range(index_of(EventColumn::origin_class), 0xff);
     r.link = integer<int64_t>(s, kChainColumn, ok);
     r.well_typed = ok;
     return r;
