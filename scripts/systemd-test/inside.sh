@@ -60,8 +60,12 @@ check "kmes-shim reports a STATUS=" test -n "$(systemctl show -p StatusText --va
 check "eventd reports a STATUS=" test -n "$(systemctl show -p StatusText --value eventd)"
 echo "  kmes-shim: $(systemctl show -p StatusText --value kmes-shim)"
 echo "  eventd: $(systemctl show -p StatusText --value eventd)"
-check "the journal of the start shows no error or warning from our units" sh -c \
-  'out=$(journalctl -b -u kmes-shim -u eventd -p warning --no-pager -o cat); echo "$out"; test -z "$out"'
+# Issue 28: a store without a sealing key is said at every start, as a warning — the one
+# expected here; it is checked on its own.
+check "eventd warns at its start that the store is not sealed (no sealing key yet)" sh -c \
+  "journalctl -b -u eventd -p warning --no-pager -o cat | grep 'is not sealed'"
+check "the journal of the start shows no other error or warning from our units" sh -c \
+  'out=$(journalctl -b -u kmes-shim -u eventd -p warning --no-pager -o cat | grep -v "is not sealed"); echo "$out"; test -z "$out"'
 
 echo "--- queries, as root and as a user"
 check "kmes-emit 100 markers" emit 100
@@ -77,6 +81,23 @@ check "systemctl reload eventd" systemctl reload eventd
 check "after the reload the user sees the app events the new policy grants" \
   within 10 sh -c "test \"\$(runuser -u alice -- eventctl -o jsonl 'EVENTS app.marker COUNT' | sed -n 's/.*\"count\": *\([0-9]*\).*/\1/p')\" = $(emitted)"
 check "…and still nothing else" test "$(count synthetic.* alice)" = 0
+
+echo "--- sealing (issue 28): set up while eventd runs, taken at a reload"
+store=/var/lib/eventd/events
+key=$(eventctl seal --setup --store "$store" --epoch-seconds 60 --years 0.01 | tail -1)
+echo "  verification key: $key"
+check "eventctl seal --setup printed a verification key" sh -c "echo '$key' | grep -qE '^[0-9a-f]{64}\$'"
+check "sealing.key belongs to eventd, mode 0600" test "$(stat -c '%U %a' "$store/sealing.key")" = "eventd 600"
+check "systemctl reload eventd (takes the key)" systemctl reload eventd
+check "eventd seals the store after the reload" \
+  within 15 sh -c "journalctl -b -u eventd --no-pager -o cat | grep -q 'sealing the store'"
+check "eventctl verify through eventd: everything sealed verifies (exit 0)" eventctl verify --key "$key"
+verified_offline() {  # the running store, read directly: intact; rows after the last checkpoint unsealed
+  eventctl verify --store "$store" --key "$key"
+  local rc=$?
+  [[ $rc == 0 || $rc == 3 ]]
+}
+check "eventctl verify --store on the running store: intact" verified_offline
 
 echo "--- crashes and the watchdog"
 pid=$(main_pid eventd)
@@ -121,6 +142,8 @@ check "upgrade to ${version}+next1 with apt" env DEBIAN_FRONTEND=noninteractive 
 check "the upgrade kept the changed configuration" grep -q '"user:alice"' /etc/eventd/eventd.json
 check "eventd active after the upgrade" within 30 active eventd
 check "the upgrade kept the store: every marker still there" within 15 markers_exact
+check "the store verifies after the crashes, the watchdog, the shim's restart and the upgrade" \
+  eventctl verify --key "$key"
 check "no error or warning from our units through stop, start and upgrade" sh -c \
   "out=\$(journalctl -u kmes-shim -u eventd -p warning --since '$since' --no-pager -o cat); echo \"\$out\"; test -z \"\$out\""
 check "apt remove eventd" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq eventd
