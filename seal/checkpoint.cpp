@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/hex.hpp"
+#include "seal/signed_bytes.hpp"
 #include "store/shard_db.hpp"
 
 namespace eventd::seal {
@@ -16,12 +17,6 @@ namespace {
 using nlohmann::json;
 constexpr std::string_view kDomain = "eventd-checkpoint-v1";
 
-void put_u64(std::vector<uint8_t>& out, uint64_t v) {
-    for (int s = 56; s >= 0; s -= 8) out.push_back(uint8_t(v >> s));
-}
-void put_u32(std::vector<uint8_t>& out, uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) out.push_back(uint8_t(v >> s));
-}
 template <class Bytes>
 void put(std::vector<uint8_t>& out, const Bytes& bytes) {
     out.insert(out.end(), bytes.begin(), bytes.end());

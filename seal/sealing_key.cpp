@@ -16,6 +16,7 @@
 
 #include "base/durable_file.hpp"
 #include "base/hex.hpp"
+#include "seal/signed_bytes.hpp"
 
 namespace eventd::seal {
 namespace fs = std::filesystem;
@@ -27,12 +28,6 @@ constexpr std::string_view kEvolveDomain = "eventd seal evolve v1";
 constexpr std::string_view kCertDomain = "eventd-epoch-v1";
 constexpr size_t kCertRecord = 32 + 64;  // pk ‖ certificate
 
-void put_u64(std::vector<uint8_t>& out, uint64_t v) {
-    for (int s = 56; s >= 0; s -= 8) out.push_back(uint8_t(v >> s));
-}
-void put_u32(std::vector<uint8_t>& out, uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) out.push_back(uint8_t(v >> s));
-}
 
 base::Status init_sodium() {
     if (sodium_init() < 0) return base::Error{EIO, "libsodium could not be initialised"};
