@@ -147,6 +147,10 @@ int print_reports(const std::vector<eventd::seal::FileReport>& reports) {
         std::string line = f.file + ": " + std::to_string(f.rows) + " rows, " + std::to_string(f.checkpoints) +
                            " checkpoints";
         if (f.pre_chain_rows) line += ", " + std::to_string(f.pre_chain_rows) + " from before the chain (not protected)";
+        if (f.awaiting_retention_rows) {
+            line += ", " + std::to_string(f.awaiting_retention_rows) +
+                    " before retention's anchor, not deleted yet (not protected)";
+        }
         if (f.broken) {
             ++broken;
             const auto& b = *f.broken;

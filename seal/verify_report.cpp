@@ -28,6 +28,7 @@ json report_record(const FileReport& r) {
             {"file", r.file},
             {"rows", r.rows},
             {"pre_chain_rows", r.pre_chain_rows},
+            {"awaiting_retention_rows", r.awaiting_retention_rows},
             {"checkpoints", r.checkpoints},
             {"sealed_through", r.sealed_through},
             {"broken", finding_record(r.broken)},
@@ -40,6 +41,7 @@ std::optional<FileReport> report_from_record(const json& j) {
     r.file = j.value("file", std::string());
     r.rows = j.value("rows", uint64_t(0));
     r.pre_chain_rows = j.value("pre_chain_rows", uint64_t(0));
+    r.awaiting_retention_rows = j.value("awaiting_retention_rows", uint64_t(0));
     r.checkpoints = j.value("checkpoints", uint64_t(0));
     r.sealed_through = j.value("sealed_through", int64_t(0));
     if (j.contains("broken")) r.broken = finding_from(j["broken"], r.file);

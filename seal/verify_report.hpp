@@ -2,7 +2,7 @@
 // `eventctl verify` reads back and prints as it prints an offline verification — one format,
 // one place.
 //
-//   {kind:"verify", file, rows, pre_chain_rows, checkpoints, sealed_through,
+//   {kind:"verify", file, rows, pre_chain_rows, awaiting_retention_rows, checkpoints, sealed_through,
 //    broken: nil | {kind, row, time, what}, unsealed: nil | {kind, row, time, what}}
 #pragma once
 

@@ -176,7 +176,7 @@ private:
             ++report_.rows;
             if (options_.progress && report_.rows % 100000 == 0) options_.progress(report_.file, report_.rows);
             if (r.row.id <= origin_id_) {
-                ++report_.pre_chain_rows;
+                ++(anchored_ ? report_.awaiting_retention_rows : report_.pre_chain_rows);
                 continue;
             }
             if (r.row.id > max_id_issued_) {

@@ -51,6 +51,9 @@ struct FileReport {
     std::string file;
     uint64_t rows = 0;             // rows read
     uint64_t pre_chain_rows = 0;   // rows from before the file had a chain (not protected)
+    // Rows before retention's anchor that its cut has not deleted yet (eventd stopped between two
+    // batches; the next pass deletes them). Not protected either: the chain no longer covers them.
+    uint64_t awaiting_retention_rows = 0;
     uint64_t checkpoints = 0;      // valid checkpoints
     int64_t sealed_through = 0;    // the last row a valid checkpoint covers
     std::optional<Finding> broken;  // the first break; nothing after it in this file is trusted
