@@ -1,9 +1,13 @@
-// The per-row cost of issue 28's hash chain (store/row_chain.hpp; docs/PERFORMANCE.md §16): one
-// `chain_next` per row, as eventd's writer calls it (ShardDb::insert: an EventRow and its id)
-// and as `eventctl verify` calls it (a StoredRow read back from SQLite), each row chained onto
-// the head of the one before (a serial dependency, as in a shard). Floor, side by side: one
-// one-shot BLAKE2b-256 (crypto_generichash) over the same number of bytes in one buffer, so
-// the difference is the canonical encoding and the seven incremental updates.
+// The per-row cost of issue 28's hash chain (store/row_chain.hpp; docs/PERFORMANCE.md §16),
+// each part as eventd runs it:
+//   - drain: row_digest(EventRow), the row's SHA-256, made on a drain thread as it makes the row;
+//   - writer: chain_next(head, id, row) of a row that brings its digest — the shard writer's
+//     whole share: one SHA-256 over 72 bytes (ShardDb::insert);
+//   - writer, no digest: the same for a row made without one (synthetic rows, checkpoints);
+//   - verifier: chain_next(head, StoredRow), as `eventctl verify` does per row read back;
+//   - v1, one thread: one-shot BLAKE2b-256 (libsodium) over the bytes of the first chain
+//     design, which hashed each whole row on the writer (commit 7a05a9e): what the writer paid.
+// Each row is chained onto the head of the one before (a serial dependency, as in a shard).
 //
 // Rows: an event of the shape eventd stores from the shim (boot id, timestamp, cpu, sequence,
 // origin class, a 19-byte type, three identity GUIDs) with a payload of 100 and of 300 bytes.
@@ -63,10 +67,10 @@ eventd::store::StoredRow stored_view(const eventd::store::EventRow& r) {
     return s;
 }
 
-// The canonical bytes of row_chain.cpp, counted: id 8, boot id 16, timestamp 8, cpu 1+2,
-// sequence 1+8, origin class 1+1, type length 4, the type, 3 × (1+16), payload 1+4+n; plus the
-// previous head (32).
-size_t hashed_bytes(const eventd::store::EventRow& r) {
+// What the first chain design hashed per row on the writer (docs/STORE.md §8 before v2): id 8,
+// boot id 16, timestamp 8, cpu 1+2, sequence 1+8, origin class 1+1, type length 4, the type,
+// 3 × (1+16), payload 1+4+n; plus the previous head (32).
+size_t v1_hashed_bytes(const eventd::store::EventRow& r) {
     return 32 + 8 + 16 + 8 + 3 + 9 + 2 + 4 + r.event_type.size() + 3 * 17 + 5 + r.payload->size();
 }
 
@@ -87,18 +91,28 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    bench::Table table({"payload B", "bytes hashed", "writer: chain_next(EventRow) ns/row",
-                        "verifier: chain_next(StoredRow) ns/row", "one-shot BLAKE2b-256 ns",
-                        "writer / one-shot", "verifier rows/s (hashing alone)"});
+    bench::Table table({"payload B", "drain: row_digest ns/row", "writer: chain_next, digest given ns/row",
+                        "writer, no digest ns/row", "verifier: chain_next(StoredRow) ns/row",
+                        "v1 writer: one-shot BLAKE2b ns/row", "writer × v1", "verifier rows/s (hashing alone)"});
     for (const size_t payload : {size_t(100), size_t(300)}) {
         const eventd::store::EventRow row = event_row(payload);
+        eventd::store::EventRow digested = row;
+        digested.content_digest = eventd::store::row_digest(row);
         eventd::store::StoredRow stored = stored_view(row);
-        const size_t bytes = hashed_bytes(row);
-        std::vector<uint8_t> flat(bytes, 0x5a);
+        std::vector<uint8_t> flat(v1_hashed_bytes(row), 0x5a);
         ChainHead head{};
         int64_t id = 1;
 
+        eventd::store::EventRow fresh = row;
+        bench::Contender drain{bench::loop_of([&] {
+            fresh.timestamp = uint64_t(id++);  // a new row each time, as the drain makes them
+            bench::keep(eventd::store::row_digest(fresh));
+        })};
         bench::Contender writer{bench::loop_of([&] {
+            head = eventd::store::chain_next(head, id++, digested);
+            bench::keep(head);
+        })};
+        bench::Contender whole{bench::loop_of([&] {
             head = eventd::store::chain_next(head, id++, row);
             bench::keep(head);
         })};
@@ -107,19 +121,18 @@ int main(int argc, char** argv) {
             head = eventd::store::chain_next(head, stored);
             bench::keep(head);
         })};
-        bench::Contender oneshot{bench::loop_of([&] {
+        bench::Contender v1{bench::loop_of([&] {
             std::memcpy(flat.data(), head.data(), head.size());  // the same serial dependency
             crypto_generichash(head.data(), head.size(), flat.data(), flat.size(), nullptr, 0);
             bench::keep(head);
         })};
-        bench::interleave({&writer, &verifier, &oneshot}, options);
-        table.add({std::to_string(payload), std::to_string(bytes), bench::fmt("%.0f", writer.ns.med()),
-                   bench::fmt("%.0f", verifier.ns.med()), bench::fmt("%.0f", oneshot.ns.med()),
-                   bench::fmt("%.2f", bench::ratio_median(writer.ns, oneshot.ns)),
+        bench::interleave({&drain, &writer, &whole, &verifier, &v1}, options);
+        table.add({std::to_string(payload), bench::fmt("%.0f", drain.ns.med()), bench::fmt("%.0f", writer.ns.med()),
+                   bench::fmt("%.0f", whole.ns.med()), bench::fmt("%.0f", verifier.ns.med()),
+                   bench::fmt("%.0f", v1.ns.med()), bench::fmt("%.2f", bench::ratio_median(writer.ns, v1.ns)),
                    bench::fmt("%.2f M", 1e3 / verifier.ns.med())});
     }
-    table.print(std::string("hash chain: chain_next per row (thread CPU time; libsodium ") +
-                (init ? "after sodium_init(): its fastest BLAKE2b for this CPU" :
-                        "without sodium_init(): the reference BLAKE2b") + ")");
+    table.print(std::string("hash chain per row (thread CPU time; SHA-256 through OpenSSL; v1's BLAKE2b ") +
+                (init ? "after sodium_init(), as eventd ran it" : "without sodium_init(): the reference code") + ")");
     return 0;
 }

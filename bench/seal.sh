@@ -18,9 +18,10 @@
 #      eventd's CPU time per event (/proc: user + system) at the end, and its busiest thread's
 #      (the shard's writer, which bounds the drain): CPU ratios hold on a shared machine where
 #      the wall-clock rates scatter;
-#   2. the chain per row in process (kmes-bench-chain): chain_next for 100 and 300 B payloads,
-#      writer's and verifier's side, against one BLAKE2b over the same bytes; run with and
-#      without sodium_init() (libsodium picks its BLAKE2b implementation there);
+#   2. the chain per row in process (kmes-bench-chain), 100 and 300 B payloads: the drain's
+#      row digest, the writer's link, the verifier's step, against the first design's one
+#      BLAKE2b over the whole row on the writer; run with and without sodium_init() (libsodium
+#      picks its BLAKE2b implementation there);
 #   3. verify: a sealed store of VROWS events made by eventd (CheckpointIntervalSeconds 1,
 #      emitted in chunks while it runs), stopped; then `eventctl verify` against `journalctl
 #      --verify` on journal files of the same number of entries, written by
@@ -40,7 +41,7 @@
 #   CACHE=/var/tmp/eventd-seal-bench   the base build, the journals (about 1.5 GB for 2 M entries)
 #   N=…, ROUNDS=…, VROWS=…, VRUNS=…    override the sizes (defaults 400000, 6, 2000000, 3)
 #   PARTS="ingest chain verify"    the parts to run
-#   PROFILE=1                      also `perf record` one more sealed (1 s) drain and one more
+#   PROFILE=1                      also `perf record` one more drain of without and of sealed (1 s), and one more
 #                                  eventctl verify (neither in the tables) and print where the
 #                                  time goes
 #   KEEP=1                         keep the temporary directory (logs, stores)
@@ -248,7 +249,7 @@ ingest_run() {  # variant round → a line in DIR/ingest
   start_shim "$d"
   emit "$d/kmes.sock" "$N"
   local profile=()  # round "profile": an extra run under perf, not in the table
-  [[ $r != profile ]] || profile=(perf record -q -F 2000 -o "$DIR/ingest.perf" --)
+  [[ $r != profile ]] || profile=(perf record -q -F 2000 -o "$DIR/ingest-$v.perf" --)
   result=$("${profile[@]}" "$PY" "$DIR/drain.py" "$exe" "$d/eventd.json" "$d/store" "$N" "$d/eventd.log")
   stop_last
   local bytes checkpoints
@@ -266,7 +267,10 @@ for r in $(seq "$ROUNDS"); do
   done
   log "round $r: $(grep -c " $r " "$DIR/ingest") runs"
 done
-[[ -z ${PROFILE:-} ]] || ingest_run sealed1 profile
+if [[ -n ${PROFILE:-} ]]; then
+  ingest_run without profile
+  ingest_run sealed1 profile
+fi
 "$PY" - "$DIR/ingest" "$N" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
@@ -305,13 +309,19 @@ print(f"\ngoal ≥ 0.95× without: checkpoints every 60 s {med(s60):.2f}×, ever
       f"({'reached' if min(med(s60), med(s1)) >= 0.95 else 'MISSED'}); the writer's capacity (without's writer "
       f"CPU per event ÷ this one's): {med(w60):.2f}× and {med(w1):.2f}×\n")
 PY
-if [[ -f $DIR/ingest.perf ]]; then
-  echo "#### Profile: eventd's first sealed (1 s) drain, perf record -F 2000: by process, then eventd by symbol"
-  echo '```'
-  top_of "$DIR/ingest.perf" comm,dso 6
-  echo
-  perf report -i "$DIR/ingest.perf" --no-children --comm eventd --sort dso,sym --stdio 2>/dev/null | grep '%' | grep -v '^#' | head -n 30 || true
-  echo '```'
+if [[ -f $DIR/ingest-sealed1.perf ]]; then
+  # The writer is eventd's busiest thread (its threads have no names: by tid). Samples at 2000 Hz
+  # turned into µs of CPU per event, so the two sides compare symbol by symbol.
+  for v in without sealed1; do
+    echo "#### Profile: eventd's drain, $v, perf record -F 2000: by process; then the writer thread by symbol, µs per event"
+    echo '```'
+    top_of "$DIR/ingest-$v.perf" comm,dso 6
+    echo
+    read -r samples writer_tid < <(perf script -i "$DIR/ingest-$v.perf" --comm eventd -F tid 2>/dev/null | sort | uniq -c | sort -rn | head -n1)
+    echo "writer thread $writer_tid: $samples samples = $("$PY" -c "print(f'{$samples / 2000 / $N * 1e6:.2f}')") µs of CPU per event"
+    perf report -i "$DIR/ingest-$v.perf" --no-children --tid "$writer_tid" --sort dso,sym --stdio 2>/dev/null | grep '%' | grep -v '^#' | head -n 25 || true
+    echo '```'
+  done
 fi
 
 fi

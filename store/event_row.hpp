@@ -3,6 +3,7 @@
 // set cpu_id only for gap records.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,6 +12,9 @@
 #include "kmes/guid.hpp"
 
 namespace eventd::store {
+
+// SHA-256 of a row's columns but its id: its part in the shard's hash chain (row_chain.hpp).
+using RowDigest = std::array<uint8_t, 32>;
 
 struct EventRow {
     kmes::Guid boot_id{};
@@ -23,6 +27,11 @@ struct EventRow {
     std::optional<kmes::Guid> true_token;
     std::optional<kmes::Guid> process;
     std::optional<std::vector<uint8_t>> payload;  // NULL when absent; never re-encoded
+    // row_digest(*this), made where the row is made (a drain thread, the collector's converter)
+    // so that the shard writer, the one thread every row of a shard passes, only links it into
+    // the chain (docs/PERFORMANCE.md §16). Empty: the writer computes it. Set it after the last
+    // column: a column changed later is stored as it is, and the store no longer verifies.
+    std::optional<RowDigest> content_digest;
 };
 
 }  // namespace eventd::store

@@ -2,14 +2,18 @@
 // bound to the one before it, so that changing, removing, inserting or reordering a row changes
 // every head after it — and a signed checkpoint (seal/checkpoint.hpp) pins a head.
 //
-//   head(origin)  = BLAKE2b-256("eventd chain v1" ‖ file_id[16] ‖ u64be(origin_id))
-//   head(row i)   = BLAKE2b-256(head(row i−1) ‖ canonical_bytes(row i))
+//   head(origin)  = SHA-256("eventd chain v2" ‖ file_id[16] ‖ u64be(origin_id))
+//   digest(row)   = SHA-256(content(row))                 every column as stored but the id
+//   head(row i)   = SHA-256(head(row i−1) ‖ u64be(id) ‖ digest(row i))
 //
-// canonical_bytes is every column as stored, id included (so a row moved to another id breaks
-// the chain too); chain_link() is the part of a head each row keeps in its `chain` column, so
-// that a verifier finds the first changed row without a checkpoint beside it. The writer
-// (ShardDb::insert) and the verifier (seal/verify_store.hpp) both hash through RowChain: one
-// encoding, one place.
+// Two steps so that the long hash, over the row's bytes, can be made where the row is made, by
+// the threads that make rows in parallel (EventRow::content_digest), and the shard writer —
+// the one thread every row of its shard passes — hashes only 72 bytes per row (one SHA-256
+// block pair; docs/PERFORMANCE.md §16). The id is in the link, so a row moved to another id
+// breaks the chain too. chain_link() is the part of a head each row keeps in its `chain`
+// column, so that a verifier finds the first changed row without a checkpoint beside it. The
+// writer (ShardDb::insert) and the verifier (seal/verify_store.hpp) both hash through here:
+// one encoding, one place.
 #pragma once
 
 #include <array>
@@ -45,8 +49,14 @@ struct StoredRow {
     std::optional<std::span<const uint8_t>> payload;
 };
 
+// digest(row): the stored row's id is not part of it.
+RowDigest row_digest(const StoredRow& row);
+RowDigest row_digest(const EventRow& row);
+
 // head(row) from head(previous row).
+ChainHead chain_next(const ChainHead& previous, int64_t id, const RowDigest& digest);
 ChainHead chain_next(const ChainHead& previous, const StoredRow& row);
+// Takes row.content_digest when the row brings one.
 ChainHead chain_next(const ChainHead& previous, int64_t id, const EventRow& row);
 
 // The first 8 bytes of a head, big-endian, as the signed integer the `chain` column holds.

@@ -10,6 +10,7 @@
 #include "msgpack/reader.hpp"
 #include "msgpack/writer.hpp"
 #include "store/event_columns.hpp"
+#include "store/row_chain.hpp"
 
 namespace eventd::collector {
 namespace {
@@ -179,6 +180,9 @@ base::Result<HandoffItem> read_record(msgpack::Reader& in, std::span<const uint8
     msgpack::put_string(payload, host);
     payload.insert(payload.end(), entries.begin(), entries.end());
     row.payload = std::move(payload);
+    // The row's part of the shard's chain, hashed on the converter thread rather than on the
+    // writer (store/row_chain.hpp); every column is final here.
+    row.content_digest = store::row_digest(row);
 
     if (row.sequence && row.cpu_id) {
         item.accounting = Accounting{*row.cpu_id, *row.sequence, *row.sequence};

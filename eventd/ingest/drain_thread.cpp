@@ -7,6 +7,7 @@
 #include "eventd/ingest/shard_routing.hpp"
 #include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
+#include "store/row_chain.hpp"
 
 namespace eventd {
 namespace {
@@ -36,6 +37,9 @@ store::EventRow row_of(const kmes::EventView& e, const kmes::Guid& boot_id) {
     }
     const auto payload = e.payload();
     if (!payload.empty()) row.payload = std::vector<uint8_t>(payload.begin(), payload.end());  // raw, never re-encoded
+    // The row's part of its shard's chain, hashed here on this CPU's drain thread rather than
+    // on the shard's writer (store/row_chain.hpp).
+    row.content_digest = store::row_digest(row);
     return row;
 }
 }  // namespace
