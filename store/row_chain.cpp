@@ -1,12 +1,17 @@
 #include "row_chain.hpp"
 
-#include <openssl/evp.h>
+// OpenSSL's SHA256_Init/Update/Final, which 3.0 deprecates in favour of EVP: an EVP digest
+// context allocates on every init in 3.0 (measured: one malloc per hash), which cost the shard
+// writer about twice the hash itself (docs/PERFORMANCE.md §16). The low-level functions run
+// the same code (the CPU's SHA instructions) on a context on the stack. API level 1.1.1 keeps
+// them declared without deprecation warnings; they remain in every OpenSSL 3 release.
+#define OPENSSL_API_COMPAT 10101
+#include <openssl/sha.h>
 
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 
 #include "base/hex.hpp"
 
@@ -17,45 +22,28 @@ constexpr std::string_view kOriginDomain = "eventd chain v2";
 
 // SHA-256 through OpenSSL, which uses the CPU's SHA instructions where there are (x86 SHA-NI,
 // ARMv8 SHA2): on the EPYC of docs/PERFORMANCE.md §16 it hashes a 257-byte row 2.2× faster than
-// libsodium's BLAKE2b. One context per thread, reset per hash: a context per hash would be an
-// allocation per row.
+// libsodium's BLAKE2b.
 class Sha256 {
 public:
-    Sha256() {
-        if (EVP_DigestInit_ex2(context(), algorithm(), nullptr) != 1) fail("EVP_DigestInit_ex2");
-    }
+    Sha256() { check(SHA256_Init(&context_), "SHA256_Init"); }
     void update(const void* data, size_t size) {
-        if (size && EVP_DigestUpdate(context(), data, size) != 1) fail("EVP_DigestUpdate");
+        if (size) check(SHA256_Update(&context_, data, size), "SHA256_Update");
     }
     void update(std::span<const uint8_t> bytes) { update(bytes.data(), bytes.size()); }
     std::array<uint8_t, 32> final() {
         std::array<uint8_t, 32> out;
-        unsigned size = 0;
-        if (EVP_DigestFinal_ex(context(), out.data(), &size) != 1 || size != out.size()) fail("EVP_DigestFinal_ex");
+        check(SHA256_Final(out.data(), &context_), "SHA256_Final");
         return out;
     }
 
 private:
-    static const EVP_MD* algorithm() {
-        static const EVP_MD* const sha256 = [] {
-            EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-            if (!md) fail("EVP_MD_fetch(SHA256)");
-            return md;
-        }();
-        return sha256;
-    }
-    static EVP_MD_CTX* context() {
-        thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
-                                                                                       &EVP_MD_CTX_free);
-        if (!ctx) fail("EVP_MD_CTX_new");
-        return ctx.get();
-    }
-    // OpenSSL's SHA-256 fails only without memory or without its default provider: nothing
-    // could be chained or verified, and a row written unchained would be a hole in the chain.
-    [[noreturn]] static void fail(const char* what) {
+    // They fail only on a null argument; a row written unchained would be a hole in the chain.
+    static void check(int ok, const char* what) {
+        if (ok == 1) return;
         std::fprintf(stderr, "eventd: %s failed: cannot hash the store's chain\n", what);
         std::abort();
     }
+    SHA256_CTX context_;
 };
 
 // Big-endian appends into a fixed buffer: the canonical bytes are defined byte by byte
