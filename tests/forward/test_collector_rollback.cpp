@@ -38,18 +38,10 @@ constexpr const char* kCheckpoint = "synthetic.checkpoint";
 // `eventctl seal --setup` on `store` (made first) with short epochs and a short horizon; the
 // verification key, its last line of stdout.
 std::string setup_sealing(const std::string& store) {
-    fs::create_directories(store);
-    const RunResult r =
-        run_command({eventctl_path(), "seal", "--setup", "--store", store, "--epoch-seconds", "2", "--years", "0.001"},
-                    seconds(60));
-    INFO("eventctl seal --setup: exit " << r.exit_code << "\nstdout:\n" << r.out << "stderr:\n" << r.err);
-    REQUIRE(r.exit_code == 0);
-    std::string text = r.out;
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    const std::string key = text.substr(text.rfind('\n') + 1);
-    REQUIRE(key.size() == 64);
-    REQUIRE(key.find_first_not_of("0123456789abcdef") == std::string::npos);
-    return key;
+    const SealSetup setup = setup_sealing_keys(store);
+    INFO(setup.error);
+    REQUIRE(setup.error.empty());
+    return setup.key;
 }
 
 // An eventd in collector mode on a store of its own (as in test_collector.cpp).

@@ -25,21 +25,11 @@ uint64_t now_ns() {
 }
 
 std::string setup_sealing(const std::string& store, std::string* stdout_text) {
-    fs::create_directories(store);
-    const auto r = query_it::run_command({query_it::eventctl_path(), "seal", "--setup", "--store", store,
-                                          "--epoch-seconds", "2", "--years", "0.001"},
-                                         std::chrono::seconds(60));
-    INFO("eventctl seal --setup: exit " << r.exit_code << "\nstdout:\n" << r.out << "stderr:\n" << r.err);
-    REQUIRE(r.exit_code == 0);
-    std::string text = r.out;
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    const std::string key = text.substr(text.rfind('\n') + 1);
-    REQUIRE(key.size() == 64);
-    REQUIRE(key.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos);
-    REQUIRE(fs::exists(store + "/sealing.key"));
-    REQUIRE(fs::exists(store + "/sealing.certs"));
-    if (stdout_text) *stdout_text = r.out;
-    return key;
+    const query_it::SealSetup setup = query_it::setup_sealing_keys(store);
+    INFO(setup.error);
+    REQUIRE(setup.error.empty());
+    if (stdout_text) *stdout_text = setup.run.out;
+    return setup.key;
 }
 
 namespace {

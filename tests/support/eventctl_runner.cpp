@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -151,6 +152,29 @@ RunResult run_command(const std::vector<std::string>& argv, std::chrono::millise
     RunResult r = child.finish(timeout);
     unlink(path);
     return r;
+}
+
+SealSetup setup_sealing_keys(const std::string& store) {
+    SealSetup setup;
+    std::error_code ec;
+    std::filesystem::create_directories(store, ec);
+    setup.run = run_command({eventctl_path(), "seal", "--setup", "--store", store, "--epoch-seconds", "2", "--years",
+                             "0.001"},
+                            std::chrono::seconds(60));
+    std::string text = setup.run.out;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    const std::string key = text.substr(text.rfind('\n') + 1);
+    const std::string output = "\nstdout:\n" + setup.run.out + "stderr:\n" + setup.run.err;
+    if (setup.run.exit_code != 0) {
+        setup.error = "eventctl seal --setup: exit " + std::to_string(setup.run.exit_code) + output;
+    } else if (key.size() != 64 || key.find_first_not_of("0123456789abcdef") != std::string::npos) {
+        setup.error = "eventctl seal --setup: the last line is no verification key" + output;
+    } else if (!std::filesystem::exists(store + "/sealing.key") || !std::filesystem::exists(store + "/sealing.certs")) {
+        setup.error = "eventctl seal --setup: no sealing.key and sealing.certs in " + store + output;
+    } else {
+        setup.key = key;
+    }
+    return setup;
 }
 
 }  // namespace eventd::query_it

@@ -38,6 +38,16 @@ std::vector<std::string> command_as(const std::optional<RunAs>& as, std::vector<
 RunResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                       const std::string& stdin_text = {});
 
+// `eventctl seal --setup --store STORE` with test-sized keys (2-second epochs, 0.001 years of
+// them, so setup takes moments): the verification key it printed last, or `error` saying what
+// went wrong (with its output). Callers REQUIRE an empty error.
+struct SealSetup {
+    std::string key;  // 64 hex digits
+    RunResult run;
+    std::string error;
+};
+SealSetup setup_sealing_keys(const std::string& store);
+
 // A running child with its stdout and stderr on pipes.
 class Child {
 public:
