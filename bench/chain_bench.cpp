@@ -1,10 +1,13 @@
 // The per-row cost of issue 28's hash chain (store/row_chain.hpp; docs/PERFORMANCE.md §16),
 // each part as eventd runs it:
 //   - drain: row_digest(EventRow), the row's SHA-256, made on a drain thread as it makes the row;
-//   - writer: chain_next(head, id, row) of a row that brings its digest — the shard writer's
-//     whole share: one SHA-256 over 72 bytes (ShardDb::insert);
+//   - writer: SegmentHasher::add of a row that brings its digest — the shard writer's whole
+//     share: half a SHA-256 block and a 4-byte tag (ShardDb::insert), a segment closed every
+//     kSegmentRows rows (a commit of that size);
 //   - writer, no digest: the same for a row made without one (synthetic rows, checkpoints);
-//   - verifier: chain_next(head, StoredRow), as `eventctl verify` does per row read back;
+//   - v2 writer: the per-row link of the design before segments (commit c293d68), one SHA-256
+//     over previous head ‖ u64be(id) ‖ digest, 72 bytes;
+//   - verifier: row_digest(StoredRow) and SegmentHasher::add, as `eventctl verify` per row;
 //   - v1, one thread: one-shot BLAKE2b-256 (libsodium) over the bytes of the first chain
 //     design, which hashed each whole row on the writer (commit 7a05a9e): what the writer paid.
 // Each row is chained onto the head of the one before (a serial dependency, as in a shard).
@@ -19,6 +22,9 @@
 // eventd calls it (the query server's cursor key); --no-sodium-init measures the other case.
 #include <sodium.h>
 
+#define OPENSSL_API_COMPAT 10101  // SHA256_Init/Update/Final, as store/row_chain.cpp calls OpenSSL
+#include <openssl/sha.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -31,6 +37,7 @@
 namespace {
 
 using eventd::store::ChainHead;
+constexpr int64_t kSegmentRows = 1000;  // rows per commit while a backlog drains
 
 eventd::store::EventRow event_row(size_t payload_bytes) {
     eventd::store::EventRow row;
@@ -91,9 +98,10 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    bench::Table table({"payload B", "drain: row_digest ns/row", "writer: chain_next, digest given ns/row",
-                        "writer, no digest ns/row", "verifier: chain_next(StoredRow) ns/row",
-                        "v1 writer: one-shot BLAKE2b ns/row", "writer × v1", "verifier rows/s (hashing alone)"});
+    bench::Table table({"payload B", "drain: row_digest ns/row", "writer: segment, digest given ns/row",
+                        "writer, no digest ns/row", "v2 writer: per-row link ns/row", "verifier ns/row",
+                        "v1 writer: one-shot BLAKE2b ns/row", "writer × v2", "writer × v1",
+                        "verifier rows/s (hashing alone)"});
     for (const size_t payload : {size_t(100), size_t(300)}) {
         const eventd::store::EventRow row = event_row(payload);
         eventd::store::EventRow digested = row;
@@ -108,28 +116,39 @@ int main(int argc, char** argv) {
             fresh.timestamp = uint64_t(id++);  // a new row each time, as the drain makes them
             bench::keep(eventd::store::row_digest(fresh));
         })};
-        bench::Contender writer{bench::loop_of([&] {
-            head = eventd::store::chain_next(head, id++, digested);
+        eventd::store::SegmentHasher segment;
+        // One row into the open segment, closing it every kSegmentRows rows as a commit would.
+        auto add = [&](const eventd::store::RowDigest& digest) {
+            if (!segment.open()) segment.start(head, id);
+            segment.add(digest);
+            if (++id % kSegmentRows == 0) head = segment.finish();
+        };
+        bench::Contender writer{bench::loop_of([&] { add(*digested.content_digest); })};
+        bench::Contender whole{bench::loop_of([&] { add(eventd::store::row_digest(row)); })};
+        bench::Contender v2{bench::loop_of([&] {
+            uint8_t link[72];
+            std::memcpy(link, head.data(), 32);
+            for (int i = 0; i < 8; ++i) link[32 + i] = uint8_t(uint64_t(id) >> (56 - 8 * i));
+            std::memcpy(link + 40, digested.content_digest->data(), 32);
+            ++id;
+            SHA256_CTX context;  // as c293d68 hashed it: no EVP context, which allocates
+            SHA256_Init(&context);
+            SHA256_Update(&context, link, sizeof link);
+            SHA256_Final(head.data(), &context);
             bench::keep(head);
         })};
-        bench::Contender whole{bench::loop_of([&] {
-            head = eventd::store::chain_next(head, id++, row);
-            bench::keep(head);
-        })};
-        bench::Contender verifier{bench::loop_of([&] {
-            stored.id = id++;
-            head = eventd::store::chain_next(head, stored);
-            bench::keep(head);
-        })};
+        bench::Contender verifier{bench::loop_of([&] { add(eventd::store::row_digest(stored)); })};
         bench::Contender v1{bench::loop_of([&] {
             std::memcpy(flat.data(), head.data(), head.size());  // the same serial dependency
             crypto_generichash(head.data(), head.size(), flat.data(), flat.size(), nullptr, 0);
             bench::keep(head);
         })};
-        bench::interleave({&drain, &writer, &whole, &verifier, &v1}, options);
+        bench::interleave({&drain, &writer, &whole, &v2, &verifier, &v1}, options);
         table.add({std::to_string(payload), bench::fmt("%.0f", drain.ns.med()), bench::fmt("%.0f", writer.ns.med()),
-                   bench::fmt("%.0f", whole.ns.med()), bench::fmt("%.0f", verifier.ns.med()),
-                   bench::fmt("%.0f", v1.ns.med()), bench::fmt("%.2f", bench::ratio_median(writer.ns, v1.ns)),
+                   bench::fmt("%.0f", whole.ns.med()), bench::fmt("%.0f", v2.ns.med()),
+                   bench::fmt("%.0f", verifier.ns.med()), bench::fmt("%.0f", v1.ns.med()),
+                   bench::fmt("%.2f", bench::ratio_median(writer.ns, v2.ns)),
+                   bench::fmt("%.2f", bench::ratio_median(writer.ns, v1.ns)),
                    bench::fmt("%.2f M", 1e3 / verifier.ns.med())});
     }
     table.print(std::string("hash chain per row (thread CPU time; SHA-256 through OpenSSL; v1's BLAKE2b ") +

@@ -128,7 +128,10 @@ base::Status seal_shard(store::ShardDb& db, Sealer& sealer, const kmes::Guid& bo
     c.shard = db.index();
     c.file_id = db.file_id();
     c.last_row = db.last_id();
-    c.head = db.chain_head();
+    // The head before the checkpoint's own row: the segment so far closes here.
+    auto head = db.close_segment();
+    if (!head) return head.error();
+    c.head = *head;
     c.time_ns = time_ns;
     if (db.last_checkpoint() && !base::hex_bytes(*db.last_checkpoint(), c.previous)) {
         return base::Error{EPROTO, db.path().string() + ": metadata last_checkpoint is malformed"};

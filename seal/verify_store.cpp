@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <cerrno>
+#include <cstring>
 #include <charconv>
 #include <cstdint>
 #include <ctime>
@@ -25,8 +26,7 @@ namespace {
 
 constexpr uint64_t kFutureSlackNs = 300ull * 1'000'000'000u;  // a clock stepped back by up to 5 min
 constexpr uint64_t kGapSlackNs = 60ull * 1'000'000'000u;      // a restart's worth beyond 2 intervals
-constexpr int kReorderSearch = 10000;                         // rows looked at for a moved row
-constexpr int kChainColumn = store::kEventColumnCount;        // after the event's columns
+constexpr int64_t kReorderSearch = 10000;                     // rows looked at for a moved row
 
 
 std::string row_text(int64_t id) { return "row " + std::to_string(id); }
@@ -39,9 +39,43 @@ std::string rows_text(int64_t first, int64_t last) {
 // One row as read, with whether every column has the storage class eventd writes.
 struct ReadRow {
     store::StoredRow row;
-    std::optional<int64_t> link;
     bool well_typed = true;
 };
+
+// One row of chain_segments (row_chain.hpp), as read; `well_formed` false when its columns
+// cannot be a segment eventd wrote.
+struct Segment {
+    int64_t first = 0, last = 0;
+    ChainHead head{};
+    std::vector<uint8_t> tags;
+    bool well_formed = false;
+
+    store::RowTag tag_of(int64_t id) const {
+        store::RowTag tag;
+        std::memcpy(tag.data(), tags.data() + size_t(id - first) * store::kTagBytes, store::kTagBytes);
+        return tag;
+    }
+};
+
+Segment read_segment(sqlite3_stmt* s) {
+    Segment g;
+    g.last = sqlite3_column_int64(s, 0);
+    g.first = sqlite3_column_int64(s, 1);
+    const int head_bytes = sqlite3_column_bytes(s, 2);
+    const auto* head = static_cast<const uint8_t*>(sqlite3_column_blob(s, 2));
+    const auto* tags = static_cast<const uint8_t*>(sqlite3_column_blob(s, 3));
+    const size_t tag_bytes = size_t(sqlite3_column_bytes(s, 3));
+    g.well_formed = sqlite3_column_type(s, 0) == SQLITE_INTEGER && sqlite3_column_type(s, 1) == SQLITE_INTEGER &&
+                    g.first >= 1 && g.first <= g.last && head && head_bytes == int(g.head.size()) &&
+                    tag_bytes == size_t(g.last - g.first + 1) * store::kTagBytes;
+    if (!g.well_formed) return g;
+    std::memcpy(g.head.data(), head, g.head.size());
+    g.tags.assign(tags, tags + tag_bytes);
+    return g;
+}
+
+constexpr const char* kSegmentsSql =
+    "SELECT last_id, first_id, head, tags FROM chain_segments WHERE last_id > ?1 ORDER BY last_id";
 
 std::optional<std::span<const uint8_t>> blob(sqlite3_stmt* s, int i, bool& ok, bool nullable = true) {
     const int type = sqlite3_column_type(s, i);
@@ -84,7 +118,6 @@ ReadRow read_row(sqlite3_stmt* s) {
     r.row.true_token = blob(s, index_of(EventColumn::true_token_guid), ok);
     r.row.process = blob(s, index_of(EventColumn::process_guid), ok);
     r.row.payload = blob(s, index_of(EventColumn::payload), ok);
-    r.link = integer<int64_t>(s, kChainColumn, ok);
     r.well_typed = ok;
     return r;
 }
@@ -166,9 +199,13 @@ private:
     }
 
     void walk() {
-        const std::string sql = "SELECT " + store::event_select_list() + ", chain FROM events ORDER BY id";
+        const std::string sql = "SELECT " + store::event_select_list() + " FROM events ORDER BY id";
         auto stmt = store::detail::prepare(db_.get(), sql.c_str(), file_);
         if (!stmt) return (void)fail_file(FindingKind::unreadable, stmt.error().message);
+        auto segments = store::detail::prepare(db_.get(), kSegmentsSql, file_);
+        if (!segments) return (void)fail_file(FindingKind::unreadable, segments.error().message);
+        segments_ = segments->get();
+        sqlite3_bind_int64(segments_, 1, origin_id_);
         int64_t expected = origin_id_ + 1;
         int rc;
         while ((rc = sqlite3_step(stmt->get())) == SQLITE_ROW) {
@@ -195,24 +232,35 @@ private:
                             "the chain starts after row " + std::to_string(origin_id_) +
                                 " without the checkpoint retention keeps there: rows were deleted by other means");
             }
-            const ChainHead before = head_;
-            const ChainHead after = store::chain_next(before, r.row);
-            if (!r.well_typed || !r.link || *r.link != store::chain_link(after)) {
-                return break_at(r, before);
+            if (!segment_ && !open_segment(r)) return;
+            const store::RowDigest digest = store::row_digest(r.row);
+            if (!r.well_typed || store::row_tag(digest) != segment_->tag_of(r.row.id)) return break_at(r, digest);
+            if (r.row.event_type == kCheckpointType && own_checkpoint(r)) {
+                // A checkpoint signs the head before its row, where the writer closed a segment.
+                if (r.row.id != segment_->first) {
+                    return fail(FindingKind::bad_checkpoint, r.row.id, r.row.timestamp,
+                                "the checkpoint at " + row_text(r.row.id) +
+                                    " is not where a segment of the chain begins (moved or copied there)");
+                }
+                if (!check_checkpoint(r, head_)) return;
             }
-            if (r.row.event_type == kCheckpointType && own_checkpoint(r) && !check_checkpoint(r, before)) return;
-            head_ = after;
+            hasher_.add(digest);
+            if (r.row.id == segment_->last && !close_segment()) return;
             expected = r.row.id + 1;
             // The time of the first row no checkpoint covers yet (a checkpoint resets it).
             if (report_.sealed_through != r.row.id && first_unsealed_time_ == 0) first_unsealed_time_ = r.row.timestamp;
         }
         if (rc != SQLITE_DONE) return fail(FindingKind::unreadable, expected, 0, sqlite3_errmsg(db_.get()));
         if (options_.progress) options_.progress(report_.file, report_.rows);
-        // Deleted at the end: the file had issued larger ids than it holds.
-        if (max_id_issued_ != INT64_MAX && max_id_issued_ >= expected) {
+        // Deleted at the end: the file had issued larger ids than it holds, or the chain
+        // records rows it no longer has (max_id_issued mended too).
+        int64_t recorded = max_id_issued_ != INT64_MAX ? max_id_issued_ : expected - 1;
+        if (segment_) recorded = std::max(recorded, segment_->last);
+        if (sqlite3_step(segments_) == SQLITE_ROW) recorded = std::max(recorded, read_segment(segments_).last);
+        if (recorded >= expected) {
             return fail(FindingKind::missing_rows, expected, 0,
-                        rows_text(expected, max_id_issued_) + " missing at the end (the file issued ids up to " +
-                            std::to_string(max_id_issued_) + ")");
+                        rows_text(expected, recorded) + " missing at the end (the file issued ids up to " +
+                            std::to_string(recorded) + ")");
         }
         const int64_t last = expected - 1;
         if (last > report_.sealed_through) {
@@ -234,32 +282,94 @@ private:
         }
     }
 
-    // The row's link does not follow from the chain: changed, or another row moved here.
-    void break_at(const ReadRow& r, const ChainHead& before) {
-        auto search = store::detail::prepare(
-            db_.get(),
-            ("SELECT " + store::event_select_list() + ", chain FROM events WHERE id > ?1 ORDER BY id LIMIT " +
-             std::to_string(kReorderSearch))
-                .c_str(),
-            file_);
-        if (search && r.link) {
-            sqlite3_bind_int64(search->get(), 1, r.row.id);
-            while (sqlite3_step(search->get()) == SQLITE_ROW) {
-                ReadRow other = read_row(search->get());
-                const int64_t other_id = other.row.id;
-                other.row.id = r.row.id;  // what it would hash to in this row's place
-                const int64_t link_here = store::chain_link(store::chain_next(before, other.row));
-                if (other.well_typed && (link_here == *r.link || (other.link && link_here == *other.link))) {
-                    return fail(FindingKind::reordered_rows, r.row.id, r.row.timestamp,
-                                "rows " + std::to_string(r.row.id) + " and " + std::to_string(other_id) +
-                                    " are in each other's place (reordered)");
-                }
+    // The segment that must begin at row r: the next one recorded.
+    bool open_segment(const ReadRow& r) {
+        const int64_t id = r.row.id;
+        const int rc = sqlite3_step(segments_);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            fail(FindingKind::unreadable, id, 0, sqlite3_errmsg(db_.get()));
+            return false;
+        }
+        if (rc == SQLITE_DONE) {
+            fail(FindingKind::inserted_row, id, r.row.timestamp,
+                 row_text(id) + " (" + std::string(r.row.event_type) + " of " + finding_time(r.row.timestamp) +
+                     ") is in no segment of the chain: inserted without eventd (or the chain's record of it deleted)");
+            return false;
+        }
+        Segment next = read_segment(segments_);
+        if (!next.well_formed || next.first != id) {
+            const bool later = next.well_formed && next.first > id;
+            fail(later ? FindingKind::inserted_row : FindingKind::changed_segment, id, r.row.timestamp,
+                 later ? rows_text(id, next.first - 1) + " are in no segment of the chain: inserted without eventd "
+                             "(or the chain's record of them deleted)"
+                       : "the chain's segment ending at " + row_text(next.last) +
+                             " is not the one that follows " + row_text(id - 1) + ": it was changed");
+            return false;
+        }
+        segment_ = std::move(next);
+        hasher_.start(head_, segment_->first);
+        return true;
+    }
+
+    // Every row of the segment matched its tag; the link over them must be the one recorded.
+    bool close_segment() {
+        const ChainHead head = hasher_.finish();
+        if (head != segment_->head) {
+            fail(FindingKind::changed_segment, segment_->first, 0,
+                 rows_text(segment_->first, segment_->last) +
+                     " are not what their segment of the chain recorded: its head or tags were changed, "
+                     "or a row was changed in a way its 4-byte tag does not show");
+            return false;
+        }
+        head_ = head;
+        segment_.reset();
+        return true;
+    }
+
+    // The row's tag is not the one its place in the segment recorded: changed, or another row
+    // moved here — then its tag is recorded at another place nearby, where its content was.
+    void break_at(const ReadRow& r, const store::RowDigest& digest) {
+        const int64_t id = r.row.id;
+        if (r.well_typed) {
+            if (const auto from = recorded_place(store::row_tag(digest), id)) {
+                // Each in the other's place, or only this one moved.
+                const bool swapped = tag_of_row(*from) == segment_->tag_of(id);
+                return fail(FindingKind::reordered_rows, id, r.row.timestamp,
+                            swapped ? "rows " + std::to_string(id) + " and " + std::to_string(*from) +
+                                          " are in each other's place (reordered)"
+                                    : row_text(id) + " holds what eventd stored as " + row_text(*from) +
+                                          " (rows moved)");
             }
         }
-        fail(FindingKind::changed_row, r.row.id, r.row.timestamp,
-             row_text(r.row.id) + " (" + std::string(r.row.event_type) + " of " + finding_time(r.row.timestamp) +
-                 ") was changed after it was stored" +
-                 (r.link ? "" : ": it has no chain link (inserted without eventd, or by an eventd without chains)"));
+        fail(FindingKind::changed_row, id, r.row.timestamp,
+             row_text(id) + " (" + std::string(r.row.event_type) + " of " + finding_time(r.row.timestamp) +
+                 ") was changed after it was stored");
+    }
+
+    // Where, among the kReorderSearch rows after `id`, the chain recorded `tag`.
+    std::optional<int64_t> recorded_place(const store::RowTag& tag, int64_t id) {
+        auto search = store::detail::prepare(db_.get(), kSegmentsSql, file_);
+        if (!search) return std::nullopt;
+        sqlite3_bind_int64(search->get(), 1, id);
+        while (sqlite3_step(search->get()) == SQLITE_ROW) {
+            const Segment g = read_segment(search->get());
+            if (!g.well_formed) return std::nullopt;
+            for (int64_t other = std::max(g.first, id + 1); other <= g.last; ++other) {
+                if (other > id + kReorderSearch) return std::nullopt;
+                if (g.tag_of(other) == tag) return other;
+            }
+        }
+        return std::nullopt;
+    }
+
+    // The tag of row `id` as it is now (nullopt: no such row).
+    std::optional<store::RowTag> tag_of_row(int64_t id) {
+        auto stmt = store::detail::prepare(
+            db_.get(), ("SELECT " + store::event_select_list() + " FROM events WHERE id = ?1").c_str(), file_);
+        if (!stmt) return std::nullopt;
+        sqlite3_bind_int64(stmt->get(), 1, id);
+        if (sqlite3_step(stmt->get()) != SQLITE_ROW) return std::nullopt;
+        return store::row_tag(store::row_digest(read_row(stmt->get()).row));  // while the row's bytes are valid
     }
 
     // A collector's store holds its hosts' checkpoints as records (forwarded, FORWARD.md): rows
@@ -353,7 +463,10 @@ private:
     int64_t origin_id_ = 0;
     bool anchored_ = false;  // the chain starts at a checkpoint retention kept
     int64_t max_id_issued_ = 0;
-    ChainHead head_{};
+    ChainHead head_{};                // after the last segment checked
+    sqlite3_stmt* segments_ = nullptr;  // walk()'s cursor over chain_segments, in id order
+    std::optional<Segment> segment_;  // the segment the next row belongs to, once opened
+    store::SegmentHasher hasher_;     // its link so far
     std::optional<Checkpoint> previous_;
     uint64_t first_unsealed_time_ = 0;
 };
@@ -376,6 +489,7 @@ const char* kind_name(FindingKind kind) {
         case FindingKind::inserted_row: return "inserted row";
         case FindingKind::reordered_rows: return "reordered rows";
         case FindingKind::rechained_rows: return "re-chained rows";
+        case FindingKind::changed_segment: return "changed chain segment";
         case FindingKind::bad_checkpoint: return "bad checkpoint";
         case FindingKind::broken_sequence: return "broken checkpoint sequence";
         case FindingKind::bad_signature: return "bad signature";

@@ -22,6 +22,7 @@ enum class FindingKind {
     inserted_row,       // a row with an id eventd never issued
     reordered_rows,     // two rows in each other's place
     rechained_rows,     // rows changed and the chain recomputed: the next checkpoint's head differs
+    changed_segment,    // a segment of the chain (store/row_chain.hpp) changed: its head or tags
     bad_checkpoint,     // a checkpoint row that is not one, or names another file or row
     broken_sequence,    // a checkpoint that does not follow the previous one (removed or replaced)
     bad_signature,      // the signature or the epoch key's certificate does not verify

@@ -25,7 +25,7 @@ const std::string& create_events_sql() {
             if (c.column == EventColumn::id) s += " PRIMARY KEY";
             if (c.not_null) s += " NOT NULL";
         }
-        return s + ", " + std::string(kChainColumn) + " INTEGER)";
+        return s + ")";
     }();
     return sql;
 }
@@ -44,8 +44,8 @@ const std::string& insert_event_sql() {
             values += "?" + std::to_string(n);
         }
         // The id last, at ?kEventColumnCount: the writer assigns it (shard_db.hpp next_id_).
-        return "INSERT INTO events (" + columns + ", id, " + std::string(kChainColumn) + ") VALUES (" + values + ", ?" +
-               std::to_string(kEventColumnCount) + ", ?" + std::to_string(kEventColumnCount + 1) + ")";
+        return "INSERT INTO events (" + columns + ", id) VALUES (" + values + ", ?" + std::to_string(kEventColumnCount) +
+               ")";
     }();
     return sql;
 }

@@ -15,12 +15,9 @@
 //   true_token_guid        BLOB                16 bytes or NULL               8
 //   process_guid           BLOB                16 bytes or NULL               9
 //   payload                BLOB                msgpack bytes as emitted       10
-//   chain                  INTEGER             the row's link in the shard's  (not read)
-//                                              hash chain (row_chain.hpp)
 //
-// `chain` is not an event's column: it proves the others (issue 28). Queries never read it; it
-// is the last column of shards created since, and appended (NULL in older rows) to shards that
-// had none when the writer first opens them.
+// What proves these columns (issue 28) is beside the table, not in it: `chain_segments`
+// (row_chain.hpp, schema.hpp).
 //
 // A read-side row (shard_snapshot.hpp, ReadPlan::Shape::rows / live) starts with every column
 // in this order, so "row index" above is where a reader finds each one.
@@ -101,13 +98,11 @@ static_assert(
 
 // "id, boot_id, …, payload": the select list of a full row.
 const std::string& event_select_list();
-inline constexpr std::string_view kChainColumn = "chain";
 
-// CREATE TABLE events (…) as §3.1.1 draws it, and the chain column.
+// CREATE TABLE events (…) as §3.1.1 draws it.
 const std::string& create_events_sql();
 // The prepared INSERT: parameters ?1… are the columns after id in table order, the id is
-// ?kEventColumnCount (the writer numbers rows itself, never reusing an id: shard_db.hpp) and
-// the chain link ?kEventColumnCount + 1.
+// ?kEventColumnCount (the writer numbers rows itself, never reusing an id: shard_db.hpp).
 const std::string& insert_event_sql();
 
 }  // namespace eventd::store

@@ -18,7 +18,7 @@
 namespace eventd::store {
 namespace {
 
-constexpr std::string_view kOriginDomain = "eventd chain v2";
+constexpr std::string_view kOriginDomain = "eventd chain v3";
 
 // SHA-256 through OpenSSL, which uses the CPU's SHA instructions where there are (x86 SHA-NI,
 // ARMv8 SHA2): on the EPYC of docs/PERFORMANCE.md §16 it hashes a 257-byte row 2.2× faster than
@@ -68,7 +68,7 @@ public:
     std::span<const uint8_t> bytes() const { return {buf_.data(), n_}; }
 
 private:
-    std::array<uint8_t, 128> buf_{};  // the fixed-size part of a row: at most 16+8+3+9+2+4 + 3×17
+    std::array<uint8_t, 128> buf_;  // the fixed-size part of a row: at most 16+8+3+9+2+4 + 3×17
     size_t n_ = 0;
 };
 
@@ -176,28 +176,41 @@ RowDigest row_digest(const EventRow& row) {
     return digest(c, row.event_type, payload);
 }
 
-ChainHead chain_next(const ChainHead& previous, int64_t id, const RowDigest& digest) {
-    Bytes b;
-    b.raw(previous);
-    b.u64(uint64_t(id));
-    b.raw(digest);
-    Sha256 h;
-    h.update(b.bytes());
-    return h.final();
+RowTag row_tag(const RowDigest& digest) {
+    RowTag tag;
+    std::memcpy(tag.data(), digest.data(), kTagBytes);
+    return tag;
 }
 
-ChainHead chain_next(const ChainHead& previous, const StoredRow& row) {
-    return chain_next(previous, row.id, row_digest(row));
+struct SegmentHasher::State {
+    Sha256 hash;
+};
+
+SegmentHasher::SegmentHasher() : state_(std::make_unique<State>()) {}
+SegmentHasher::~SegmentHasher() = default;
+
+void SegmentHasher::start(const ChainHead& previous, int64_t first_id) {
+    state_->hash = Sha256();
+    state_->hash.update(previous);
+    first_id_ = first_id;
+    count_ = 0;
+    tags_.clear();
 }
 
-ChainHead chain_next(const ChainHead& previous, int64_t id, const EventRow& row) {
-    return chain_next(previous, id, row.content_digest ? *row.content_digest : row_digest(row));
+void SegmentHasher::add(const RowDigest& digest) {
+    state_->hash.update(digest);
+    tags_.insert(tags_.end(), digest.begin(), digest.begin() + kTagBytes);
+    ++count_;
 }
 
-int64_t chain_link(const ChainHead& head) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v = v << 8 | head[i];
-    return static_cast<int64_t>(v);
+ChainHead SegmentHasher::finish() {
+    // The ids close the link, so that a segment moved to other ids, or cut shorter, changes it.
+    Bytes ids;
+    ids.u64(uint64_t(first_id_));
+    ids.u64(uint64_t(last_id()));
+    state_->hash.update(ids.bytes());
+    count_ = 0;
+    return state_->hash.final();
 }
 
 std::string chain_hex(std::span<const uint8_t> bytes) { return base::hex_text(bytes); }

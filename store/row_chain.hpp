@@ -1,27 +1,32 @@
-// The per-shard hash chain of issue 28 (docs/STORE.md "The hash chain"): every committed row is
-// bound to the one before it, so that changing, removing, inserting or reordering a row changes
+// The per-shard hash chain of issue 28 (docs/STORE.md §8 "The chain"): every committed row is
+// bound to the ones before it, so that changing, removing, inserting or reordering a row changes
 // every head after it — and a signed checkpoint (seal/checkpoint.hpp) pins a head.
 //
-//   head(origin)  = SHA-256("eventd chain v2" ‖ file_id[16] ‖ u64be(origin_id))
-//   digest(row)   = SHA-256(content(row))                 every column as stored but the id
-//   head(row i)   = SHA-256(head(row i−1) ‖ u64be(id) ‖ digest(row i))
+//   head(origin)   = SHA-256("eventd chain v3" ‖ file_id[16] ‖ u64be(origin_id))
+//   digest(row)    = SHA-256(content(row))              every column as stored but the id
+//   head(rows a…b) = SHA-256(head(a−1) ‖ digest(a) ‖ … ‖ digest(b) ‖ u64be(a) ‖ u64be(b))
 //
-// Two steps so that the long hash, over the row's bytes, can be made where the row is made, by
-// the threads that make rows in parallel (EventRow::content_digest), and the shard writer —
-// the one thread every row of its shard passes — hashes only 72 bytes per row (one SHA-256
-// block pair; docs/PERFORMANCE.md §16). The id is in the link, so a row moved to another id
-// breaks the chain too. chain_link() is the part of a head each row keeps in its `chain`
-// column, so that a verifier finds the first changed row without a checkpoint beside it. The
-// writer (ShardDb::insert) and the verifier (seal/verify_store.hpp) both hash through here:
-// one encoding, one place.
+// A link covers a *segment*: the rows one writer inserted between two places where it needed
+// a head (a commit, or a checkpoint, which signs the head before it). Each segment is stored
+// in `chain_segments` with its head and a 4-byte tag of every row's digest, in id order, so
+// that a verifier still names the exact row that was changed, moved, removed or inserted.
+//
+// Why segments: the shard writer is the one thread every row of its shard passes, and ingest is
+// bound by it (docs/PERFORMANCE.md §5, §16). The long hash, over the row's bytes, is made where
+// the row is made, in parallel (EventRow::content_digest); a per-row link would still cost the
+// writer two SHA-256 blocks (~0.11 µs, the whole 5 % budget), a segment costs it half a block
+// per row. The writer (ShardDb) and the verifier (seal/verify_store.hpp) both hash through
+// here: one encoding, one place.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "event_row.hpp"
 #include "store_position.hpp"
@@ -53,14 +58,38 @@ struct StoredRow {
 RowDigest row_digest(const StoredRow& row);
 RowDigest row_digest(const EventRow& row);
 
-// head(row) from head(previous row).
-ChainHead chain_next(const ChainHead& previous, int64_t id, const RowDigest& digest);
-ChainHead chain_next(const ChainHead& previous, const StoredRow& row);
-// Takes row.content_digest when the row brings one.
-ChainHead chain_next(const ChainHead& previous, int64_t id, const EventRow& row);
+// The first kTagBytes of a row's digest: what a segment keeps of each of its rows.
+inline constexpr size_t kTagBytes = 4;
+using RowTag = std::array<uint8_t, kTagBytes>;
+RowTag row_tag(const RowDigest& digest);
 
-// The first 8 bytes of a head, big-endian, as the signed integer the `chain` column holds.
-int64_t chain_link(const ChainHead& head);
+// One segment's link, fed a row at a time. Reused: start() begins the next segment.
+class SegmentHasher {
+public:
+    SegmentHasher();
+    ~SegmentHasher();
+    SegmentHasher(const SegmentHasher&) = delete;
+    SegmentHasher& operator=(const SegmentHasher&) = delete;
+
+    void start(const ChainHead& previous, int64_t first_id);
+    void add(const RowDigest& digest);  // the row with the next id
+    bool open() const { return count_ != 0; }
+    int64_t first_id() const { return first_id_; }
+    int64_t last_id() const { return first_id_ + int64_t(count_) - 1; }
+    // The rows' tags so far, kTagBytes each, in id order.
+    const std::vector<uint8_t>& tags() const { return tags_; }
+    // head(first_id … last_id). The hasher is then closed (open() false) until start(); its
+    // first_id(), tags() stay readable.
+    ChainHead finish();
+    void discard() { count_ = 0; }  // a rolled-back transaction's rows
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+    int64_t first_id_ = 0;
+    size_t count_ = 0;
+    std::vector<uint8_t> tags_;
+};
 
 std::string chain_hex(std::span<const uint8_t> bytes);
 // 64 hex digits into a head; nullopt when malformed.

@@ -34,6 +34,15 @@ constexpr const char* kCreateSequenceState =
     "last_sequence INTEGER NOT NULL, "
     "PRIMARY KEY (boot_id, cpu_id, first_sequence)) WITHOUT ROWID";
 
+// Issue 28: the hash chain's segments (row_chain.hpp, docs/STORE.md §8). Files created before
+// chains get it when a writer first opens them (ShardDb::open_chain).
+constexpr const char* kCreateChainSegments =
+    "CREATE TABLE IF NOT EXISTS chain_segments ("
+    "last_id INTEGER PRIMARY KEY, "
+    "first_id INTEGER NOT NULL, "
+    "head BLOB NOT NULL, "
+    "tags BLOB NOT NULL)";
+
 struct Column {
     std::string name;
     std::string type;
@@ -48,7 +57,6 @@ const std::vector<Column> kEventsColumns = [] {
         columns.push_back(
             {std::string(c.name), std::string(c.sql_type), c.not_null, c.column == EventColumn::id ? 1 : 0});
     }
-    columns.push_back({std::string(kChainColumn), "INTEGER", false, 0});  // optional: ensure_chain adds it
     return columns;
 }();
 const std::vector<Column> kMetadataColumns = {
@@ -165,7 +173,7 @@ base::Status create_schema(sqlite3* db, const std::filesystem::path& file) {
     if (auto s = exec(db, "BEGIN IMMEDIATE", file); !s) return s;
     for (const char* sql :
          {create_events_sql().c_str(), kCreateMetadata, kCreateTimestampIndex, kInsertMetadata, kInsertFileId,
-          kCreateSequenceState}) {
+          kCreateSequenceState, kCreateChainSegments}) {
         if (auto s = exec(db, sql, file); !s) {
             // Best effort; the file then has no tables and is created afresh next time.
             sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -193,7 +201,7 @@ base::Status verify_schema(sqlite3* db, const std::filesystem::path& file) {
                                        "' (this eventd writes version 1 only); it will not be written — "
                                        "migrate it administratively"};
     }
-    if (auto s = verify_columns(db, "events", kEventsColumns, file, 1); !s) return s;
+    if (auto s = verify_columns(db, "events", kEventsColumns, file); !s) return s;
     if (auto s = verify_columns(db, "sequence_state", kSequenceStateColumns, file); !s) return s;
     return verify_timestamp_index(db, file);
 }
@@ -275,14 +283,8 @@ base::Status write_metadata(sqlite3* db, const char* key, const std::string& val
     return {};
 }
 
-base::Result<bool> has_chain_column(sqlite3* db, const std::filesystem::path& file) {
-    auto stmt = prepare(db, "SELECT 1 FROM pragma_table_info('events') WHERE name = ?1", file);
-    if (!stmt) return stmt.error();
-    sqlite3_bind_text(stmt->get(), 1, kChainColumn.data(), static_cast<int>(kChainColumn.size()), SQLITE_STATIC);
-    const int rc = sqlite3_step(stmt->get());
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    return sqlite_error(db, rc, file, "look for the chain column");
+base::Status ensure_chain_segments(sqlite3* db, const std::filesystem::path& file) {
+    return exec(db, kCreateChainSegments, file);
 }
 
 base::Result<int64_t> max_id_issued(sqlite3* db, const std::filesystem::path& file) {

@@ -52,9 +52,8 @@ base::Result<std::optional<FileId>> read_file_id(sqlite3* db, const std::filesys
 base::Result<std::optional<std::string>> read_metadata(sqlite3* db, const char* key, const std::filesystem::path& file);
 base::Status write_metadata(sqlite3* db, const char* key, const std::string& value, const std::filesystem::path& file);
 
-// Whether `events` has the chain column (row_chain.hpp; older shards do not, until a writer
-// opens them).
-base::Result<bool> has_chain_column(sqlite3* db, const std::filesystem::path& file);
+// Create chain_segments (row_chain.hpp) if the file has none: it was made before chains.
+base::Status ensure_chain_segments(sqlite3* db, const std::filesystem::path& file);
 
 base::Result<int64_t> max_id_issued(sqlite3* db, const std::filesystem::path& file);
 

@@ -5,7 +5,7 @@
 //                                                           drawn and listed there once
 //   idx_events_timestamp ON events(timestamp)            -- the only index at creation (§3.1.3)
 //   metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL)  -- schema_version '1', created_at ISO 8601
-//   events.chain, metadata chain_origin / chain_head / last_checkpoint -- the hash chain
+//   chain_segments, metadata chain_origin / chain_head / last_checkpoint -- the hash chain
 //                                                           (row_chain.hpp, docs/STORE.md)
 //   sequence_state(boot_id BLOB NOT NULL, cpu_id INTEGER NOT NULL,
 //                  first_sequence INTEGER NOT NULL, last_sequence INTEGER NOT NULL,
@@ -106,10 +106,13 @@ public:
 
     bool in_transaction() const;
 
-    // The hash chain (row_chain.hpp). Every insert() extends it; the head and last id include
-    // the open transaction's rows (a checkpoint seals them before they commit).
+    // The hash chain (row_chain.hpp). Every insert() adds its row to the open segment; commit()
+    // closes it. chain_head(): the head after the last closed segment.
     const FileId& file_id() const { return file_id_; }
     const ChainHead& chain_head() const { return head_; }
+    // The head after every row inserted so far, for a checkpoint to sign (it signs the head
+    // before its own row): closes the open segment, recorded with the open transaction.
+    Result<ChainHead> close_segment();
     int64_t last_id() const { return next_id_ - 1; }
     // The hash of the last checkpoint sealed into this shard (seal/checkpoint.hpp), nullopt
     // before the first one; set_last_checkpoint() records a new one with the open transaction.
@@ -136,7 +139,7 @@ private:
     Status open_chain();
     int save_metadata(const char* key, const std::string& value);  // an SQLite result code
     Result<uint64_t> delete_by_timestamp(uint64_t cutoff_ns, uint32_t limit);  // unsealed retention
-    Result<uint64_t> cut_sealed_prefix(uint64_t cutoff_ns, uint32_t limit);    // sealed retention  // give an older file the chain column and origin; load the head
+    Result<uint64_t> cut_sealed_prefix(uint64_t cutoff_ns, uint32_t limit);    // sealed retention
     Status write_ranges(const BootCpu& key, const SequenceRanges& ranges);
 
     sqlite3* db_ = nullptr;
@@ -162,13 +165,17 @@ private:
     // (derived from the file id), or the row before a checkpoint retention kept as its anchor.
     int64_t origin_id_ = 0;
     bool origin_by_retention_ = false;
-    ChainHead head_{};            // after row next_id_ - 1
+    ChainHead head_{};            // after the last closed segment (row next_id_ - 1 when none is open)
+    SegmentHasher segment_;       // the open transaction's rows since the last close
     ChainHead committed_head_{};  // as of the last commit (rollback returns to it)
     std::optional<std::string> last_checkpoint_;  // open transaction's, else committed
     std::optional<std::string> committed_last_checkpoint_;
     sqlite3_stmt* save_metadata_ = nullptr;  // chain_head, last_checkpoint
     sqlite3_stmt* delete_pre_chain_ = nullptr;
     sqlite3_stmt* delete_through_ = nullptr;
+    sqlite3_stmt* insert_segment_ = nullptr;
+    sqlite3_stmt* delete_segments_through_ = nullptr;  // segments of a cut sealed prefix
+    sqlite3_stmt* delete_segments_before_ = nullptr;   // segments wholly before the oldest row
     sqlite3_stmt* anchor_before_ = nullptr;
     sqlite3_stmt* anchor_next_ = nullptr;
     std::filesystem::path path_;

@@ -91,7 +91,7 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
     auto max_id = detail::max_id_issued(db, path);
     if (!max_id) return max_id.error();
     shard->next_id_ = shard->committed_next_id_ = *max_id + 1;
-    // Before the statements: an older file gets the chain column the INSERT names.
+    // Before the statements: an older file gets the chain_segments table they name.
     if (auto s = shard->open_chain(); !s) return s.error();
     if (auto s = shard->prepare_statements(); !s) return s.error();
 
@@ -107,22 +107,21 @@ Result<std::unique_ptr<ShardDb>> ShardDb::open(const fs::path& dir, uint32_t ind
     return shard;
 }
 
-// Issue 28: a file created before chains gets the chain column and an origin after its last
-// row (those rows predate the chain: the verifier says so); then the head is loaded. One
+// Issue 28: a file created before chains gets chain_segments and an origin after its last row
+// (those rows predate the chain: the verifier says so); then the head is loaded. One
 // transaction, so a crash leaves either both or neither.
 Status ShardDb::open_chain() {
     auto id = detail::read_file_id(db_, path_);
     if (!id) return id.error();
     if (!*id) return Error{EPROTO, path_.string() + ": metadata has no file_id"};
     file_id_ = **id;
-    auto has_column = detail::has_chain_column(db_, path_);
-    if (!has_column) return has_column.error();
+    auto has_segments = detail::has_table(db_, "chain_segments", path_);
+    if (!has_segments) return has_segments.error();
     auto origin = detail::read_metadata(db_, "chain_origin", path_);
     if (!origin) return origin.error();
-    if (!*has_column || !*origin) {
+    if (!*has_segments || !*origin) {
         if (auto s = detail::exec(db_, "BEGIN IMMEDIATE", path_); !s) return s;
-        Status s;
-        if (!*has_column) s = detail::exec(db_, "ALTER TABLE events ADD COLUMN chain INTEGER", path_);
+        Status s = detail::ensure_chain_segments(db_, path_);
         if (s && !*origin) {
             const std::string start = chain_point_text({next_id_ - 1, chain_origin(file_id_, next_id_ - 1)});
             s = detail::write_metadata(db_, "chain_origin", start, path_);
@@ -184,6 +183,13 @@ Status ShardDb::prepare_statements() {
          "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ?1 AND (?2 = 0 OR timestamp < ?2) "
          "ORDER BY timestamp LIMIT ?3)"},
         {&delete_through_, "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ?1 ORDER BY id LIMIT ?2)"},
+        // The chain's segments (row_chain.hpp): one per closed segment; those of a prefix
+        // retention cut, or (unsealed retention, which deletes by timestamp) those wholly
+        // before the oldest row left — or every one, when no row is left.
+        {&insert_segment_, "INSERT INTO chain_segments (last_id, first_id, head, tags) VALUES (?1, ?2, ?3, ?4)"},
+        {&delete_segments_through_, "DELETE FROM chain_segments WHERE last_id <= ?1"},
+        {&delete_segments_before_,
+         "DELETE FROM chain_segments WHERE last_id < coalesce((SELECT min(id) FROM events), ?1)"},
         // The checkpoint ending the next sealed prefix, and the head it sealed (seal/checkpoint.hpp).
         // This file's own: a collector also stores its hosts' checkpoints, as records.
         {&anchor_before_,
@@ -214,7 +220,8 @@ Status ShardDb::prepare_statements() {
 ShardDb::~ShardDb() {
     for (sqlite3_stmt* stmt :
          {insert_, delete_ranges_, insert_range_, delete_before_, delete_oldest_, oldest_, save_max_id_, save_metadata_,
-          find_same_, delete_pre_chain_, delete_through_, anchor_before_, anchor_next_}) {
+          find_same_, delete_pre_chain_, delete_through_, anchor_before_, anchor_next_, insert_segment_,
+          delete_segments_through_, delete_segments_before_}) {
         sqlite3_finalize(stmt);
     }
     // An open transaction is rolled back by the close; the last connection also checkpoints.

@@ -84,14 +84,32 @@ Status ShardDb::insert(const EventRow& row) {
         }
     }
     sqlite3_bind_int64(stmt, kEventColumnCount, next_id_);
-    // Issue 28: the row joins the shard's hash chain (row_chain.hpp) under the id it gets here.
-    const ChainHead head = chain_next(head_, next_id_, row);
-    sqlite3_bind_int64(stmt, kEventColumnCount + 1, chain_link(head));
     const int rc = run(stmt);
     if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "insert an event");
+    // Issue 28: the row joins the open segment of the shard's hash chain (row_chain.hpp) under
+    // the id it got here.
+    if (!segment_.open()) segment_.start(head_, next_id_);
+    segment_.add(row.content_digest ? *row.content_digest : row_digest(row));
     ++next_id_;
-    head_ = head;
     return {};
+}
+
+Result<ChainHead> ShardDb::close_segment() {
+    if (!in_transaction()) return misuse(path_, "close_segment() outside a transaction");
+    if (!segment_.open()) return head_;
+    const int64_t first = segment_.first_id();
+    const int64_t last = segment_.last_id();
+    const ChainHead head = segment_.finish();
+    sqlite3_stmt* stmt = insert_segment_;
+    sqlite3_bind_int64(stmt, 1, last);
+    sqlite3_bind_int64(stmt, 2, first);
+    sqlite3_bind_blob(stmt, 3, head.data(), int(head.size()), SQLITE_STATIC);
+    const auto& tags = segment_.tags();
+    sqlite3_bind_blob(stmt, 4, tags.data(), int(tags.size()), SQLITE_STATIC);
+    const int rc = run(stmt);
+    if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "record a segment of the hash chain");
+    head_ = head;
+    return head;
 }
 
 Status ShardDb::account(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last) {
@@ -171,6 +189,10 @@ Status ShardDb::commit() {
         }
     }
     if (next_id_ != committed_next_id_) {
+        if (auto head = close_segment(); !head) {
+            rollback();
+            return head.error();
+        }
         sqlite3_bind_text(save_max_id_, 1, std::to_string(next_id_ - 1).c_str(), -1, SQLITE_TRANSIENT);
         int rc = run(save_max_id_);
         // The chain's head goes with the rows, so that the next writer goes on from it.
@@ -213,6 +235,7 @@ void ShardDb::rollback() {
     pending_.clear();
     next_id_ = committed_next_id_;  // the rolled-back rows' ids were never committed
     head_ = committed_head_;
+    segment_.discard();
     last_checkpoint_ = committed_last_checkpoint_;
     // After some errors (SQLITE_FULL among them) SQLite has already rolled back by itself.
     if (in_transaction()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -250,9 +273,15 @@ Result<uint64_t> ShardDb::delete_by_timestamp(uint64_t cutoff_ns, uint32_t limit
     } else {
         sqlite3_bind_int64(stmt, 1, limit);
     }
-    const int rc = run(stmt);  // one statement: its own transaction, committed before return
+    int rc = run(stmt);  // one statement: its own transaction, committed before return
     if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "retention delete");
-    return static_cast<uint64_t>(sqlite3_changes64(db_));
+    const auto deleted = static_cast<uint64_t>(sqlite3_changes64(db_));
+    // The segments of the rows gone (those that still cover a row stay: its chain breaks there,
+    // which is what an unsealed store's retention does to it).
+    sqlite3_bind_int64(delete_segments_before_, 1, next_id_);
+    rc = run(delete_segments_before_);
+    if (rc != SQLITE_DONE) return sqlite_error(db_, rc, path_, "retention: delete the chain's old segments");
+    return deleted;
 }
 
 Result<uint64_t> ShardDb::cut_sealed_prefix(uint64_t cutoff_ns, uint32_t limit) {
@@ -295,6 +324,12 @@ Result<uint64_t> ShardDb::cut_sealed_prefix(uint64_t cutoff_ns, uint32_t limit) 
     if (auto s = detail::exec(db_, "BEGIN IMMEDIATE", path_); !s) return s.error();
     rc = save_metadata("chain_origin", chain_point_text(*anchor));
     if (rc == SQLITE_DONE) {
+        // The anchor begins a segment (a checkpoint closes the one before it): every segment
+        // up to it lies in the prefix.
+        sqlite3_bind_int64(delete_segments_through_, 1, anchor->id);
+        rc = run(delete_segments_through_);
+    }
+    if (rc == SQLITE_DONE) {
         sqlite3_bind_int64(delete_through_, 1, anchor->id);
         sqlite3_bind_int64(delete_through_, 2, limit);
         rc = run(delete_through_);
@@ -319,6 +354,10 @@ Status ShardDb::restart_chain() {
     if (auto s = detail::exec(db_, "BEGIN IMMEDIATE", path_); !s) return s;
     int rc = save_metadata("chain_origin", chain_point_text(start));
     if (rc == SQLITE_DONE) rc = save_metadata("chain_head", chain_point_text(start));
+    if (rc == SQLITE_DONE) {
+        sqlite3_bind_int64(delete_segments_through_, 1, last);  // the rows before now are outside it
+        rc = run(delete_segments_through_);
+    }
     if (rc == SQLITE_DONE) rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : rc;
     if (rc != SQLITE_DONE) {
         Error error = sqlite_error(db_, rc, path_, "restart the hash chain");

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "base/hex.hpp"
 #include "eventd/pipeline.hpp"
@@ -243,7 +245,7 @@ store::EventRow Row::event_row() const {
 std::vector<Row> read_rows(Db& db, const std::string& where) {
     Stmt st(db.raw(),
             "SELECT id, boot_id, timestamp, cpu_id, sequence, origin_class, event_type, effective_token_guid, "
-            "true_token_guid, process_guid, payload, chain FROM events" +
+            "true_token_guid, process_guid, payload FROM events" +
                 (where.empty() ? std::string() : " WHERE " + where) + " ORDER BY id");
     std::vector<Row> rows;
     int rc;
@@ -261,7 +263,6 @@ std::vector<Row> read_rows(Db& db, const std::string& where) {
         r.true_token = blob_column(st.s, 8);
         r.process = blob_column(st.s, 9);
         r.payload = blob_column(st.s, 10);
-        r.link = int_column(st.s, 11);
         rows.push_back(std::move(r));
     }
     REQUIRE(rc == SQLITE_DONE);
@@ -271,8 +272,8 @@ std::vector<Row> read_rows(Db& db, const std::string& where) {
 void write_row(Db& db, const Row& r) {
     Stmt st(db.raw(),
             "INSERT OR REPLACE INTO events (id, boot_id, timestamp, cpu_id, sequence, origin_class, event_type, "
-            "effective_token_guid, true_token_guid, process_guid, payload, chain) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+            "effective_token_guid, true_token_guid, process_guid, payload) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
     sqlite3_bind_int64(st.s, 1, r.id);
     sqlite3_bind_blob(st.s, 2, r.boot_id.data(), int(r.boot_id.size()), SQLITE_TRANSIENT);
     sqlite3_bind_int64(st.s, 3, int64_t(r.timestamp));
@@ -284,38 +285,61 @@ void write_row(Db& db, const Row& r) {
     bind_blob(st.s, 9, r.true_token);
     bind_blob(st.s, 10, r.process);
     bind_blob(st.s, 11, r.payload);
-    bind_int(st.s, 12, r.link);
     const int rc = sqlite3_step(st.s);
     INFO("write row " << r.id << ": " << sqlite3_errmsg(db.raw()));
     REQUIRE(rc == SQLITE_DONE);
 }
 
-std::map<int64_t, store::ChainHead> chain_heads(Db& db) {
+store::ChainPoint rechain(Db& db, bool rewrite_checkpoint_heads) {
     const auto origin = store::parse_chain_point(db.metadata("chain_origin"));
     REQUIRE(origin);
-    std::map<int64_t, store::ChainHead> heads{{origin->id, origin->head}};
-    store::ChainHead head = origin->head;
-    for (const Row& r : read_rows(db, "id > " + std::to_string(origin->id))) {
-        head = store::chain_next(head, r.view());
-        heads[r.id] = head;
-    }
-    return heads;
-}
-
-store::ChainPoint rechain(Db& db) {
-    const auto origin = store::parse_chain_point(db.metadata("chain_origin"));
-    REQUIRE(origin);
+    const std::string file_id = db.metadata("file_id");
+    const bool own_transaction = sqlite3_get_autocommit(db.raw()) != 0;
+    if (own_transaction) db.exec("BEGIN IMMEDIATE");
+    const std::string after_origin = " WHERE last_id > " + std::to_string(origin->id);
+    const auto eventd_ends = db.ids("SELECT last_id FROM chain_segments" + after_origin);
+    std::set<int64_t> ends(eventd_ends.begin(), eventd_ends.end());
+    db.exec("DELETE FROM chain_segments" + after_origin);
+    auto rows = read_rows(db, "id > " + std::to_string(origin->id));
     store::ChainPoint point = *origin;
-    db.exec("BEGIN IMMEDIATE");
-    for (Row& r : read_rows(db, "id > " + std::to_string(origin->id))) {
-        point = {r.id, store::chain_next(point.head, r.view())};
-        const int64_t link = store::chain_link(point.head);
-        if (r.link == link) continue;
-        r.link = link;
-        write_row(db, r);
+    store::SegmentHasher segment;
+    auto close = [&] {
+        const int64_t first = segment.first_id(), last = segment.last_id();
+        point = {last, segment.finish()};
+        Stmt st(db.raw(), "INSERT INTO chain_segments (last_id, first_id, head, tags) VALUES (?1, ?2, ?3, ?4)");
+        sqlite3_bind_int64(st.s, 1, last);
+        sqlite3_bind_int64(st.s, 2, first);
+        sqlite3_bind_blob(st.s, 3, point.head.data(), int(point.head.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_blob(st.s, 4, segment.tags().data(), int(segment.tags().size()), SQLITE_TRANSIENT);
+        REQUIRE(sqlite3_step(st.s) == SQLITE_DONE);
+    };
+    for (Row& r : rows) {
+        REQUIRE(r.id == (segment.open() ? segment.last_id() : point.id) + 1);  // contiguous ids
+        auto c = r.checkpoint() && r.payload ? seal::parse_checkpoint(*r.payload) : std::nullopt;
+        if (c && base::hex_text(c->file_id) == file_id) {
+            if (segment.open()) close();  // a checkpoint signs the head before it
+            if (rewrite_checkpoint_heads) {
+                auto j = nlohmann::json::from_msgpack(*r.payload);
+                j["head"] = base::hex_text(point.head);
+                r.payload = nlohmann::json::to_msgpack(j);
+                write_row(db, r);
+            }
+        }
+        if (!segment.open()) segment.start(point.head, r.id);
+        segment.add(store::row_digest(r.view()));
+        if (ends.count(r.id) || &r == &rows.back()) close();
     }
     db.set_metadata("chain_head", store::chain_point_text(point));
+    if (own_transaction) db.exec("COMMIT");
+    return point;
+}
+
+store::ChainPoint cut_after(Db& db, int64_t last) {
+    db.exec("BEGIN IMMEDIATE");
+    db.exec("DELETE FROM events WHERE id > " + std::to_string(last));
+    const store::ChainPoint point = rechain(db);
     db.exec("COMMIT");
+    REQUIRE(point.id == last);
     return point;
 }
 

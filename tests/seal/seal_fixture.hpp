@@ -91,25 +91,29 @@ struct Row {
     std::optional<int64_t> cpu_id, sequence, origin_class;
     std::string event_type;
     std::optional<std::vector<uint8_t>> effective_token, true_token, process, payload;
-    std::optional<int64_t> link;  // the `chain` column
 
     bool checkpoint() const { return event_type == kCheckpointType; }
     bool synthetic() const { return event_type.rfind("synthetic.", 0) == 0; }
-    store::StoredRow view() const;      // for chain_next
+    store::StoredRow view() const;      // for row_digest
     store::EventRow event_row() const;  // for ShardDb::insert
 };
 
 // Rows of the shard in id order, `where` (SQL, may be empty) applied.
 std::vector<Row> read_rows(Db& db, const std::string& where = "");
-// INSERT OR REPLACE the row with every column, its link included.
+// INSERT OR REPLACE the row with every column.
 void write_row(Db& db, const Row& row);
 
-// The chain recomputed from metadata chain_origin over the rows as they are: the head after
-// every row, by id (the origin under its own id).
-std::map<int64_t, store::ChainHead> chain_heads(Db& db);
-// What an attacker without the key does after changing rows: recompute every link from the
-// origin and write those that differ, and metadata chain_head. Returns the head after the last row.
-store::ChainPoint rechain(Db& db);
+// What an attacker without the key does after changing rows: recompute the chain from metadata
+// chain_origin over the rows as they are (store/row_chain.hpp) and write chain_segments and
+// metadata chain_head. Segments end where eventd's ended (cut at the last row), before each of
+// the file's own checkpoints and at the last row, so that an unchanged stretch keeps its heads.
+// With `rewrite_checkpoint_heads`, each such checkpoint's payload is first given the recomputed
+// head before it (which its signature then no longer covers). Ids must be contiguous. Returns
+// the head after the last row.
+store::ChainPoint rechain(Db& db, bool rewrite_checkpoint_heads = false);
+// Rows after `last` deleted and the chain recomputed (rechain) to end at `last`: the shard as
+// if eventd had stopped there. Metadata max_id_issued and last_checkpoint stay as they were.
+store::ChainPoint cut_after(Db& db, int64_t last);
 
 struct CheckpointRow {
     int64_t id = 0;

@@ -52,13 +52,9 @@ Cut truncate_tail(std::mt19937_64& rng, StoreCopy& copy, bool mend_sequence) {
                             std::to_string(cps[n].id) + " AND id < " + std::to_string(cps[n + 1].id));
     REQUIRE(!ids.empty());
     cut.last = ids[rng() % ids.size()];
-    const auto heads = chain_heads(db);
-    db.exec("BEGIN IMMEDIATE");
-    db.exec("DELETE FROM events WHERE id > " + std::to_string(cut.last));
+    cut_after(db, cut.last);
     db.set_metadata("max_id_issued", std::to_string(cut.last));
-    db.set_metadata("chain_head", eventd::store::chain_point_text({cut.last, heads.at(cut.last)}));
     if (mend_sequence) db.set_metadata("last_checkpoint", base::hex_text(eventd::seal::checkpoint_hash(cut.kept.c)));
-    db.exec("COMMIT");
     return cut;
 }
 

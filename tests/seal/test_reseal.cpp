@@ -84,16 +84,12 @@ void reseal_after(const std::string& store_dir, const Place& p, seal::Sealer& se
     int64_t last = 0;
     {
         Db db(store_dir + "/" + p.file);
-        const auto heads = chain_heads(db);
         rows = read_rows(db, "id > " + std::to_string(p.before.id));
         REQUIRE(!rows.empty());
         last = rows.back().id;
-        db.exec("BEGIN IMMEDIATE");
-        db.exec("DELETE FROM events WHERE id > " + std::to_string(p.before.id));
+        cut_after(db, p.before.id);
         db.set_metadata("max_id_issued", std::to_string(p.before.id));
-        db.set_metadata("chain_head", store::chain_point_text({p.before.id, heads.at(p.before.id)}));
         db.set_metadata("last_checkpoint", base::hex_text(seal::checkpoint_hash(p.before.c)));
-        db.exec("COMMIT");
     }
     edit(rows);
     auto shard = store::ShardDb::open(store_dir, p.index);
@@ -177,25 +173,13 @@ TEST_CASE("reseal: checkpoints rewritten to the recomputed chain without the key
     const auto copy = copy_of_stopped_store();
     const Place p = pick_place(rng, *copy, rng() % 3);
     {
-        // Row x changed; every later checkpoint's payload given the recomputed head; every link
+        // Row x changed; every checkpoint's payload given the recomputed head; the chain
         // recomputed over the rewritten rows.
         Db db(copy->shard(p.file));
-        const auto heads = chain_heads(db);
-        store::ChainHead head = heads.at(p.x - 1);
-        db.exec("BEGIN IMMEDIATE");
-        for (Row& r : read_rows(db, "id >= " + std::to_string(p.x))) {
-            if (r.id == p.x) flip_payload_byte(rng, r);
-            if (r.checkpoint()) {
-                auto j = nlohmann::json::from_msgpack(*r.payload);
-                j["head"] = base::hex_text(head);
-                r.payload = nlohmann::json::to_msgpack(j);
-            }
-            head = store::chain_next(head, r.view());
-            r.link = store::chain_link(head);
-            write_row(db, r);
-        }
-        db.set_metadata("chain_head", store::chain_point_text({db.integer("SELECT max(id) FROM events"), head}));
-        db.exec("COMMIT");
+        Row r = read_rows(db, "id = " + std::to_string(p.x)).at(0);
+        flip_payload_byte(rng, r);
+        write_row(db, r);
+        rechain(db, /*rewrite_checkpoint_heads=*/true);
     }
     INFO(p.file << ": row " << p.x << " changed, the chain and the checkpoints' heads recomputed");
     const VerifyRun v = verify(copy->store, stopped_store().key);
@@ -285,10 +269,8 @@ TEST_CASE("reseal: a shard truncated back to a checkpoint with its metadata mend
     const Place p = pick_place(rng, *copy, 1 + rng() % 2);
     {
         Db db(copy->shard(p.file));
-        const auto heads = chain_heads(db);
-        db.exec("DELETE FROM events WHERE id > " + std::to_string(p.before.id));
+        cut_after(db, p.before.id);
         db.set_metadata("max_id_issued", std::to_string(p.before.id));
-        db.set_metadata("chain_head", store::chain_point_text({p.before.id, heads.at(p.before.id)}));
         db.set_metadata("last_checkpoint", base::hex_text(seal::checkpoint_hash(p.before.c)));
     }
     INFO(p.file << ": truncated after its checkpoint at row " << p.before.id);

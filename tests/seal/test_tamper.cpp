@@ -92,7 +92,8 @@ TEST_CASE("tamper: a changed timestamp is a changed row at that row's id", "[tam
     check_broken(verify(copy->store, stopped_store().key), t, "changed row", x);
 }
 
-TEST_CASE("tamper: any other changed column, the chain link included, is a changed row at that id", "[tamper]") {
+TEST_CASE("tamper: any other changed column, or the row's tag in its segment, is a changed row at that id",
+          "[tamper]") {
     auto rng = tamper_rng();
     const Target t = pick_shard(rng);
     // Each change keeps the column's type (a value eventd could have written).
@@ -104,7 +105,8 @@ TEST_CASE("tamper: any other changed column, the chain link included, is a chang
         {"event_type", "event_type = event_type || 'x'"},
         {"process_guid", "process_guid = randomblob(16)"},
         {"payload (set NULL)", "payload = NULL"},
-        {"chain", "chain = chain + 1"},
+        // Not a column: the 4 bytes chain_segments keeps of the row's digest (store/row_chain.hpp).
+        {"tag", ""},
     };
     for (const auto& [column, set] : changes) {
         const auto copy = copy_of_stopped_store();
@@ -112,7 +114,15 @@ TEST_CASE("tamper: any other changed column, the chain link included, is a chang
         {
             Db db(copy->shard(t.file));
             x = pick(rng, inner_event_ids(db));
-            db.exec("UPDATE events SET " + set + " WHERE id = " + std::to_string(x));
+            const std::string id = std::to_string(x);
+            if (!set.empty()) {
+                db.exec("UPDATE events SET " + set + " WHERE id = " + id);
+            } else {
+                const std::string at = "(" + id + " - first_id) * 4";
+                db.exec("UPDATE chain_segments SET tags = substr(tags, 1, " + at + ") || "
+                        "(CASE WHEN substr(tags, " + at + " + 1, 4) = x'00000000' THEN x'00000001' ELSE x'00000000' "
+                        "END) || substr(tags, " + at + " + 5) WHERE first_id <= " + id + " AND last_id >= " + id);
+            }
         }
         INFO(t.file << ": " << column << " of row " << x);
         check_broken(verify(copy->store, stopped_store().key), t, "changed row", x);
@@ -176,10 +186,8 @@ TEST_CASE("tamper: deleted last rows with max_id_issued and chain_head fixed lea
         k = pick(rng, inner_event_ids(db));  // a KMES row: never a checkpoint
         sealed = db.integer("SELECT max(id) FROM events WHERE event_type = '" + std::string(kCheckpointType) +
                             "' AND id < " + std::to_string(k));
-        const auto heads = chain_heads(db);
-        db.exec("DELETE FROM events WHERE id > " + std::to_string(k));
+        cut_after(db, k);
         db.set_metadata("max_id_issued", std::to_string(k));
-        db.set_metadata("chain_head", eventd::store::chain_point_text({k, heads.at(k)}));
     }
     INFO(t.file << ": rows after " << k << " deleted, metadata mended");
     const VerifyRun v = verify(copy->store, stopped_store().key);
@@ -195,11 +203,30 @@ TEST_CASE("tamper: deleted last rows with max_id_issued and chain_head fixed lea
     CHECK(v.file(t.other).status == Status::verified);
 }
 
-TEST_CASE("tamper: two rows swapped are reordered rows naming both ids", "[tamper]") {
+namespace {
+
+// The 4-byte tag chain_segments keeps for `row` (store/row_chain.hpp), in hex.
+std::string tag_hex(Db& db, int64_t row) {
+    const std::string id = std::to_string(row);
+    const auto tag = db.text("SELECT hex(substr(tags, (" + id + " - first_id) * 4 + 1, 4)) FROM chain_segments "
+                             "WHERE first_id <= " + id + " AND last_id >= " + id);
+    REQUIRE(tag);
+    return *tag;
+}
+
+void set_tag(Db& db, int64_t row, const std::string& tag_hex) {
+    const std::string id = std::to_string(row), at = "(" + id + " - first_id) * 4";
+    db.exec("UPDATE chain_segments SET tags = substr(tags, 1, " + at + ") || x'" + tag_hex + "' || substr(tags, " + at +
+            " + 5) WHERE first_id <= " + id + " AND last_id >= " + id);
+}
+
+}  // namespace
+
+TEST_CASE("tamper: two rows swapped are reordered rows naming both ids; one row copied over another is moved",
+          "[tamper]") {
     auto rng = tamper_rng();
     const Target t = pick_shard(rng);
-    // Contents swapped with their chain links, and without them (each row keeps its own link).
-    for (const bool with_links : {true, false}) {
+    for (const bool swapped : {true, false}) {
         const auto copy = copy_of_stopped_store();
         int64_t a = 0, b = 0;
         {
@@ -211,17 +238,48 @@ TEST_CASE("tamper: two rows swapped are reordered rows naming both ids", "[tampe
             Row ra = read_rows(db, "id = " + std::to_string(a)).at(0);
             Row rb = read_rows(db, "id = " + std::to_string(b)).at(0);
             std::swap(ra.id, rb.id);
-            if (!with_links) std::swap(ra.link, rb.link);
-            write_row(db, ra);
-            write_row(db, rb);
+            write_row(db, rb);  // b's content as row a
+            if (swapped) write_row(db, ra);
         }
-        INFO(t.file << ": rows " << a << " and " << b << " swapped " << (with_links ? "with" : "without")
-                    << " their links");
+        INFO(t.file << ": row " << b << (swapped ? " swapped with row " : " copied over row ") << a);
         const VerifyRun v = verify(copy->store, stopped_store().key);
         check_broken(v, t, "reordered rows", a);
         CHECK(v.file(t.file).what ==
-              "rows " + std::to_string(a) + " and " + std::to_string(b) + " are in each other's place (reordered)");
+              (swapped ? "rows " + std::to_string(a) + " and " + std::to_string(b) + " are in each other's place (reordered)"
+                       : "row " + std::to_string(a) + " holds what eventd stored as row " + std::to_string(b) +
+                             " (rows moved)"));
     }
+}
+
+TEST_CASE("tamper: two rows swapped with their tags is a changed chain segment from the first row's segment",
+          "[tamper]") {
+    // The attacker also swaps the rows' tags in chain_segments: every row then fits its tag, and
+    // the place is known to the segment (a commit's rows), whose link no longer fits.
+    auto rng = tamper_rng();
+    const Target t = pick_shard(rng);
+    const auto copy = copy_of_stopped_store();
+    int64_t a = 0, b = 0, segment_start = 0;
+    {
+        Db db(copy->shard(t.file));
+        const auto ids = inner_event_ids(db);
+        const size_t i = rng() % (ids.size() - 60);
+        a = ids[i];
+        b = ids[i + 1 + rng() % 50];
+        Row ra = read_rows(db, "id = " + std::to_string(a)).at(0);
+        Row rb = read_rows(db, "id = " + std::to_string(b)).at(0);
+        std::swap(ra.id, rb.id);
+        write_row(db, ra);
+        write_row(db, rb);
+        const std::string tag_a = tag_hex(db, a), tag_b = tag_hex(db, b);
+        set_tag(db, a, tag_b);
+        set_tag(db, b, tag_a);
+        segment_start = db.integer("SELECT first_id FROM chain_segments WHERE first_id <= " + std::to_string(a) +
+                                   " AND last_id >= " + std::to_string(a));
+    }
+    INFO(t.file << ": rows " << a << " and " << b << " swapped with their tags");
+    const VerifyRun v = verify(copy->store, stopped_store().key);
+    check_broken(v, t, "changed chain segment", segment_start);
+    CHECK_THAT(v.file(t.file).what, Catch::Contains("are not what their segment of the chain recorded"));
 }
 
 namespace {
@@ -254,12 +312,9 @@ TEST_CASE("tamper: a forged row after eventd's final checkpoint, correctly chain
         const auto head = eventd::store::parse_chain_point(db.metadata("chain_head"));
         REQUIRE(head);
         REQUIRE(head->id == m);
-        Row r = forged_row(db, m + 1);
-        const eventd::store::ChainHead after = eventd::store::chain_next(head->head, r.view());
-        r.link = eventd::store::chain_link(after);
-        write_row(db, r);
+        write_row(db, forged_row(db, m + 1));
         db.set_metadata("max_id_issued", std::to_string(m + 1));
-        db.set_metadata("chain_head", eventd::store::chain_point_text({m + 1, after}));
+        rechain(db);
     }
     INFO(t.file << ": row " << m + 1 << " forged, chained, metadata updated");
     const VerifyRun v = verify(copy->store, stopped_store().key);
@@ -270,21 +325,31 @@ TEST_CASE("tamper: a forged row after eventd's final checkpoint, correctly chain
               "could not seal (keys ended or removed: see its log) — eventd seals the first commit of every start");
 }
 
-TEST_CASE("tamper: a forged row after the last one with a wrong link is a changed row at its id", "[tamper]") {
+TEST_CASE("tamper: a forged row after the last one is an inserted row without a segment, a changed row with a wrong "
+          "tag",
+          "[tamper]") {
     auto rng = tamper_rng();
-    const auto copy = copy_of_stopped_store();
     const Target t = pick_shard(rng);
-    int64_t m = 0;
-    {
-        Db db(copy->shard(t.file));
-        m = db.integer("SELECT max(id) FROM events");
-        Row r = forged_row(db, m + 1);
-        r.link = int64_t(rng());
-        write_row(db, r);
-        db.set_metadata("max_id_issued", std::to_string(m + 1));
+    for (const bool with_segment : {false, true}) {
+        const auto copy = copy_of_stopped_store();
+        int64_t m = 0;
+        {
+            Db db(copy->shard(t.file));
+            m = db.integer("SELECT max(id) FROM events");
+            write_row(db, forged_row(db, m + 1));
+            db.set_metadata("max_id_issued", std::to_string(m + 1));
+            if (with_segment) {
+                const std::string id = std::to_string(m + 1);
+                db.exec("INSERT INTO chain_segments (last_id, first_id, head, tags) VALUES (" + id + ", " + id +
+                        ", randomblob(32), randomblob(4))");
+            }
+        }
+        INFO(t.file << ": row " << m + 1 << " forged " << (with_segment ? "with a random segment" : "without a segment")
+                    << ", max_id_issued updated");
+        const VerifyRun v = verify(copy->store, stopped_store().key);
+        check_broken(v, t, with_segment ? "changed row" : "inserted row", m + 1);
+        if (!with_segment) CHECK_THAT(v.file(t.file).what, Catch::Contains("is in no segment of the chain"));
     }
-    INFO(t.file << ": row " << m + 1 << " forged with a wrong link, max_id_issued updated");
-    check_broken(verify(copy->store, stopped_store().key), t, "changed row", m + 1);
 }
 
 TEST_CASE("tamper: a forged row beyond max_id_issued is an inserted row at its id, chained or not", "[tamper]") {
@@ -300,12 +365,10 @@ TEST_CASE("tamper: a forged row beyond max_id_issued is an inserted row at its i
             Db db(copy->shard(t.file));
             m = db.integer("SELECT max(id) FROM events");
             REQUIRE(db.metadata("max_id_issued") == std::to_string(m));
-            Row r = forged_row(db, m + 1);
-            r.link = chained ? eventd::store::chain_link(eventd::store::chain_next(chain_heads(db).at(m), r.view()))
-                             : int64_t(rng());
-            write_row(db, r);
+            write_row(db, forged_row(db, m + 1));
+            if (chained) rechain(db);
         }
-        INFO(t.file << ": row " << m + 1 << " forged " << (chained ? "with" : "without") << " its chain link");
+        INFO(t.file << ": row " << m + 1 << " forged " << (chained ? "with" : "without") << " its chain segment");
         const VerifyRun v = verify(copy->store, stopped_store().key);
         check_broken(v, t, "inserted row", m + 1);
         CHECK_THAT(v.file(t.file).what, Catch::EndsWith("eventd issued ids up to " + std::to_string(m) + " only"));

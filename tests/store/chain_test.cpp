@@ -87,7 +87,7 @@ TEST_CASE("the chain's encoding is the one docs/STORE.md defines", "[chain]") {
     store::FileId file_id;
     for (int i = 0; i < 16; ++i) file_id[i] = uint8_t(0xf0 + i);
     const ChainHead origin = store::chain_origin(file_id, 0);
-    CHECK(hex(origin) == "92d4f9f620723fcc7c0a9a337dbf4665304d822f0148db7076b51a3c20d44f41");
+    CHECK(hex(origin) == "2ce010e4791888e3de290b86f207b301d50323cce76a3c67c22c84d27eb44676");
 
     store::EventRow row;
     for (int i = 0; i < 16; ++i) row.boot_id[i] = uint8_t(i);
@@ -99,24 +99,41 @@ TEST_CASE("the chain's encoding is the one docs/STORE.md defines", "[chain]") {
     row.effective_token = guid(0x11);
     row.process = guid(0x22);
     row.payload = std::vector<uint8_t>{0x81, 0xa1, 0x61, 0x01};
-    CHECK(hex(store::row_digest(row)) == "4318ebfea908f87a46f249c6339c2ccf2c0a666162a4871299c10fcddb3a77ef");
-    const ChainHead head = store::chain_next(origin, 7, row);
-    CHECK(hex(head) == "22d3c33b78d8dad029ba1769447630245a6995c8f47d3957401a0f20fb0974e4");
-    CHECK(store::chain_link(head) == 2509564077573462736);
-    // A digest made where the row was made (a drain thread) is the one the writer would make,
-    // and the writer takes it as it is.
-    store::EventRow digested = row;
-    digested.content_digest = store::row_digest(row);
-    CHECK(store::chain_next(origin, 7, digested) == head);
-    digested.content_digest->at(0) ^= 1;
-    CHECK(store::chain_next(origin, 7, digested) != head);
+    const store::RowDigest digest = store::row_digest(row);
+    CHECK(hex(digest) == "4318ebfea908f87a46f249c6339c2ccf2c0a666162a4871299c10fcddb3a77ef");
+    CHECK(store::row_tag(digest) == store::RowTag{0x43, 0x18, 0xeb, 0xfe});
 
     // A synthetic row: NULL cpu, sequence, origin, identities and payload.
     store::EventRow bare;
     bare.boot_id = row.boot_id;
     bare.timestamp = 1800000000123456790ull;
     bare.event_type = "synthetic.x";
-    CHECK(hex(store::chain_next(head, 8, bare)) == "2686d09ca5a56e4efac5ec4c18733b0e3ccedf17e45bda22f1f602b275e4d3cd");
+    CHECK(hex(store::row_digest(bare)) == "5b552419cb2d145ce2ddcc045a04f0ced3351b3928487bad134bf22d38299cc8");
+
+    // One segment of rows 7 and 8 …
+    store::SegmentHasher segment;
+    segment.start(origin, 7);
+    segment.add(digest);
+    segment.add(store::row_digest(bare));
+    CHECK(segment.first_id() == 7);
+    CHECK(segment.last_id() == 8);
+    CHECK(segment.tags() == std::vector<uint8_t>{0x43, 0x18, 0xeb, 0xfe, 0x5b, 0x55, 0x24, 0x19});
+    const ChainHead head = segment.finish();
+    CHECK(hex(head) == "95149450ab5fad3d2ad4dd093bd2f54f3f8974c710d85daeb3af5241f6f33ad3");
+    CHECK_FALSE(segment.open());
+    // … is another head than two segments of one row each: where segments end is part of the chain.
+    segment.start(origin, 7);
+    segment.add(digest);
+    const ChainHead first = segment.finish();
+    CHECK(hex(first) == "b7200964814d827f35f8bc5d1e4984146545b6b7cc6b90e3558edf0588891d21");
+    segment.start(first, 8);
+    segment.add(store::row_digest(bare));
+    CHECK(hex(segment.finish()) == "485449b3e8d0d47af2b43c505be360d7db03e5073cdfa98d6c920e8503a546f9");
+    // The same rows under other ids link to another head.
+    segment.start(origin, 9);
+    segment.add(digest);
+    segment.add(store::row_digest(bare));
+    CHECK(segment.finish() != head);
 
     // The reader's form of the row hashes alike.
     store::StoredRow stored;
@@ -130,32 +147,96 @@ TEST_CASE("the chain's encoding is the one docs/STORE.md defines", "[chain]") {
     stored.effective_token = std::span<const uint8_t>(row.effective_token->data(), 16);
     stored.process = std::span<const uint8_t>(row.process->data(), 16);
     stored.payload = std::span<const uint8_t>(*row.payload);
-    CHECK(store::chain_next(origin, stored) == head);
+    CHECK(store::row_digest(stored) == digest);
 }
 
-TEST_CASE("each row stores its link and each commit the chain's head", "[chain]") {
+namespace {
+
+struct StoredSegment {
+    int64_t first = 0;
+    std::string head_hex, tags_hex;
+};
+
+// chain_segments as stored, by last_id.
+std::map<int64_t, StoredSegment> stored_segments(RawDb& raw) {
+    std::map<int64_t, StoredSegment> out;
+    const auto n = raw.count("SELECT count(*) FROM chain_segments");
+    for (int64_t i = 0; i < n; ++i) {
+        const std::string at = " FROM chain_segments ORDER BY last_id LIMIT 1 OFFSET " + std::to_string(i);
+        const int64_t last = raw.count("SELECT last_id" + at);
+        out[last] = {raw.count("SELECT first_id" + at), raw.value("SELECT lower(hex(head))" + at),
+                     raw.value("SELECT lower(hex(tags))" + at)};
+    }
+    return out;
+}
+
+std::string tag_hex(const store::EventRow& row) {
+    const auto tag = store::row_tag(store::row_digest(row));
+    return store::chain_hex(tag);
+}
+
+}  // namespace
+
+TEST_CASE("each commit stores its rows' segment of the chain, and a checkpoint closes one", "[chain]") {
     TempDir dir;
     auto db = open_shard(dir.path());
+    const store::FileId file_id = db->file_id();
+    const auto r1 = event_row({.boot = guid(0xb0), .timestamp = 5, .cpu = 0, .sequence = 1});
+    const auto r2 = event_row({.boot = guid(0xb0), .timestamp = 6, .cpu = 0, .sequence = 2});
     REQUIRE(db->begin().ok());
-    REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 5, .cpu = 0, .sequence = 1})).ok());
-    const ChainHead after_first = db->chain_head();
-    REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 6, .cpu = 0, .sequence = 2})).ok());
+    REQUIRE(db->insert(r1).ok());
+    REQUIRE(db->insert(r2).ok());
+    CHECK(db->chain_head() == store::chain_origin(file_id, 0));  // the segment is still open
     REQUIRE(db->commit().ok());
     RawDb raw(dir / "shard-0000.db");
-    CHECK(raw.value("SELECT chain FROM events WHERE id = 1") == std::to_string(store::chain_link(after_first)));
-    CHECK(raw.value("SELECT value FROM metadata WHERE key = 'chain_head'") == "2:" + hex(db->chain_head()));
+    store::SegmentHasher expected;
+    expected.start(store::chain_origin(file_id, 0), 1);
+    expected.add(store::row_digest(r1));
+    expected.add(store::row_digest(r2));
+    const ChainHead after_two = expected.finish();
+    CHECK(db->chain_head() == after_two);
+    auto segments = stored_segments(raw);
+    REQUIRE(segments.size() == 1);
+    CHECK(segments[2].first == 1);
+    CHECK(segments[2].head_hex == hex(after_two));
+    CHECK(segments[2].tags_hex == tag_hex(r1) + tag_hex(r2));
+    CHECK(raw.value("SELECT value FROM metadata WHERE key = 'chain_head'") == "2:" + hex(after_two));
 
-    // A rolled-back transaction leaves the head where the last commit put it.
+    // A digest brought with the row (made on a drain thread) is taken as it is: a wrong one is
+    // what gets chained.
+    auto r3 = event_row({.boot = guid(0xb0), .timestamp = 7, .cpu = 0, .sequence = 3});
+    r3.content_digest = store::row_digest(r3);
+    r3.content_digest->at(0) ^= 1;
+    REQUIRE(db->begin().ok());
+    REQUIRE(db->insert(r3).ok());
+    // close_segment() (what a checkpoint signs) ends a segment inside the transaction.
+    auto closed = db->close_segment();
+    REQUIRE(closed.ok());
+    expected.start(after_two, 3);
+    expected.add(*r3.content_digest);
+    CHECK(*closed == expected.finish());
+    const auto r4 = event_row({.boot = guid(0xb0), .timestamp = 8, .cpu = 0, .sequence = 4});
+    REQUIRE(db->insert(r4).ok());
+    REQUIRE(db->commit().ok());
+    segments = stored_segments(raw);
+    REQUIRE(segments.size() == 3);
+    CHECK(segments[3].first == 3);
+    CHECK(segments[3].head_hex == hex(*closed));
+    CHECK(segments[4].first == 4);
+
+    // A rolled-back transaction leaves the head and the segments where the last commit put them.
     const ChainHead committed = db->chain_head();
     REQUIRE(db->begin().ok());
-    REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 7, .cpu = 0, .sequence = 3})).ok());
+    REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = 9, .cpu = 0, .sequence = 5})).ok());
+    REQUIRE(db->close_segment().ok());
     db->rollback();
     CHECK(db->chain_head() == committed);
+    CHECK(stored_segments(raw).size() == 3);
     db.reset();
     CHECK(open_shard(dir.path())->chain_head() == committed);
 }
 
-TEST_CASE("a shard from before chains gets the column and a chain that starts after its last row", "[chain]") {
+TEST_CASE("a shard from before chains gets chain_segments and a chain that starts after its last row", "[chain]") {
     TempDir dir;
     {
         auto db = open_shard(dir.path());
@@ -166,15 +247,15 @@ TEST_CASE("a shard from before chains gets the column and a chain that starts af
     }
     {  // as an eventd before issue 28 left it
         RawDb raw(dir / "shard-0000.db");
-        raw.exec("ALTER TABLE events DROP COLUMN chain");
+        raw.exec("DROP TABLE chain_segments");
         raw.exec("DELETE FROM metadata WHERE key IN ('chain_origin', 'chain_head')");
     }
     auto db = open_shard(dir.path());
     RawDb raw(dir / "shard-0000.db");
-    CHECK(raw.count("SELECT count(*) FROM pragma_table_info('events') WHERE name = 'chain'") == 1);
+    CHECK(raw.count("SELECT count(*) FROM sqlite_master WHERE name = 'chain_segments'") == 1);
     CHECK(raw.value("SELECT value FROM metadata WHERE key = 'chain_origin'") ==
           "3:" + hex(store::chain_origin(db->file_id(), 3)));
-    CHECK(raw.count("SELECT count(*) FROM events WHERE chain IS NULL") == 3);
+    CHECK(raw.count("SELECT count(*) FROM chain_segments") == 0);
 
     const auto key = make_keys(dir.path());
     auto sealer = seal::Sealer::load(dir.path());

@@ -52,6 +52,7 @@ TEST_CASE("creating a shard produces exactly the 3.1 schema", "[open]") {
     CHECK(raw.rows("SELECT type, name, tbl_name FROM sqlite_master ORDER BY type, name") ==
           Rows{{"index", "idx_events_timestamp", "events"},
                {"index", "sqlite_autoindex_metadata_1", "metadata"},
+               {"table", "chain_segments", "chain_segments"},
                {"table", "events", "events"},
                {"table", "metadata", "metadata"},
                {"table", "sequence_state", "sequence_state"}});
@@ -68,8 +69,7 @@ TEST_CASE("creating a shard produces exactly the 3.1 schema", "[open]") {
                {"effective_token_guid", "BLOB", "0", "0"},
                {"true_token_guid", "BLOB", "0", "0"},
                {"process_guid", "BLOB", "0", "0"},
-               {"payload", "BLOB", "0", "0"},
-               {"chain", "INTEGER", "0", "0"}});
+               {"payload", "BLOB", "0", "0"}});
     CHECK(raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('metadata')") ==
           Rows{{"key", "TEXT", "0", "1"}, {"value", "TEXT", "1", "0"}});
     CHECK(raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('sequence_state')") ==

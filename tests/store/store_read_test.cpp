@@ -417,7 +417,7 @@ json record_of(const std::optional<std::vector<uint8_t>>& payload, bool syntheti
     REQUIRE(sqlite3_open(":memory:", &db) == SQLITE_OK);
     REQUIRE(sqlite3_exec(db, store::create_events_sql().c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_stmt* ins = nullptr;
-    REQUIRE(sqlite3_prepare_v2(db, "INSERT INTO events VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)", -1, &ins,
+    REQUIRE(sqlite3_prepare_v2(db, "INSERT INTO events VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &ins,
                                nullptr) == SQLITE_OK);
     const auto g = [](uint8_t b) { return std::vector<uint8_t>(16, b); };
     const auto boot = g(0xab), eff = g(0x01), tru = g(0x02), proc = g(0x03);
