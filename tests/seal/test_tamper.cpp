@@ -4,6 +4,8 @@
 // `eventctl verify` must name the kind of break and the first row concerned — and leave the other
 // shard verified. Rows are picked at random (the seed is printed; SEAL_TAMPER_SEED replays it).
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
@@ -214,6 +216,22 @@ std::string tag_hex(Db& db, int64_t row) {
     return *tag;
 }
 
+// Two KMES rows a < b at most 51 apart, strictly between the first and last checkpoint.
+std::pair<int64_t, int64_t> near_pair(std::mt19937_64& rng, Db& db) {
+    const auto ids = inner_event_ids(db);
+    const size_t i = rng() % (ids.size() - 60);
+    return {ids[i], ids[i + 1 + rng() % 50]};
+}
+
+// Row b's columns written as row a; with `both`, a's as row b too (swapped).
+void move_rows(Db& db, int64_t a, int64_t b, bool both) {
+    Row ra = read_rows(db, "id = " + std::to_string(a)).at(0);
+    Row rb = read_rows(db, "id = " + std::to_string(b)).at(0);
+    std::swap(ra.id, rb.id);
+    write_row(db, rb);
+    if (both) write_row(db, ra);
+}
+
 void set_tag(Db& db, int64_t row, const std::string& tag_hex) {
     const std::string id = std::to_string(row), at = "(" + id + " - first_id) * 4";
     db.exec("UPDATE chain_segments SET tags = substr(tags, 1, " + at + ") || x'" + tag_hex + "' || substr(tags, " + at +
@@ -231,15 +249,8 @@ TEST_CASE("tamper: two rows swapped are reordered rows naming both ids; one row 
         int64_t a = 0, b = 0;
         {
             Db db(copy->shard(t.file));
-            const auto ids = inner_event_ids(db);
-            const size_t i = rng() % (ids.size() - 60);
-            a = ids[i];
-            b = ids[i + 1 + rng() % 50];
-            Row ra = read_rows(db, "id = " + std::to_string(a)).at(0);
-            Row rb = read_rows(db, "id = " + std::to_string(b)).at(0);
-            std::swap(ra.id, rb.id);
-            write_row(db, rb);  // b's content as row a
-            if (swapped) write_row(db, ra);
+            std::tie(a, b) = near_pair(rng, db);
+            move_rows(db, a, b, swapped);
         }
         INFO(t.file << ": row " << b << (swapped ? " swapped with row " : " copied over row ") << a);
         const VerifyRun v = verify(copy->store, stopped_store().key);
@@ -261,15 +272,8 @@ TEST_CASE("tamper: two rows swapped with their tags is a changed chain segment f
     int64_t a = 0, b = 0, segment_start = 0;
     {
         Db db(copy->shard(t.file));
-        const auto ids = inner_event_ids(db);
-        const size_t i = rng() % (ids.size() - 60);
-        a = ids[i];
-        b = ids[i + 1 + rng() % 50];
-        Row ra = read_rows(db, "id = " + std::to_string(a)).at(0);
-        Row rb = read_rows(db, "id = " + std::to_string(b)).at(0);
-        std::swap(ra.id, rb.id);
-        write_row(db, ra);
-        write_row(db, rb);
+        std::tie(a, b) = near_pair(rng, db);
+        move_rows(db, a, b, true);
         const std::string tag_a = tag_hex(db, a), tag_b = tag_hex(db, b);
         set_tag(db, a, tag_b);
         set_tag(db, b, tag_a);
