@@ -287,9 +287,12 @@ TEST_CASE("retention of a sealed shard deletes whole sealed prefixes and the res
     RawDb raw(dir / "shard-0000.db");
 
     SECTION("without a cutoff: the first sealed segment, in batches, the checkpoint kept as anchor") {
+        CHECK(raw.count("SELECT count(*) FROM chain_segments WHERE last_id <= 10") == 1);  // rows 1-10
         CHECK(deleted(*db, 0, 4) == 4);
-        // The origin moved first: what is left before it is deleted next, however old.
+        // The origin moved first: what is left before it is deleted next, however old. The
+        // prefix's segments went with the first batch.
         CHECK(raw.value("SELECT value FROM metadata WHERE key = 'chain_origin'").starts_with("10:"));
+        CHECK(raw.count("SELECT count(*) FROM chain_segments WHERE last_id <= 10") == 0);
         // Stopped here (eventd stopped between two batches), the store verifies: rows 5-10 are
         // outside the chain, counted as waiting for retention, not as rows from before chains.
         {
@@ -317,6 +320,7 @@ TEST_CASE("retention of a sealed shard deletes whole sealed prefixes and the res
         // Checkpoint rows carry the time they were sealed (now); the cutoff is after all three.
         REQUIRE(deleted(*db, now_ns() + 10'000'000'000ull, 1000) == 32);
         CHECK(raw.value("SELECT min(id) FROM events") == "33");
+        CHECK(raw.value("SELECT min(first_id) FROM chain_segments") == "33");
         CHECK(deleted(*db, now_ns() + 10'000'000'000ull, 1000) == 0);  // nothing sealed is left before it
         const auto report = verify(dir.path(), key);
         INFO(describe(report));
@@ -339,6 +343,24 @@ TEST_CASE("retention of a sealed shard deletes whole sealed prefixes and the res
         REQUIRE(report.files[0].broken);
         CHECK(report.files[0].broken->row == 13);
     }
+}
+
+TEST_CASE("retention of an unsealed shard drops the segments of the rows it deleted", "[chain]") {
+    TempDir dir;
+    auto db = open_shard(dir.path());
+    // Three commits: rows 1-3 (times 1-3), 4-6 (times 4-6), 7-9 (times 7-9).
+    for (uint64_t first = 1; first <= 7; first += 3) {
+        REQUIRE(db->begin().ok());
+        for (uint64_t s = first; s < first + 3; ++s)
+            REQUIRE(db->insert(event_row({.boot = guid(0xb0), .timestamp = s, .cpu = 0, .sequence = s})).ok());
+        REQUIRE(db->commit().ok());
+    }
+    RawDb raw(dir / "shard-0000.db");
+    REQUIRE(raw.count("SELECT count(*) FROM chain_segments") == 3);
+    CHECK(deleted(*db, 5, 100) == 4);  // rows 1-4: the first segment is gone, the second half
+    CHECK(raw.value("SELECT group_concat(last_id) FROM chain_segments") == "6,9");
+    CHECK(deleted(*db, 0, 100) == 5);  // every row
+    CHECK(raw.count("SELECT count(*) FROM chain_segments") == 0);
 }
 
 TEST_CASE("sealing begins afresh on a shard retention cut holes into before it was sealed", "[chain]") {
