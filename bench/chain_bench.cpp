@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/big_endian.hpp"
 #include "harness.hpp"
 #include "store/row_chain.hpp"
 
@@ -128,7 +129,8 @@ int main(int argc, char** argv) {
         bench::Contender v2{bench::loop_of([&] {
             uint8_t link[72];
             std::memcpy(link, head.data(), 32);
-            for (int i = 0; i < 8; ++i) link[32 + i] = uint8_t(uint64_t(id) >> (56 - 8 * i));
+            const auto id_bytes = base::big_endian(uint64_t(id));
+            std::memcpy(link + 32, id_bytes.data(), id_bytes.size());
             std::memcpy(link + 40, digested.content_digest->data(), 32);
             ++id;
             SHA256_CTX context;  // as c293d68 hashed it: no EVP context, which allocates

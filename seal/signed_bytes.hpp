@@ -5,13 +5,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/big_endian.hpp"
+
 namespace eventd::seal {
 
 inline void put_u64(std::vector<uint8_t>& out, uint64_t v) {
-    for (int s = 56; s >= 0; s -= 8) out.push_back(uint8_t(v >> s));
+    const auto bytes = base::big_endian(v);
+    out.insert(out.end(), bytes.begin(), bytes.end());
 }
 inline void put_u32(std::vector<uint8_t>& out, uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) out.push_back(uint8_t(v >> s));
+    const auto bytes = base::big_endian(v);
+    out.insert(out.end(), bytes.begin(), bytes.end());
 }
 
 }  // namespace eventd::seal

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/big_endian.hpp"
 #include "base/hex.hpp"
 
 namespace eventd::store {
@@ -46,21 +47,14 @@ private:
     SHA256_CTX context_;
 };
 
-// Big-endian appends into a fixed buffer: the canonical bytes are defined byte by byte
-// (docs/STORE.md), independent of this machine's endianness.
+// Appends into a fixed buffer, integers big-endian: the canonical bytes are defined byte by byte
+// (docs/STORE.md).
 class Bytes {
 public:
     void u8(uint8_t v) { buf_[n_++] = v; }
-    void u16(uint16_t v) {
-        u8(uint8_t(v >> 8));
-        u8(uint8_t(v));
-    }
-    void u32(uint32_t v) {
-        for (int s = 24; s >= 0; s -= 8) u8(uint8_t(v >> s));
-    }
-    void u64(uint64_t v) {
-        for (int s = 56; s >= 0; s -= 8) u8(uint8_t(v >> s));
-    }
+    void u16(uint16_t v) { raw(base::big_endian(v)); }
+    void u32(uint32_t v) { raw(base::big_endian(v)); }
+    void u64(uint64_t v) { raw(base::big_endian(v)); }
     void raw(std::span<const uint8_t> b) {
         std::memcpy(buf_.data() + n_, b.data(), b.size());
         n_ += b.size();
