@@ -19,9 +19,10 @@
 #      (the shard's writer, which bounds the drain): CPU ratios hold on a shared machine where
 #      the wall-clock rates scatter;
 #   2. the chain per row in process (kmes-bench-chain), 100 and 300 B payloads: the drain's
-#      row digest, the writer's link, the verifier's step, against the first design's one
-#      BLAKE2b over the whole row on the writer; run with and without sodium_init() (libsodium
-#      picks its BLAKE2b implementation there);
+#      row digest, the writer's share (a segment's running SHA-256 and a tag), the verifier's
+#      step, against the earlier designs' writer: v2's per-row link and v1's one BLAKE2b over
+#      the whole row; run with and without sodium_init() (libsodium picks its BLAKE2b
+#      implementation there);
 #   3. verify: a sealed store of VROWS events made by eventd (CheckpointIntervalSeconds 1,
 #      emitted in chunks while it runs), stopped; then `eventctl verify` against `journalctl
 #      --verify` on journal files of the same number of entries, written by
