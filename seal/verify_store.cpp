@@ -204,7 +204,8 @@ private:
         if (!stmt) return (void)fail_file(FindingKind::unreadable, stmt.error().message);
         auto segments = store::detail::prepare(db_.get(), kSegmentsSql, file_);
         if (!segments) return (void)fail_file(FindingKind::unreadable, segments.error().message);
-        segments_ = segments->get();
+        segments_stmt_ = std::move(*segments);
+        segments_ = segments_stmt_.get();
         sqlite3_bind_int64(segments_, 1, origin_id_);
         int64_t expected = origin_id_ + 1;
         int rc;
@@ -464,7 +465,8 @@ private:
     bool anchored_ = false;  // the chain starts at a checkpoint retention kept
     int64_t max_id_issued_ = 0;
     ChainHead head_{};                // after the last segment checked
-    sqlite3_stmt* segments_ = nullptr;  // walk()'s cursor over chain_segments, in id order
+    store::detail::StmtPtr segments_stmt_;  // walk()'s cursor over chain_segments, in id order
+    sqlite3_stmt* segments_ = nullptr;      // the same, as the SQLite calls take it
     std::optional<Segment> segment_;  // the segment the next row belongs to, once opened
     store::SegmentHasher hasher_;     // its link so far
     std::optional<Checkpoint> previous_;

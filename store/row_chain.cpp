@@ -188,6 +188,7 @@ void SegmentHasher::start(const ChainHead& previous, int64_t first_id) {
     state_->hash.update(previous);
     first_id_ = first_id;
     count_ = 0;
+    open_ = true;
     tags_.clear();
 }
 
@@ -203,7 +204,7 @@ ChainHead SegmentHasher::finish() {
     ids.u64(uint64_t(first_id_));
     ids.u64(uint64_t(last_id()));
     state_->hash.update(ids.bytes());
-    count_ = 0;
+    open_ = false;
     return state_->hash.final();
 }
 

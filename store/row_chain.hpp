@@ -73,21 +73,22 @@ public:
 
     void start(const ChainHead& previous, int64_t first_id);
     void add(const RowDigest& digest);  // the row with the next id
-    bool open() const { return count_ != 0; }
+    bool open() const { return open_; }
     int64_t first_id() const { return first_id_; }
     int64_t last_id() const { return first_id_ + int64_t(count_) - 1; }
     // The rows' tags so far, kTagBytes each, in id order.
     const std::vector<uint8_t>& tags() const { return tags_; }
     // head(first_id … last_id). The hasher is then closed (open() false) until start(); its
-    // first_id(), tags() stay readable.
+    // first_id(), last_id() and tags() stay readable.
     ChainHead finish();
-    void discard() { count_ = 0; }  // a rolled-back transaction's rows
+    void discard() { open_ = false; }  // a rolled-back transaction's rows
 
 private:
     struct State;
     std::unique_ptr<State> state_;
     int64_t first_id_ = 0;
     size_t count_ = 0;
+    bool open_ = false;
     std::vector<uint8_t> tags_;
 };
 

@@ -84,10 +84,8 @@ bool same_type(const std::string& declared, const char* expected) {
     return strcasecmp(declared.c_str(), expected) == 0;
 }
 
-// `optional_tail`: that many of the last expected columns may be missing (a column added
-// to the table after files had been created without it).
 base::Status verify_columns(sqlite3* db, const char* table, const std::vector<Column>& expected,
-                            const std::filesystem::path& file, size_t optional_tail = 0) {
+                            const std::filesystem::path& file) {
     // table_info takes no bound parameters; `table` is one of our constant names.
     auto stmt = prepare(db, (std::string("PRAGMA table_info(") + table + ")").c_str(), file);
     if (!stmt) return stmt.error();
@@ -109,7 +107,7 @@ base::Status verify_columns(sqlite3* db, const char* table, const std::vector<Co
     }
     if (rc != SQLITE_DONE) return sqlite_error(db, rc, file, std::string("read the columns of ") + table);
     if (i == 0) return broken(file, std::string("table ") + table + " is missing");
-    if (i != expected.size() && i != expected.size() - optional_tail) {
+    if (i != expected.size()) {
         return broken(file, std::string(table) + " lacks column " + expected[i].name);
     }
     return {};

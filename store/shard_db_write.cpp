@@ -97,12 +97,10 @@ Status ShardDb::insert(const EventRow& row) {
 Result<ChainHead> ShardDb::close_segment() {
     if (!in_transaction()) return misuse(path_, "close_segment() outside a transaction");
     if (!segment_.open()) return head_;
-    const int64_t first = segment_.first_id();
-    const int64_t last = segment_.last_id();
     const ChainHead head = segment_.finish();
     sqlite3_stmt* stmt = insert_segment_;
-    sqlite3_bind_int64(stmt, 1, last);
-    sqlite3_bind_int64(stmt, 2, first);
+    sqlite3_bind_int64(stmt, 1, segment_.last_id());
+    sqlite3_bind_int64(stmt, 2, segment_.first_id());
     sqlite3_bind_blob(stmt, 3, head.data(), int(head.size()), SQLITE_STATIC);
     const auto& tags = segment_.tags();
     sqlite3_bind_blob(stmt, 4, tags.data(), int(tags.size()), SQLITE_STATIC);

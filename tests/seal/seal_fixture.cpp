@@ -304,11 +304,10 @@ store::ChainPoint rechain(Db& db, bool rewrite_checkpoint_heads) {
     store::ChainPoint point = *origin;
     store::SegmentHasher segment;
     auto close = [&] {
-        const int64_t first = segment.first_id(), last = segment.last_id();
-        point = {last, segment.finish()};
+        point = {segment.last_id(), segment.finish()};
         Stmt st(db.raw(), "INSERT INTO chain_segments (last_id, first_id, head, tags) VALUES (?1, ?2, ?3, ?4)");
-        sqlite3_bind_int64(st.s, 1, last);
-        sqlite3_bind_int64(st.s, 2, first);
+        sqlite3_bind_int64(st.s, 1, segment.last_id());
+        sqlite3_bind_int64(st.s, 2, segment.first_id());
         sqlite3_bind_blob(st.s, 3, point.head.data(), int(point.head.size()), SQLITE_TRANSIENT);
         sqlite3_bind_blob(st.s, 4, segment.tags().data(), int(segment.tags().size()), SQLITE_TRANSIENT);
         REQUIRE(sqlite3_step(st.s) == SQLITE_DONE);

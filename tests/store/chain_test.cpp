@@ -121,6 +121,7 @@ TEST_CASE("the chain's encoding is the one docs/STORE.md defines", "[chain]") {
     const ChainHead head = segment.finish();
     CHECK(hex(head) == "95149450ab5fad3d2ad4dd093bd2f54f3f8974c710d85daeb3af5241f6f33ad3");
     CHECK_FALSE(segment.open());
+    CHECK(segment.last_id() == 8);  // still readable: the writer records the segment after finish()
     // … is another head than two segments of one row each: where segments end is part of the chain.
     segment.start(origin, 7);
     segment.add(digest);
