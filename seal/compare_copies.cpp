@@ -51,7 +51,7 @@ base::Result<std::map<store::FileId, HostFile>> host_files(const fs::path& dir) 
 }
 
 std::optional<Checkpoint> checkpoint_at(HostFile& f, int64_t row) {
-    auto stmt = store::detail::prepare(f.db.get(), "SELECT event_type, payload FROM events WHERE id = ?1", f.path);
+    auto stmt = store::detail::prepare(f.db.get(), "SELECT event_type, payload FROM events WHERE id = ?1 AND origin_class IS NULL AND sequence IS NULL", f.path);
     if (!stmt) return std::nullopt;
     sqlite3_bind_int64(stmt->get(), 1, row);
     if (sqlite3_step(stmt->get()) != SQLITE_ROW) return std::nullopt;

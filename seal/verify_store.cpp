@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "base/hex.hpp"
+#include "base/reserved_types.hpp"
 #include "seal/checkpoint.hpp"
 #include "store/event_columns.hpp"
 #include "store/row_chain.hpp"
@@ -375,7 +376,12 @@ private:
 
     // A collector's store holds its hosts' checkpoints as records (forwarded, FORWARD.md): rows
     // like any other. A checkpoint of this file names its file id.
+    // Issue 39: only eventd writes checkpoints, as its own records (no origin class, no
+    // sequence: base/reserved_types.hpp). A row of the type from anywhere else — an emitter
+    // before the shim refused the namespace, a forged record forwarded by a host — is an
+    // ordinary row, chained and checked like any, never an alarm and never an end of the check.
     bool own_checkpoint(const ReadRow& r) const {
+        if (r.row.sequence || !base::has_product_origin(r.row.event_type, r.row.origin_class)) return false;
         if (!r.row.payload) return true;  // not a checkpoint at all: check_checkpoint says so
         const auto c = parse_checkpoint(*r.row.payload);
         return !c || c->file_id == file_id_;

@@ -191,13 +191,14 @@ Status ShardDb::prepare_statements() {
         {&delete_segments_before_,
          "DELETE FROM chain_segments WHERE last_id < coalesce((SELECT min(id) FROM events), ?1)"},
         // The checkpoint ending the next sealed prefix, and the head it sealed (seal/checkpoint.hpp).
-        // This file's own: a collector also stores its hosts' checkpoints, as records.
+        // This file's own: a collector also stores its hosts' checkpoints, as records. eventd's own
+        // records only (no origin, no sequence; base/reserved_types.hpp): never a forged row.
         {&anchor_before_,
-         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' "
+         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' AND origin_class IS NULL AND sequence IS NULL "
          "AND timestamp < ?1 AND id > ?2 AND msgpack_extract(payload, '$.file_id') = ?3 "
          "AND msgpack_extract(payload, '$.last_row') = id - 1 ORDER BY id DESC LIMIT 1"},
         {&anchor_next_,
-         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' "
+         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' AND origin_class IS NULL AND sequence IS NULL "
          "AND id > ?1 AND msgpack_extract(payload, '$.file_id') = ?2 "
          "AND msgpack_extract(payload, '$.last_row') = id - 1 ORDER BY id LIMIT 1"},
         {&oldest_, "SELECT min(timestamp) FROM events"},

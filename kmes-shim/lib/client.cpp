@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attach.hpp"
+#include "base/reserved_types.hpp"
 #include "kmes/kmes.h"
 #include "request.hpp"
 #include "ring_region.hpp"
@@ -252,7 +253,12 @@ int kmes_emit_batch(const kmes_emit_entry* entries, uint32_t count, uint32_t* em
     if (emit_exchange(message, reply) != 0) return -1;
     if (reply.error == 0 && !table_ok) reply.error = EFAULT;                        // shim passed steps 1–3
     if (reply.error == EFAULT && emitted_out == nullptr) return set_errno(EFAULT);  // step 4
-    const bool before_step4 = reply.error == EPERM || reply.error == EAGAIN ||
+    // An EPERM for entry N (a reserved type, step 13) reports N like any entry's error; the
+    // reply does not say which step decided, so the entry's type tells (the same rule).
+    const bool entry_eperm = reply.error == EPERM && table_ok && reply.emitted < count &&
+                             base::is_reserved_type(std::string_view(entries[reply.emitted].event_type,
+                                                                     entries[reply.emitted].event_type_len));
+    const bool before_step4 = (reply.error == EPERM && !entry_eperm) || reply.error == EAGAIN ||
                               (reply.error == EINVAL && (count == 0 || count > KMES_MAX_BATCH));
     if (!before_step4 && emitted_out) *emitted_out = reply.emitted;
     return reply.error != 0 ? set_errno(reply.error) : 0;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/reserved_types.hpp"
+
 namespace kmes::shim {
 namespace {
 
@@ -98,7 +100,10 @@ public:
                 ok = ok && types.is_object() && !types.empty();
                 if (ok) {
                     for (auto it = types.begin(); it != types.end(); ++it) {
-                        ok = ok && !it.key().empty() && is_count(it.value()) && it.value().get<uint64_t>() > 0 &&
+                        // A generator stands in for an emitter: the product's namespaces are
+                        // not its to write (base/reserved_types.hpp, issue 39).
+                        ok = ok && !it.key().empty() && !base::is_reserved_type(it.key()) && is_count(it.value()) &&
+                             it.value().get<uint64_t>() > 0 &&
                              it.value().get<uint64_t>() <= 1'000'000;
                         if (ok) spec.types[it.key()] = it.value().get<uint32_t>();
                     }
@@ -234,7 +239,7 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
                     const auto colon = item.find(':');
                     const uint32_t weight = colon == std::string::npos ? 1 : std::stoul(item.substr(colon + 1));
                     const std::string type = item.substr(0, colon);
-                    if (type.empty() || weight == 0) throw std::invalid_argument(item);
+                    if (type.empty() || weight == 0 || base::is_reserved_type(type)) throw std::invalid_argument(item);
                     spec.types[type] = weight;
                 }
                 if (spec.types.empty()) throw std::invalid_argument(value);
@@ -244,7 +249,8 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
         } catch (const std::exception&) {
             if (error)
                 *error = "bad --generate field '" + field +
-                         "' (want rate=0..100000000,payload=0..1048576,origin=0..255,count=N,types=a:3+b:1)";
+                         "' (want rate=0..100000000,payload=0..1048576,origin=0..255,count=N,types=a:3+b:1; types outside the "
+                         "reserved synthetic., audit., kmes., bpf., alert.)";
             return std::nullopt;
         }
     }

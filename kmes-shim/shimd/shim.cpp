@@ -5,6 +5,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
 #include <spdlog/spdlog.h>
 
 #include "base/thread_boundary.hpp"
@@ -12,6 +16,22 @@
 namespace kmes::shim {
 namespace {
 int64_t group_value(const std::optional<gid_t>& g) { return g ? int64_t(*g) : -1; }
+
+// Test-only (KMES-SHIM.md "Test-only environment"): emitters may write the reserved event
+// namespaces again, as a shim before issue 39 let them. The tests make with it the forged rows
+// an older store can hold, and check that the verifier, retention, eventctl and the collector
+// take them for ordinary rows. A build without sync points only says it ignores it.
+bool reserved_types_allowed_for_tests() {
+    const char* v = std::getenv("KMES_TEST_ALLOW_RESERVED_TYPES");
+    if (!v || std::string_view(v) != "1") return false;
+#ifdef KMES_SYNC_POINTS
+    std::fprintf(stderr, "test-only KMES_TEST_ALLOW_RESERVED_TYPES=1: emitters may write the reserved event types\n");
+    return true;
+#else
+    std::fprintf(stderr, "KMES_TEST_ALLOW_RESERVED_TYPES ignored: built without sync points (test-only)\n");
+    return false;
+#endif
+}
 }  // namespace
 
 Shim::Shim(const ShimConfig& config)
@@ -20,6 +40,7 @@ Shim::Shim(const ShimConfig& config)
       max_nesting_depth_(ShimConfig{}.max_nesting_depth),
       attach_group_(group_value(config.attach_group)),
       emit_group_(group_value(config.emit_group)),
+      test_allow_reserved_types_(reserved_types_allowed_for_tests()),
       limiter_(ShimConfig{}.max_emit_rate) {
     // Until the "registry" is read, the §6.1 keys hold their compiled-in defaults (§6.1.3).
     const ShimConfig defaults;

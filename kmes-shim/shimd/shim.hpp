@@ -78,6 +78,9 @@ private:
     std::atomic<uint32_t> max_nesting_depth_;
     std::atomic<int64_t> attach_group_;  // -1: root only
     std::atomic<int64_t> emit_group_;
+    // KMES_TEST_ALLOW_RESERVED_TYPES=1 in a build with sync points (shim.cpp): emitters may
+    // write the reserved namespaces, as before issue 39 — how tests make forged rows.
+    const bool test_allow_reserved_types_;
     RateLimiter limiter_;
 
     std::unique_ptr<RingSet> rings_;

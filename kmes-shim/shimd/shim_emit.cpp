@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/reserved_types.hpp"
 #include "shim.hpp"
 #include "validation.hpp"
 
@@ -126,6 +127,13 @@ wire::Reply Shim::emit(int fd, const PeerCredentials& peer, const Identity& iden
         const std::span<const uint8_t> payload(message.data() + offset + entry.type_len, entry.payload_len);
         if (entry.type_len == 0 || !valid_utf8(type) || !valid_msgpack(payload, depth)) {
             failure = EINVAL;
+            break;
+        }
+        // Step 13 (ours, issue 39; ABI.md "Reserved namespaces"): synthetic.*, audit.*, kmes.*,
+        // bpf.* and alert.* are written by the product's own sources only — an emitter's
+        // request for one, root's included, would let it forge kernel or eventd records.
+        if (base::is_reserved_type(type) && !test_allow_reserved_types_) {
+            failure = EPERM;
             break;
         }
         accepted.push_back(Accepted{offset, entry.type_len, entry.payload_len});

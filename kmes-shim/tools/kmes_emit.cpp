@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/cli.hpp"
+#include "base/reserved_types.hpp"
 #include "errno_text.hpp"
 #include "kmes/kmes.h"
 
@@ -78,7 +79,10 @@ std::vector<uint8_t> load_payload(const Options& o) {
 }
 
 // Why the shim said no, in the words of the §4 validation order.
-std::string emit_advice(int code) {
+std::string emit_advice(int code, const std::string& type) {
+    if (code == EPERM && base::is_reserved_type(type))
+        return "the type " + type + " is in a namespace only eventd and kmes-shimd write (synthetic., audit., kmes., "
+               "bpf., alert.): no emitter may use it, root included; choose a namespace of your own.";
     switch (code) {
         case EAGAIN:
             return "the per-process rate limit (MaxEmitRatePerProcess) is used up; lower --rate, or pass "
@@ -171,7 +175,7 @@ int run(const Options& o, const std::vector<uint8_t>& payload) {
         std::fprintf(stderr, "kmes-emit: %s failed: %s; %llu of %llu events emitted\n", call,
                      kmes::tools::errno_text(code).c_str(), static_cast<unsigned long long>(emitted),
                      static_cast<unsigned long long>(o.count));
-        std::string advice = emit_advice(code);
+        std::string advice = emit_advice(code, o.type);
         if (code == EAGAIN && o.retry_eagain) {
             advice = "gave up after " + std::to_string(kGiveUpWithoutProgress.count()) + " s without progress" +
                      (o.batch > 1 ? ": a --batch larger than MaxEmitRatePerProcess never fits the per-process "
@@ -209,7 +213,9 @@ int main(int argc, char** argv) {
         "kmes-emit"};
     Options o;
     std::string json_text, msgpack_path;
-    app.add_option("-t,--type", o.type, "event type, e.g. demo.click (UTF-8, 1..65535 bytes)")->required();
+    app.add_option("-t,--type", o.type,
+                   "event type, e.g. demo.click (UTF-8, 1..65535 bytes; not under synthetic., audit., kmes., bpf., "
+                   "alert.: those are the product's own)")->required();
     auto* json_opt = app.add_option("-j,--json", json_text, "payload as JSON text, encoded to msgpack (default: {})");
     auto* msgpack_opt = app.add_option("-m,--msgpack", msgpack_path, "payload: raw msgpack bytes from FILE (- = stdin)")
                             ->type_name("FILE");

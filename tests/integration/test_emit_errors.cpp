@@ -61,6 +61,37 @@ TEST_CASE("emit EPERM: a caller neither root nor in EmitGroup, checked before an
     require_no_sequence_gap(kEmitErrorRings, 0);
 }
 
+// Issue 39 (ABI.md "Reserved namespaces"): the product's own types are refused to every
+// emitter — a member of EmitGroup and root alike — as step 13, after the entry's validation.
+TEST_CASE("emit EPERM: a type in a reserved namespace, for every emitter, root included", "[emit-errors]") {
+    auto shim = ShimProcess::start(rate_limited());
+    const std::vector<std::string> reserved = {"synthetic.checkpoint", "synthetic.gap", "audit.syscall",
+                                               "kmes.config_rejected", "bpf.exec", "alert.high", "audit"};
+    for (const std::string& type : reserved) {
+        INFO(type);
+        CHECK(errno_name(emit(type, json{{"uid", 0}})) == "EPERM");
+        const ProbeRun member = run_probe(as_nobody({kEmitGid}), {"emit:1:" + type});
+        INFO(member.output());
+        CHECK(member.get("emit", "err") == "EPERM");
+    }
+    // Only the first component counts, exactly: these are anyone's.
+    const std::vector<std::string> open = {"auditx.y", "Audit.syscall", "app.audit.syscall", "kacs.access_check",
+                                           "synthetics"};
+    for (const std::string& type : open) {
+        INFO(type);
+        CHECK(emit(type, json::object()) == 0);
+    }
+    // In a batch, entry N of a reserved type stops it there: 0..N-1 emitted, N reported.
+    static const char ok_type[] = "app.ok", forged[] = "synthetic.checkpoint";
+    const auto payload = json::to_msgpack(json::object());
+    const kmes_emit_entry good{ok_type, uint16_t(sizeof ok_type - 1), payload.data(), uint32_t(payload.size())};
+    const kmes_emit_entry bad{forged, uint16_t(sizeof forged - 1), payload.data(), uint32_t(payload.size())};
+    uint32_t emitted = 12345;
+    CHECK(errno_name(emit_batch({good, good, bad, good}, &emitted)) == "EPERM");
+    CHECK(emitted == 2);
+    require_no_sequence_gap(kEmitErrorRings, open.size() + 2);
+}
+
 // ---- EAGAIN ------------------------------------------------------------------------------
 
 TEST_CASE("emit EAGAIN: a non-root emitter gets a burst of MaxEmitRatePerProcess, then EAGAIN", "[emit-errors]") {

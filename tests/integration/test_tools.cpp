@@ -118,6 +118,10 @@ TEST_CASE("kmes-emit and kmes-tail: options, payloads and exit statuses", "[tool
     r = run(emit + " -t tools.huge --json '{\"s\":\"" + std::string(70000, 'x') + "\"}'");
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains("ENOSPC") && Catch::Contains("larger than MaxEventSize"));
+    // A reserved type (issue 39): EPERM, and why — the product's namespace, not a missing group.
+    r = run(emit + " -t audit.syscall --json '{\"uid\":0,\"exe\":\"/usr/bin/sudo\"}'");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("EPERM") && Catch::Contains("only eventd and kmes-shimd write"));
 
     // No shim at all: exit 1, saying where it looked.
     const std::string nowhere = dir / "no-shim.sock";
