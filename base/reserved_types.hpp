@@ -41,21 +41,24 @@ constexpr ReservedNamespace reserved_namespace(std::string_view type) {
     return ReservedNamespace::none;
 }
 
-constexpr bool is_reserved_type(std::string_view type) {
-    return reserved_namespace(type) != ReservedNamespace::none;
-}
+constexpr bool is_reserved_type(std::string_view type) { return reserved_namespace(type) != ReservedNamespace::none; }
 
 // True when a row of `type` with this origin could have been written by the product: always
 // for a type outside the reserved namespaces; otherwise only with the namespace's origin
 // (`origin_class` empty = the row has none, as eventd's own records).
 constexpr bool has_product_origin(std::string_view type, std::optional<uint8_t> origin_class) {
     switch (reserved_namespace(type)) {
-    case ReservedNamespace::none: return true;
-    case ReservedNamespace::synthetic:
-    case ReservedNamespace::alert: return !origin_class.has_value();
-    case ReservedNamespace::audit: return origin_class == kOriginAudit;
-    case ReservedNamespace::kmes: return origin_class == kOriginKmes;
-    case ReservedNamespace::bpf: return origin_class.has_value() && *origin_class != kOriginUserspace;
+        case ReservedNamespace::none:
+            return true;
+        case ReservedNamespace::synthetic:
+        case ReservedNamespace::alert:
+            return !origin_class.has_value();
+        case ReservedNamespace::audit:
+            return origin_class == kOriginAudit;
+        case ReservedNamespace::kmes:
+            return origin_class == kOriginKmes;
+        case ReservedNamespace::bpf:
+            return origin_class.has_value() && *origin_class != kOriginUserspace;
     }
     return false;
 }

@@ -15,7 +15,6 @@ namespace eventd::seal {
 namespace fs = std::filesystem;
 namespace {
 
-
 // One file of the store, read-only: its id, where its chain starts, and a row's payload.
 struct HostFile {
     fs::path path;
@@ -51,7 +50,9 @@ base::Result<std::map<store::FileId, HostFile>> host_files(const fs::path& dir) 
 }
 
 std::optional<Checkpoint> checkpoint_at(HostFile& f, int64_t row) {
-    auto stmt = store::detail::prepare(f.db.get(), "SELECT event_type, payload FROM events WHERE id = ?1 AND origin_class IS NULL AND sequence IS NULL", f.path);
+    auto stmt = store::detail::prepare(
+        f.db.get(),
+        "SELECT event_type, payload FROM events WHERE id = ?1 AND origin_class IS NULL AND sequence IS NULL", f.path);
     if (!stmt) return std::nullopt;
     sqlite3_bind_int64(stmt->get(), 1, row);
     if (sqlite3_step(stmt->get()) != SQLITE_ROW) return std::nullopt;
@@ -97,10 +98,10 @@ base::Result<CopyComparison> compare_with_forwarded(const fs::path& dir, const s
         if (f.origin_id >= row) continue;  // retention deleted it since: nothing to compare
         const auto here = checkpoint_at(f, row);
         if (!here) {
-            out.findings.push_back(
-                {FindingKind::rolled_back, name, row, c->time_ns,
-                 "the collector holds " + sealed + ", which this file does not have (it ends at row " +
-                     std::to_string(f.last_id) + "): rolled back to an older copy or truncated"});
+            out.findings.push_back({FindingKind::rolled_back, name, row, c->time_ns,
+                                    "the collector holds " + sealed +
+                                        ", which this file does not have (it ends at row " + std::to_string(f.last_id) +
+                                        "): rolled back to an older copy or truncated"});
         } else if (here->head != c->head || here->signed_by.signature != c->signed_by.signature) {
             out.findings.push_back({FindingKind::rolled_back, name, row, c->time_ns,
                                     "row " + std::to_string(row) + " is not " + sealed +

@@ -139,8 +139,9 @@ Status ShardDb::open_chain() {
         auto text = detail::read_metadata(db_, key, path_);
         if (!text) return text.error();
         if (const auto point = *text ? parse_chain_point(**text) : std::nullopt) return *point;
-        return Error{EPROTO, path_.string() + ": not a valid eventd shard: metadata " + key +
-                                 " is missing or malformed (it will not be written; inspect it read-only or remove it)"};
+        return Error{EPROTO,
+                     path_.string() + ": not a valid eventd shard: metadata " + key +
+                         " is missing or malformed (it will not be written; inspect it read-only or remove it)"};
     };
     const auto start = chain_point("chain_origin");
     if (!start) return start.error();
@@ -182,7 +183,8 @@ Status ShardDb::prepare_statements() {
         {&delete_pre_chain_,
          "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ?1 AND (?2 = 0 OR timestamp < ?2) "
          "ORDER BY timestamp LIMIT ?3)"},
-        {&delete_through_, "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ?1 ORDER BY id LIMIT ?2)"},
+        {&delete_through_,
+         "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ?1 ORDER BY id LIMIT ?2)"},
         // The chain's segments (row_chain.hpp): one per closed segment; those of a prefix
         // retention cut, or (unsealed retention, which deletes by timestamp) those wholly
         // before the oldest row left — or every one, when no row is left.
@@ -194,11 +196,13 @@ Status ShardDb::prepare_statements() {
         // This file's own: a collector also stores its hosts' checkpoints, as records. eventd's own
         // records only (no origin, no sequence; base/reserved_types.hpp): never a forged row.
         {&anchor_before_,
-         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' AND origin_class IS NULL AND sequence IS NULL "
+         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' AND "
+         "origin_class IS NULL AND sequence IS NULL "
          "AND timestamp < ?1 AND id > ?2 AND msgpack_extract(payload, '$.file_id') = ?3 "
          "AND msgpack_extract(payload, '$.last_row') = id - 1 ORDER BY id DESC LIMIT 1"},
         {&anchor_next_,
-         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' AND origin_class IS NULL AND sequence IS NULL "
+         "SELECT id, msgpack_extract(payload, '$.head') FROM events WHERE event_type = 'synthetic.checkpoint' AND "
+         "origin_class IS NULL AND sequence IS NULL "
          "AND id > ?1 AND msgpack_extract(payload, '$.file_id') = ?2 "
          "AND msgpack_extract(payload, '$.last_row') = id - 1 ORDER BY id LIMIT 1"},
         {&oldest_, "SELECT min(timestamp) FROM events"},

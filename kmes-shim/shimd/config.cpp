@@ -103,8 +103,7 @@ public:
                         // A generator stands in for an emitter: the product's namespaces are
                         // not its to write (base/reserved_types.hpp, issue 39).
                         ok = ok && !it.key().empty() && !base::is_reserved_type(it.key()) && is_count(it.value()) &&
-                             it.value().get<uint64_t>() > 0 &&
-                             it.value().get<uint64_t>() <= 1'000'000;
+                             it.value().get<uint64_t>() > 0 && it.value().get<uint64_t>() <= 1'000'000;
                         if (ok) spec.types[it.key()] = it.value().get<uint32_t>();
                     }
                 }
@@ -129,9 +128,9 @@ public:
         if (v.contains("Mode")) {
             const json& m = v["Mode"];
             static const std::map<std::string, audit::Mode> kModes = {{"off", audit::Mode::off},
-                                                                     {"multicast", audit::Mode::multicast},
-                                                                     {"daemon", audit::Mode::daemon},
-                                                                     {"auto", audit::Mode::automatic}};
+                                                                      {"multicast", audit::Mode::multicast},
+                                                                      {"daemon", audit::Mode::daemon},
+                                                                      {"auto", audit::Mode::automatic}};
             const auto found = m.is_string() ? kModes.find(m.get<std::string>()) : kModes.end();
             if (found != kModes.end())
                 target.mode = found->second;
@@ -249,7 +248,8 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
         } catch (const std::exception&) {
             if (error)
                 *error = "bad --generate field '" + field +
-                         "' (want rate=0..100000000,payload=0..1048576,origin=0..255,count=N,types=a:3+b:1; types outside the "
+                         "' (want rate=0..100000000,payload=0..1048576,origin=0..255,count=N,types=a:3+b:1; types "
+                         "outside the "
                          "reserved synthetic., audit., kmes., bpf., alert.)";
             return std::nullopt;
         }

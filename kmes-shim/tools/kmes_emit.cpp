@@ -81,7 +81,8 @@ std::vector<uint8_t> load_payload(const Options& o) {
 // Why the shim said no, in the words of the §4 validation order.
 std::string emit_advice(int code, const std::string& type) {
     if (code == EPERM && base::is_reserved_type(type))
-        return "the type " + type + " is in a namespace only eventd and kmes-shimd write (synthetic., audit., kmes., "
+        return "the type " + type +
+               " is in a namespace only eventd and kmes-shimd write (synthetic., audit., kmes., "
                "bpf., alert.): no emitter may use it, root included; choose a namespace of your own.";
     switch (code) {
         case EAGAIN:
@@ -215,7 +216,8 @@ int main(int argc, char** argv) {
     std::string json_text, msgpack_path;
     app.add_option("-t,--type", o.type,
                    "event type, e.g. demo.click (UTF-8, 1..65535 bytes; not under synthetic., audit., kmes., bpf., "
-                   "alert.: those are the product's own)")->required();
+                   "alert.: those are the product's own)")
+        ->required();
     auto* json_opt = app.add_option("-j,--json", json_text, "payload as JSON text, encoded to msgpack (default: {})");
     auto* msgpack_opt = app.add_option("-m,--msgpack", msgpack_path, "payload: raw msgpack bytes from FILE (- = stdin)")
                             ->type_name("FILE");

@@ -65,8 +65,9 @@ TEST_CASE("emit EPERM: a caller neither root nor in EmitGroup, checked before an
 // emitter — a member of EmitGroup and root alike — as step 13, after the entry's validation.
 TEST_CASE("emit EPERM: a type in a reserved namespace, for every emitter, root included", "[emit-errors]") {
     auto shim = ShimProcess::start(rate_limited());
-    const std::vector<std::string> reserved = {"synthetic.checkpoint", "synthetic.gap", "audit.syscall",
-                                               "kmes.config_rejected", "bpf.exec", "alert.high", "audit"};
+    const std::vector<std::string> reserved = {
+        "synthetic.checkpoint", "synthetic.gap", "audit.syscall", "kmes.config_rejected", "bpf.exec",
+        "alert.high",           "audit"};
     for (const std::string& type : reserved) {
         INFO(type);
         CHECK(errno_name(emit(type, json{{"uid", 0}})) == "EPERM");
@@ -131,7 +132,8 @@ TEST_CASE("emit EAGAIN: the rate limit is checked before the event's content", "
 
 TEST_CASE("emit EAGAIN: only emitted events are charged — failed validations cost no token", "[emit-errors]") {
     auto shim = ShimProcess::start(rate_limited());
-    const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"emit-invalid:300", "batch:100:50", "batch:50", "emit:1000"});
+    const ProbeRun run =
+        run_probe(as_nobody({kEmitGid}), {"emit-invalid:300", "batch:100:50", "batch:50", "emit:1000"});
     INFO(run.output());
     CHECK(run.get("emit-invalid", "einval") == "300");  // never EAGAIN: rejected emits are free
     CHECK(run.get("emit-invalid", "other") == "-");
@@ -238,7 +240,8 @@ TEST_CASE("emit ENOSPC: an event larger than MaxEventSize", "[emit-errors]") {
 }
 
 TEST_CASE("emit ENOSPC: an event larger than half the ring capacity", "[emit-errors]") {
-    auto shim = ShimProcess::start({.config = {{"BufferCapacity", 65536}, {"MaxEventSize", 4194304}}, .cpus = kEmitErrorRings});
+    auto shim =
+        ShimProcess::start({.config = {{"BufferCapacity", 65536}, {"MaxEventSize", 4194304}}, .cpus = kEmitErrorRings});
     REQUIRE(attach_capacity(0) == 65536);
     const std::string type = "half";
     const size_t fits = 32768 - kIdentityOverhead - type.size();
