@@ -15,6 +15,7 @@ namespace eventd::seal {
 namespace fs = std::filesystem;
 namespace {
 
+
 // One file of the store, read-only: its id, where its chain starts, and a row's payload.
 struct HostFile {
     fs::path path;
@@ -98,10 +99,10 @@ base::Result<CopyComparison> compare_with_forwarded(const fs::path& dir, const s
         if (f.origin_id >= row) continue;  // retention deleted it since: nothing to compare
         const auto here = checkpoint_at(f, row);
         if (!here) {
-            out.findings.push_back({FindingKind::rolled_back, name, row, c->time_ns,
-                                    "the collector holds " + sealed +
-                                        ", which this file does not have (it ends at row " + std::to_string(f.last_id) +
-                                        "): rolled back to an older copy or truncated"});
+            out.findings.push_back(
+                {FindingKind::rolled_back, name, row, c->time_ns,
+                 "the collector holds " + sealed + ", which this file does not have (it ends at row " +
+                     std::to_string(f.last_id) + "): rolled back to an older copy or truncated"});
         } else if (here->head != c->head || here->signed_by.signature != c->signed_by.signature) {
             out.findings.push_back({FindingKind::rolled_back, name, row, c->time_ns,
                                     "row " + std::to_string(row) + " is not " + sealed +

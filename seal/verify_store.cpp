@@ -29,6 +29,7 @@ constexpr uint64_t kFutureSlackNs = 300ull * 1'000'000'000u;  // a clock stepped
 constexpr uint64_t kGapSlackNs = 60ull * 1'000'000'000u;      // a restart's worth beyond 2 intervals
 constexpr int64_t kReorderSearch = 10000;                     // rows looked at for a moved row
 
+
 std::string row_text(int64_t id) { return "row " + std::to_string(id); }
 
 // "row 7" or "rows 7..9"
@@ -134,8 +135,7 @@ public:
         const std::string uri = store::detail::file_uri(file_, "mode=ro");
         // NOMUTEX: this connection is used by one thread only; SQLite otherwise locks a mutex in
         // each of the ~40 column reads per row (12 % of verify's CPU, docs/PERFORMANCE.md §16).
-        int rc =
-            sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+        int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
         db_.reset(raw);
         if (rc != SQLITE_OK) {
             fail_file(FindingKind::unreadable, sqlite3_errstr(rc));
@@ -154,9 +154,7 @@ public:
     }
 
 private:
-    void fail_file(FindingKind kind, const std::string& what) {
-        report_.broken = Finding{kind, report_.file, 0, 0, what};
-    }
+    void fail_file(FindingKind kind, const std::string& what) { report_.broken = Finding{kind, report_.file, 0, 0, what}; }
 
     void fail(FindingKind kind, int64_t row, uint64_t time_ns, const std::string& what) {
         if (!report_.broken) report_.broken = Finding{kind, report_.file, row, time_ns, what};
@@ -194,8 +192,7 @@ private:
         // (A file whose writer never committed has none: then nothing bounds its ids.)
         auto issued = store::detail::read_metadata(db_.get(), "max_id_issued", file_);
         if (issued && *issued) {
-            const auto [end, ec] =
-                std::from_chars((*issued)->data(), (*issued)->data() + (*issued)->size(), max_id_issued_);
+            const auto [end, ec] = std::from_chars((*issued)->data(), (*issued)->data() + (*issued)->size(), max_id_issued_);
             if (ec != std::errc() || end != (*issued)->data() + (*issued)->size()) max_id_issued_ = 0;
         }
         if (!issued || !*issued || max_id_issued_ <= 0) max_id_issued_ = INT64_MAX;
@@ -279,11 +276,11 @@ private:
                                 "or by an eventd that could not seal (keys ended or removed: see its log) — eventd "
                                 "seals the first commit of every start");
             }
-            report_.unsealed =
-                Finding{FindingKind::unsealed_rows, report_.file, report_.sealed_through + 1, first_unsealed_time_,
-                        rows_text(report_.sealed_through + 1, last) +
-                            " chained but not sealed yet (after the last checkpoint; eventd seals every "
-                            "CheckpointIntervalSeconds and at shutdown)"};
+            report_.unsealed = Finding{FindingKind::unsealed_rows, report_.file, report_.sealed_through + 1,
+                                       first_unsealed_time_,
+                                       rows_text(report_.sealed_through + 1, last) +
+                                           " chained but not sealed yet (after the last checkpoint; eventd seals every "
+                                           "CheckpointIntervalSeconds and at shutdown)"};
         }
     }
 
@@ -305,11 +302,10 @@ private:
         if (!next.well_formed || next.first != id) {
             const bool later = next.well_formed && next.first > id;
             fail(later ? FindingKind::inserted_row : FindingKind::changed_segment, id, r.row.timestamp,
-                 later ? rows_text(id, next.first - 1) +
-                             " are in no segment of the chain: inserted without eventd "
+                 later ? rows_text(id, next.first - 1) + " are in no segment of the chain: inserted without eventd "
                              "(or the chain's record of them deleted)"
-                       : "the chain's segment ending at " + row_text(next.last) + " is not the one that follows " +
-                             row_text(id - 1) + ": it was changed");
+                       : "the chain's segment ending at " + row_text(next.last) +
+                             " is not the one that follows " + row_text(id - 1) + ": it was changed");
             return false;
         }
         segment_ = std::move(next);
@@ -341,10 +337,10 @@ private:
                 // Each in the other's place, or only this one moved.
                 const bool swapped = tag_of_row(*from) == segment_->tag_of(id);
                 return fail(FindingKind::reordered_rows, id, r.row.timestamp,
-                            swapped
-                                ? "rows " + std::to_string(id) + " and " + std::to_string(*from) +
-                                      " are in each other's place (reordered)"
-                                : row_text(id) + " holds what eventd stored as " + row_text(*from) + " (rows moved)");
+                            swapped ? "rows " + std::to_string(id) + " and " + std::to_string(*from) +
+                                          " are in each other's place (reordered)"
+                                    : row_text(id) + " holds what eventd stored as " + row_text(*from) +
+                                          " (rows moved)");
             }
         }
         fail(FindingKind::changed_row, id, r.row.timestamp,
@@ -429,9 +425,8 @@ private:
         if (c->head != before) {
             const int64_t from = report_.sealed_through + 1;
             fail(FindingKind::rechained_rows, from, 0,
-                 "rows " + std::to_string(from) + ".." + std::to_string(id - 1) +
-                     " were changed, inserted or removed " + "and the chain recomputed: " + here +
-                     " sealed another chain");
+                 "rows " + std::to_string(from) + ".." + std::to_string(id - 1) + " were changed, inserted or removed " +
+                     "and the chain recomputed: " + here + " sealed another chain");
             return false;
         }
         if (c->previous != expected_previous && !anchor) {
@@ -453,8 +448,8 @@ private:
             if (!previous_->final && c->time_ns - previous_->time_ns > allowed) {
                 fail(FindingKind::sealing_gap, previous_->last_row + 2, t,
                      "no checkpoint between " + finding_time(previous_->time_ns) + " and " + finding_time(c->time_ns) +
-                         " although eventd seals every " + std::to_string(previous_->interval_s) + " s: rows " +
-                         std::to_string(previous_->last_row + 2) + ".." + std::to_string(id - 1) +
+                         " although eventd seals every " + std::to_string(previous_->interval_s) +
+                         " s: rows " + std::to_string(previous_->last_row + 2) + ".." + std::to_string(id - 1) +
                          " were sealed late — checkpoints were removed and the rows resealed, or eventd crashed and "
                          "stayed down that long");
                 return false;
@@ -475,11 +470,11 @@ private:
     int64_t origin_id_ = 0;
     bool anchored_ = false;  // the chain starts at a checkpoint retention kept
     int64_t max_id_issued_ = 0;
-    ChainHead head_{};                      // after the last segment checked
+    ChainHead head_{};                // after the last segment checked
     store::detail::StmtPtr segments_stmt_;  // walk()'s cursor over chain_segments, in id order
     sqlite3_stmt* segments_ = nullptr;      // the same, as the SQLite calls take it
-    std::optional<Segment> segment_;        // the segment the next row belongs to, once opened
-    store::SegmentHasher hasher_;           // its link so far
+    std::optional<Segment> segment_;  // the segment the next row belongs to, once opened
+    store::SegmentHasher hasher_;     // its link so far
     std::optional<Checkpoint> previous_;
     uint64_t first_unsealed_time_ = 0;
 };
@@ -497,36 +492,21 @@ std::string finding_time(uint64_t ns) {
 
 const char* kind_name(FindingKind kind) {
     switch (kind) {
-        case FindingKind::changed_row:
-            return "changed row";
-        case FindingKind::missing_rows:
-            return "missing rows";
-        case FindingKind::inserted_row:
-            return "inserted row";
-        case FindingKind::reordered_rows:
-            return "reordered rows";
-        case FindingKind::rechained_rows:
-            return "re-chained rows";
-        case FindingKind::changed_segment:
-            return "changed chain segment";
-        case FindingKind::bad_checkpoint:
-            return "bad checkpoint";
-        case FindingKind::broken_sequence:
-            return "broken checkpoint sequence";
-        case FindingKind::bad_signature:
-            return "bad signature";
-        case FindingKind::later_epoch:
-            return "checkpoint from a later epoch";
-        case FindingKind::sealing_gap:
-            return "sealing gap";
-        case FindingKind::unsealed_rows:
-            return "unsealed rows";
-        case FindingKind::not_chained:
-            return "not chained";
-        case FindingKind::rolled_back:
-            return "rolled back";
-        case FindingKind::unreadable:
-            return "unreadable";
+        case FindingKind::changed_row: return "changed row";
+        case FindingKind::missing_rows: return "missing rows";
+        case FindingKind::inserted_row: return "inserted row";
+        case FindingKind::reordered_rows: return "reordered rows";
+        case FindingKind::rechained_rows: return "re-chained rows";
+        case FindingKind::changed_segment: return "changed chain segment";
+        case FindingKind::bad_checkpoint: return "bad checkpoint";
+        case FindingKind::broken_sequence: return "broken checkpoint sequence";
+        case FindingKind::bad_signature: return "bad signature";
+        case FindingKind::later_epoch: return "checkpoint from a later epoch";
+        case FindingKind::sealing_gap: return "sealing gap";
+        case FindingKind::unsealed_rows: return "unsealed rows";
+        case FindingKind::not_chained: return "not chained";
+        case FindingKind::rolled_back: return "rolled back";
+        case FindingKind::unreadable: return "unreadable";
     }
     return "?";
 }

@@ -128,9 +128,9 @@ public:
         if (v.contains("Mode")) {
             const json& m = v["Mode"];
             static const std::map<std::string, audit::Mode> kModes = {{"off", audit::Mode::off},
-                                                                      {"multicast", audit::Mode::multicast},
-                                                                      {"daemon", audit::Mode::daemon},
-                                                                      {"auto", audit::Mode::automatic}};
+                                                                     {"multicast", audit::Mode::multicast},
+                                                                     {"daemon", audit::Mode::daemon},
+                                                                     {"auto", audit::Mode::automatic}};
             const auto found = m.is_string() ? kModes.find(m.get<std::string>()) : kModes.end();
             if (found != kModes.end())
                 target.mode = found->second;
@@ -249,8 +249,7 @@ std::optional<GeneratorSpec> parse_generator_flag(const std::string& text, std::
             if (error)
                 *error = "bad --generate field '" + field +
                          "' (want rate=0..100000000,payload=0..1048576,origin=0..255,count=N,types=a:3+b:1; types "
-                         "outside the "
-                         "reserved synthetic., audit., kmes., bpf., alert.)";
+                         "outside the reserved synthetic., audit., kmes., bpf., alert.)";
             return std::nullopt;
         }
     }

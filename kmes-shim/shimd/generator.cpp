@@ -63,8 +63,7 @@ Generator::Generator(RingSet& rings, GeneratorSpec spec) : rings_(rings), spec_(
     // An unexpected error stops this CPU's generator only (a test-load feature; logged).
     for (uint32_t cpu = 0; cpu < rings_.cpu_count(); ++cpu)
         threads_.emplace_back([this, cpu] {
-            base::run_guarded(
-                "built-in emitter", [this, cpu] { run(cpu); }, [](const std::string&) {});
+            base::run_guarded("built-in emitter", [this, cpu] { run(cpu); }, [](const std::string&) {});
         });
 }
 

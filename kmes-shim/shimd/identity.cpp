@@ -14,8 +14,7 @@ Guid process_guid(const std::array<uint8_t, 16>& boot_id, pid_t pid, uint64_t st
 }
 
 Identity identity_of(const PeerCredentials& peer, const std::array<uint8_t, 16>& boot_id) {
-    return Identity{base::token_guid(peer.euid), base::token_guid(peer.ruid),
-                    process_guid(boot_id, peer.pid, peer.start_time)};
+    return Identity{base::token_guid(peer.euid), base::token_guid(peer.ruid), process_guid(boot_id, peer.pid, peer.start_time)};
 }
 
 }  // namespace kmes::shim

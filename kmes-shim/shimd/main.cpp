@@ -37,10 +37,9 @@ int main(int argc, char** argv) {
                    "start a built-in kernel emitter on every CPU: rate=N,payload=BYTES,origin=N,count=N,types=a:3+b:1 "
                    "(rate 0 = unlimited; count = events per CPU, 0 = no end; repeatable)");
     app.set_version_flag("-V,--version", "kmes-shimd " EVENTD_VERSION " (eventd)", "print the version and exit");
-    if (const auto parsed = app.parse(argc, argv); !parsed.go_on)
-        return parsed.error.empty() ? parsed.exit_code : app.print_error();
+    if (const auto parsed = app.parse(argc, argv); !parsed.go_on) return parsed.error.empty() ? parsed.exit_code : app.print_error();
 
-    base::set_up_daemon_log("kmes-shimd");         // journal priorities under systemd (base/daemon_log.hpp)
+    base::set_up_daemon_log("kmes-shimd");  // journal priorities under systemd (base/daemon_log.hpp)
     base::sync::install_throw_from_environment();  // test-only builds: base/sync_point.hpp
 
     // Signals are taken synchronously through a signalfd by the main loop.

@@ -40,8 +40,8 @@ base::Result<int> reopen_read_only(int fd) {
 
 }  // namespace
 
-base::Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint64_t capacity,
-                                                                 uint64_t generation, const RingOptions& options) {
+base::Result<std::unique_ptr<ProducerRing>> ProducerRing::create(uint16_t cpu_id, uint64_t capacity, uint64_t generation,
+                                                           const RingOptions& options) {
     std::unique_ptr<ProducerRing> ring(new ProducerRing());
     ring->cpu_id_ = cpu_id;
     ring->created_generation_ = generation;

@@ -13,8 +13,7 @@ uint64_t realtime_ns() {
 }
 }  // namespace
 
-base::Result<std::unique_ptr<RingSet>> RingSet::create(uint32_t cpu_count, uint64_t capacity,
-                                                       const RingOptions& options) {
+base::Result<std::unique_ptr<RingSet>> RingSet::create(uint32_t cpu_count, uint64_t capacity, const RingOptions& options) {
     std::unique_ptr<RingSet> set(new RingSet());
     set->options_ = options;
     set->capacity_.store(capacity, std::memory_order_release);

@@ -52,8 +52,7 @@ Shim::Shim(const ShimConfig& config)
 
 base::Result<std::unique_ptr<Shim>> Shim::start(const ShimConfig& config) {
     std::unique_ptr<Shim> shim(new Shim(config));
-    if (getrandom(shim->boot_id_.data(), shim->boot_id_.size(), 0) != 16)
-        return base::errno_error("getrandom(boot id)");
+    if (getrandom(shim->boot_id_.data(), shim->boot_id_.size(), 0) != 16) return base::errno_error("getrandom(boot id)");
 
     uint32_t cpus = config.cpus;
     if (cpus == 0) cpus = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
@@ -64,8 +63,8 @@ base::Result<std::unique_ptr<Shim>> Shim::start(const ShimConfig& config) {
 
     if (base::Status s = shim->listen_on(config.socket_path); !s) return s.error();
     shim->acceptor_ = std::thread([raw = shim.get()] {
-        base::run_guarded(
-            "kmes-shimd acceptor", [raw] { raw->accept_loop(); }, [raw](const std::string& why) { raw->fail(why); });
+        base::run_guarded("kmes-shimd acceptor", [raw] { raw->accept_loop(); },
+                          [raw](const std::string& why) { raw->fail(why); });
     });
     spdlog::info("kmes-shimd: {} rings of {} bytes, socket {}", cpus, KMES_DEFAULT_BUFFER_CAPACITY, config.socket_path);
     return shim;

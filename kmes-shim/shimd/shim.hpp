@@ -104,7 +104,7 @@ private:
     // shim_audit.cpp: the audit source (docs/AUDIT.md), (re)started when its settings change.
     void apply_audit(const audit::AuditSettings& settings);
     void write_audit_events(std::span<const audit::AuditEvent> events);  // one ring write
-    std::mutex audit_mutex_;                                             // apply_audit (main thread) against stop()
+    std::mutex audit_mutex_;  // apply_audit (main thread) against stop()
     std::unique_ptr<audit::AuditSource> audit_;
     std::optional<audit::AuditSettings> audit_applied_;  // what apply_audit last acted on
 };

@@ -85,8 +85,7 @@ void Shim::accept_loop() {
         c.fd = fd;
         c.thread = std::thread([this, &c] {
             // An unexpected error ends this connection only (the client sees it closed).
-            base::run_guarded(
-                "kmes-shimd connection", [this, &c] { serve(c.fd); }, [](const std::string&) {});
+            base::run_guarded("kmes-shimd connection", [this, &c] { serve(c.fd); }, [](const std::string&) {});
             c.done.store(true);
         });
     }

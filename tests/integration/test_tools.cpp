@@ -28,8 +28,7 @@ struct ToolRun {
 
 std::string tool(const char* variable) {
     const char* path = std::getenv(variable);
-    if (!path || !*path)
-        throw std::runtime_error(std::string(variable) + " is not set: run the tests through `meson test`");
+    if (!path || !*path) throw std::runtime_error(std::string(variable) + " is not set: run the tests through `meson test`");
     return path;
 }
 
@@ -103,10 +102,11 @@ TEST_CASE("kmes-emit and kmes-tail: options, payloads and exit statuses", "[tool
     CHECK(rings[0]["write_pos"].get<uint64_t>() > 0);
 
     // Usage errors: exit 2, a reason on stderr, nothing emitted.
-    for (const std::string& bad : {emit + " --json '{}'",                      // no --type
-                                   emit + " -t tools.bad --json '{not json'",  // invalid --json
+    for (const std::string& bad : {emit + " --json '{}'",                            // no --type
+                                   emit + " -t tools.bad --json '{not json'",         // invalid --json
                                    emit + " -t tools.bad --msgpack " + (dir / "absent.bin").native(),
-                                   emit + " -t tools.bad --no-such-option", tail + " --no-such-option"}) {
+                                   emit + " -t tools.bad --no-such-option",
+                                   tail + " --no-such-option"}) {
         INFO(bad);
         r = run(bad);
         CHECK(r.exit_code == 2);

@@ -271,9 +271,9 @@ TEST_CASE("a corrupt or unknown-version eventd-meta.db is set aside and recreate
     auto stored_startups = [&] {
         int64_t n = 0;
         for (const std::string& file : files_named(env.store(), "shard-", ".db"))
-            n += std::stoll(
-                rows(fs::path(env.store()) / file, "SELECT COUNT(*) FROM events WHERE event_type = 'synthetic.startup'")
-                    .at(0));
+            n += std::stoll(rows(fs::path(env.store()) / file,
+                                 "SELECT COUNT(*) FROM events WHERE event_type = 'synthetic.startup'")
+                                .at(0));
         return n;
     };
 
