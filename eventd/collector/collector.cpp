@@ -9,6 +9,7 @@
 
 #include "base/fnv1a.hpp"
 #include "base/jittered_backoff.hpp"
+#include "base/reserved_types.hpp"
 #include "eventd/collector/record_row.hpp"
 #include "eventd/ingest/synthetic.hpp"
 #include "base/thread_boundary.hpp"
@@ -240,6 +241,14 @@ base::Result<std::vector<HandoffItem>> Collector::items_of(natsMsg* msg) const {
         if (natsMsg_GetSubject(msg) != subject)
             return base::Error{EINVAL, "the subject is not " + config_.subject_prefix +
                                            ".<Eventd-Host>.<event_type> of the record (Eventd-Host " + host + ")"};
+        // Issue 39: the product's namespaces hold only the product's records, on a host and here
+        // alike (base/reserved_types.hpp) — a host's eventd never forwards another, since its shim
+        // refuses them to emitters, so one means the message is not a host's own.
+        const store::EventRow& row = (*items)[i].row;
+        if (!base::has_product_origin(type, row.origin_class))
+            return base::Error{EPERM, "record " + std::to_string(i) + " (" + type + ") has origin class " +
+                                          (row.origin_class ? std::to_string(*row.origin_class) : "none") +
+                                          ": only the product writes that namespace, with another (forged)"};
     }
     return items;
 }

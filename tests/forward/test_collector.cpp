@@ -435,10 +435,25 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     packed({1, 2, 3});     // the same again (beyond the stream's duplicate window)
     packed({8}, true);     // a bad record refuses its whole message: 8 is not stored
     nats.publish(subject, {{"Eventd-Host", "host-a"}}, json::to_msgpack(json::array()));  // no records
+    // The product's namespaces from an emitter (issue 39: an old host shim let them through):
+    // refused like any record that is no host's own. The audit source's own record is stored.
+    const std::string audit_boot = "2f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+    auto audit_record = [&](std::string type, int origin, int seq) {
+        return json{{"boot_id", audit_boot}, {"timestamp", 1795493460061943023ull + seq}, {"cpu_id", 0},
+                    {"sequence", seq},       {"origin_class", origin},                     {"event_type", type},
+                    {"uid", 0},              {"exe", "/usr/bin/sudo"}};
+    };
+    nats.publish("eventd.host-a.audit.syscall", {{"Eventd-Host", "host-a"}},
+                 json::to_msgpack(json::array({audit_record("audit.syscall", 4, 1), audit_record("audit.syscall", 0, 2)})));
+    nats.publish("eventd.host-a.synthetic.checkpoint", {{"Eventd-Host", "host-a"}},
+                 json::to_msgpack(audit_record("synthetic.checkpoint", 0, 3)));
+    nats.publish("eventd.host-a.audit.syscall", {{"Eventd-Host", "host-a"}},
+                 json::to_msgpack(audit_record("audit.syscall", 4, 4)));
 
     const int64_t total = settled_count(host, 500);
     INFO("collector log:\n" << collector.log());
-    const std::string hosts_own = "EVENTS WHERE host IS NOT NULL AND boot_id != \"" + packed_boot + "\"";
+    const std::string hosts_own = "EVENTS WHERE host IS NOT NULL AND boot_id != \"" + packed_boot +
+                                  "\" AND boot_id != \"" + audit_boot + "\"";
     CHECK(await_collected(collector, hosts_own, total) == total);
     check_exactly_once({{&host, "host-a"}}, collector.records(hosts_own));
     CHECK(collector.count("EVENTS WHERE boot_id == \"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\"") == 0);
@@ -450,12 +465,16 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
         CHECK(r["n"] == r["sequence"]);
     }
     CHECK(sequences == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7});
+    REQUIRE(await_collected(collector, "EVENTS WHERE boot_id == \"" + audit_boot + "\"", 1) == 1);
+    CHECK(collector.records("EVENTS WHERE boot_id == \"" + audit_boot + "\"").at(0)["sequence"] == 4);
     const std::string status = collector.run({"status"}).out;
     INFO(status);
-    CHECK(std::regex_search(status, std::regex(R"(refused \(not eventd records\) +6\b)")));
+    CHECK(std::regex_search(status, std::regex(R"(refused \(not eventd records\) +8\b)")));
     const std::string log = collector.log();
     CHECK_THAT(log, Catch::Contains("is not eventd.<Eventd-Host>.<event_type> of the record (Eventd-Host host-b)"));
     CHECK_THAT(log, Catch::Contains("no Eventd-Host header"));
+    CHECK_THAT(log, Catch::Contains("record 1 (audit.syscall) has origin class 0: only the product writes that namespace"));
+    CHECK_THAT(log, Catch::Contains("record 0 (synthetic.checkpoint) has origin class 0"));
     CHECK_THAT(log, Catch::Contains("not an eventd record"));
     // Each refusal names its message by its stream sequence (never 0: JetStream counts from 1).
     CHECK(std::regex_search(log, std::regex(R"(message [1-9][0-9]* of stream EVENTD \(subject)")));
