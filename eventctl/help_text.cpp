@@ -31,7 +31,7 @@ const char* const kHelpFooter =
     "                              effective_token_guid true_token_guid process_guid; any other\n"
     "                              name is a payload key (a.b = key b in map a). Literals: \"text\",\n"
     "                              42, 0x1F, 1.5, true, false, GUIDs as strings, origin_class\n"
-    "                              aliases userspace kmes kacs lcs\n"
+    "                              aliases userspace kmes kacs lcs audit\n"
     "  SELECT f[, f...]            only these fields (several SELECTs add up)\n"
     "  SORT f [DESC][, ...]        order (default: timestamp DESC, newest first)\n"
     "  SKIP n / TAKE n             skip n after sorting / at most n results\n"

@@ -47,7 +47,7 @@ struct GuidLiteral {
 // decided by the field it is compared with (the planner converts for GUID columns and
 // reports a clear error if the text is not a GUID). Time literals in a WHERE value position
 // ("1h ago", "2026-11-01") are resolved to nanoseconds by the parser (TimeLiteral), origin
-// aliases (userspace, kmes, kacs, lcs; §8.2.3) to their integers.
+// aliases (userspace, kmes, kacs, lcs; §8.2.3; and audit) to their integers.
 struct TimeLiteral {
     int64_t ns = 0;
 };

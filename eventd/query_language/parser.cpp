@@ -79,12 +79,13 @@ std::optional<double> float_value(std::string_view text) {
     return v;
 }
 
-// §8.2.3 origin aliases.
+// §8.2.3 origin aliases, and `audit` for the audit source's class (docs/AUDIT.md).
 std::optional<int64_t> origin_alias(const Token& t) {
     if (is_keyword(t, "USERSPACE")) return 0;
     if (is_keyword(t, "KMES")) return 1;
     if (is_keyword(t, "KACS")) return 2;
     if (is_keyword(t, "LCS")) return 3;
+    if (is_keyword(t, "AUDIT")) return 4;  // KMES_ORIGIN_AUDIT: this implementation's allocation (ABI.md)
     return std::nullopt;
 }
 

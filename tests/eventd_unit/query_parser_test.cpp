@@ -272,6 +272,7 @@ TEST_CASE("every literal kind", "[parser]") {
             {"EVENTS WHERE origin_class == KMES", "EVENTS where=origin_class == 1"},
             {"EVENTS WHERE origin_class == kacs", "EVENTS where=origin_class == 2"},
             {"EVENTS WHERE origin_class IN (Lcs, kacs)", "EVENTS where=origin_class IN (3, 2)"},
+            {"EVENTS audit.* WHERE origin_class == audit", "EVENTS pattern=audit.* where=origin_class == 4"},
             {"EVENTS WHERE x IN (\"a\", 1, 2.5, true, today)",
              "EVENTS where=x IN (\"a\", 1, float:2.5, true, time:1795305600000000000)"},
         },
