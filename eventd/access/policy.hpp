@@ -68,8 +68,10 @@ public:
     // the default: {"Events": {"*": [{"allow": ["group:adm"]}]}, "Admins": ["group:adm"]}.
     // Inside a present object, an absent/null "Events" or "Admins" takes its default part.
     // Errors name the pattern, the entry and what is wrong; the daemon then uses deny_all()
-    // (fail closed, DESIGN.md §3.6). Unknown user/group names are not errors: the principal
-    // is dropped (which never widens access) and a warning is kept in warnings().
+    // (fail closed, DESIGN.md §3.6). A user/group name that does not resolve (unknown, or its
+    // lookup failed) is not an error: in an allow entry or Security.Admins the principal is
+    // dropped, in a deny entry it becomes `everyone` — either way access never widens — and a
+    // warning is kept in warnings().
     static base::Result<std::shared_ptr<const Policy>> parse(const nlohmann::json& security);
     static std::shared_ptr<const Policy> deny_all();
 
@@ -104,8 +106,8 @@ private:
 };
 
 // A list of principals in the Security.Admins syntax ("uid:N", "user:NAME", "gid:N",
-// "group:NAME", "everyone"), names resolved now. Unknown names drop their principal and add a
-// warning; anything else malformed is an error whose message starts with `where`. Shared by
+// "group:NAME", "everyone"), names resolved now. A name that does not resolve (unknown, or its
+// lookup failed) drops its principal and adds a warning; anything else malformed is an error whose message starts with `where`. Shared by
 // Security.Admins and eventd-meta.db's admin_sd (eventd/index/admin_sd.hpp).
 base::Result<std::vector<Policy::Principal>> parse_principals(const nlohmann::json& list, const std::string& where,
                                                               std::vector<std::string>& warnings);

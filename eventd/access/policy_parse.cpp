@@ -1,7 +1,9 @@
 // Policy::parse: the `Security` object of eventd.json → a Policy (DESIGN.md §2 mapping of the
 // registry SDs of PSD-008 §9.1.6). Structure errors are errors (the daemon then denies
-// everything, DESIGN.md §3.6); names that do not resolve only drop their principal, which
-// can only narrow access, and leave a warning.
+// everything, DESIGN.md §3.6). A name that does not resolve — no such user or group, or a
+// lookup that failed — leaves a warning and never widens access (issue 39): in an allow entry
+// or an admin list its principal is dropped; in a deny entry it becomes `everyone`, since the
+// entry might have covered anyone (ACCESS-CONTROL.md "Names that do not resolve").
 #include <cerrno>
 #include <charconv>
 #include <string>
@@ -77,15 +79,18 @@ std::optional<uint32_t> parse_id(std::string_view digits) {
 }
 
 // Where a principal is written: an entry of Security.Events may name `self` (the record's
-// subject); a list of administrators may not — there is no record to be the subject of.
-enum class PrincipalPlace { event_entry, admin_list };
+// subject); a list of administrators may not — there is no record to be the subject of. A name
+// that does not resolve is dropped from an allow entry or an admin list, and denies everyone
+// in a deny entry.
+enum class PrincipalPlace { allow_entry, deny_entry, admin_list };
 
-// nullopt (no error) when a user or group name does not resolve: the principal is dropped.
+// nullopt (no error) when a user or group name does not resolve in an allow entry or an admin
+// list: the principal is dropped. In a deny entry such a name is `everyone` (fail closed).
 base::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
                                                                PrincipalPlace place,
                                                                std::vector<std::string>& warnings) {
     using Kind = Policy::Principal::Kind;
-    const std::string expected = place == PrincipalPlace::event_entry
+    const std::string expected = place != PrincipalPlace::admin_list
                                      ? "principals are uid:N, user:NAME, gid:N, group:NAME, everyone or self"
                                      : "principals are uid:N, user:NAME, gid:N, group:NAME or everyone";
     if (!value.is_string()) return invalid(where + ": " + expected + ", got " + value.dump());
@@ -110,11 +115,17 @@ base::Result<std::optional<Policy::Principal>> parse_principal(const json& value
     if (kind == "user" || kind == "group") {
         if (rest.empty()) return invalid(where + ": principal '" + text + "': " + kind + " needs a name");
         const auto id = kind == "user" ? uid_of_user(rest) : gid_of_group(rest);
-        if (!id) {
-            warnings.push_back(where + ": unknown " + kind + " '" + rest + "', principal ignored (it matches nobody)");
-            return std::optional<Policy::Principal>();
+        if (id.ok() && id.value()) return std::optional(Policy::Principal{kind == "user" ? Kind::uid : Kind::gid, **id});
+        const std::string why = id.ok() ? "unknown " + kind + " '" + rest + "'" : id.error().message;
+        if (place == PrincipalPlace::deny_entry) {
+            // Whom the entry was meant to deny is unknown, so it denies everyone it could have
+            // covered: every caller but root, until a reload resolves the name.
+            warnings.push_back(where + ": " + why +
+                               "; this deny entry denies everyone (fail closed) until a reload resolves the name");
+            return std::optional(Policy::Principal{Kind::everyone, 0});
         }
-        return std::optional(Policy::Principal{kind == "user" ? Kind::uid : Kind::gid, *id});
+        warnings.push_back(where + ": " + why + ", principal ignored (it matches nobody)");
+        return std::optional<Policy::Principal>();
     }
     return invalid(where + ": principal '" + text + "': " + expected);
 }
@@ -223,7 +234,7 @@ private:
                            type_name(principals));
         }
         for (const json& principal : principals) {
-            auto p = parse_principal(principal, where);
+            auto p = parse_principal(principal, where, deny);
             if (!p.ok()) return p.error();
             if (p.value()) parsed.principals.push_back(*p.value());
         }
@@ -258,8 +269,10 @@ private:
         return parsed;
     }
 
-    base::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where) {
-        auto parsed = access::parse_principal(value, where, PrincipalPlace::event_entry, policy_->warnings_);
+    base::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
+                                                                   bool deny) {
+        auto parsed = access::parse_principal(value, where, deny ? PrincipalPlace::deny_entry : PrincipalPlace::allow_entry,
+                                              policy_->warnings_);
         if (parsed.ok() && parsed.value() && parsed.value()->kind == Policy::Principal::Kind::self) {
             policy_->uses_self_ = true;
         }

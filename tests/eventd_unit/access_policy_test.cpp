@@ -14,6 +14,7 @@
 #include "eventd/access/caller.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/query_language/parser.hpp"
+#include "support/descriptors_exhausted.hpp"
 
 using eventd::access::Caller;
 using eventd::access::CallerAccess;
@@ -208,18 +209,55 @@ TEST_CASE("principals by name resolve at parse time", "[access]") {
     CHECK(p->warnings().empty());
 }
 
-TEST_CASE("unknown user and group names are dropped with a warning, never widening access", "[access]") {
-    auto p = policy(json::parse(R"({"Events": {"*": [
-        {"allow": ["everyone"]},
-        {"deny": ["user:no-such-user-eventd", "uid:1002"]},
-        {"allow": ["group:no-such-group-eventd"], "fields": ["timestamp"]}]}})"));
-    REQUIRE(p->warnings().size() == 2);
-    CHECK_THAT(p->warnings()[0], Catch::Contains("unknown user 'no-such-user-eventd'"));
-    CHECK_THAT(p->warnings()[0], Catch::Contains("pattern '*', entry 2"));
-    CHECK_THAT(p->warnings()[1], Catch::Contains("unknown group 'no-such-group-eventd'"));
-    // The rest of the deny entry still applies.
-    CHECK_FALSE(p->grant(user(kBob), "x", false).visible);
+TEST_CASE("an unknown name is dropped from an allow, and turns a deny into a deny of everyone", "[access]") {
+    auto p = policy(json::parse(R"({"Events": {
+        "*":    [{"allow": ["everyone"]},
+                 {"allow": ["group:no-such-group-eventd"], "fields": ["timestamp"]}],
+        "kacs": [{"deny": ["user:no-such-user-eventd"]}, {"allow": ["everyone"]}],
+        "app":  [{"deny": ["uid:1002", "group:no-such-group-eventd"]}, {"allow": ["everyone"]}]},
+        "Admins": ["user:no-such-user-eventd", "uid:1001"]})"));
+    REQUIRE(p->warnings().size() == 4);
+    CHECK_THAT(p->warnings()[0], Catch::Contains("unknown group 'no-such-group-eventd', principal ignored"));
+    // Issue 39: whom a deny meant is unknown, so it denies everyone it could have covered.
+    CHECK_THAT(p->warnings()[1], Catch::Contains("pattern 'app', entry 1: unknown group 'no-such-group-eventd'") &&
+                                     Catch::Contains("denies everyone (fail closed)"));
+    CHECK_THAT(p->warnings()[2], Catch::Contains("pattern 'kacs', entry 1: unknown user 'no-such-user-eventd'") &&
+                                     Catch::Contains("denies everyone"));
+    CHECK_THAT(p->warnings()[3], Catch::Contains("Security.Admins: unknown user 'no-such-user-eventd'"));
+    // The dropped allow grants nothing more; the other allow still applies.
     CHECK(p->grant(user(kAlice), "x", false).all_fields);
+    for (uid_t uid : {kAlice, kBob, uid_t(65534)}) {
+        INFO("uid " << uid);
+        CHECK_FALSE(p->grant(user(uid), "kacs.x", false).visible);
+        CHECK_FALSE(p->grant(user(uid, {kAdm}), "app.login", false).visible);
+    }
+    CHECK(p->grant(root(), "kacs.x", false).visible);  // root reads everything, always
+    CHECK(p->is_admin(user(kAlice)));                  // an unknown admin is no admin
+    CHECK_FALSE(p->is_admin(user(kBob)));
+}
+
+TEST_CASE("a name lookup that fails (here EMFILE) is no \"not found\": a deny naming it denies everyone",
+          "[access]") {
+    // A real failure of NSS: glibc's files backend cannot open /etc/passwd or /etc/group with
+    // no descriptor left — as an LDAP or SSSD backend fails when its server is down.
+    std::optional<eventd_unit::DescriptorsExhausted> exhausted{std::in_place};
+    auto parsed = Policy::parse(json::parse(R"({"Events": {
+        "*":    [{"allow": ["everyone"]}],
+        "kacs": [{"deny": ["user:nobody"]}, {"allow": ["everyone"]}],
+        "lcs":  [{"allow": ["group:adm"]}]},
+        "Admins": ["uid:1001"]})"));
+    exhausted.reset();
+    REQUIRE(parsed.ok());
+    const auto& p = *parsed;
+    INFO(Catch::Detail::stringify(p->warnings()));
+    REQUIRE(p->warnings().size() == 2);
+    CHECK_THAT(p->warnings()[0], Catch::Contains("user 'nobody' could not be looked up") &&
+                                     Catch::Contains("denies everyone (fail closed)"));
+    CHECK_THAT(p->warnings()[1], Catch::Contains("group 'adm' could not be looked up") &&
+                                     Catch::Contains("principal ignored"));
+    CHECK_FALSE(p->grant(user(kAlice), "kacs.x", false).visible);
+    CHECK_FALSE(p->grant(user(kAlice, {kAdm}), "lcs.x", false).visible);
+    CHECK(p->grant(user(kAlice), "app.x", false).visible);
 }
 
 TEST_CASE("the default policy: root and group adm read everything; adm administers", "[access]") {
