@@ -26,6 +26,12 @@
 
 namespace eventctl {
 
+// The key under which a row of a reserved namespace (synthetic., audit., kmes., bpf., alert.)
+// that does not carry the product's origin shows it, right after event_type (issue 39; e.g.
+// `event_type="audit.syscall" origin!="userspace (0), not kmes-shimd's audit source: …"`). Made
+// from the header only: a payload cannot remove it.
+inline constexpr std::string_view kOriginMarkKey = "origin!";
+
 // The key the subject is shown under.
 inline constexpr std::string_view kSubjectKey = "subject";
 

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/display_escape.hpp"
 #include "msgpack/reader.hpp"
 #include "scalar_text.hpp"
 #include "value_walk.hpp"
@@ -15,11 +16,15 @@ namespace {
 
 namespace msgpack = eventd::msgpack;
 
-// The uncommon string (escapes, invalid UTF-8) is handed to nlohmann, so that its escaping
-// rules stay the only ones: \" \\ \b \f \n \r \t, \u00XX for other control characters,
-// U+FFFD for bytes that are not UTF-8.
+// The uncommon string (escapes, invalid UTF-8, C1 and bidi controls) is handed to nlohmann, so
+// that its escaping rules stay the only ones: \" \\ \b \f \n \r \t, \u00XX for other control
+// characters, U+FFFD for bytes that are not UTF-8; then base::escape_json_invisibles.
+// C1 and bidirectional controls, which JSON allows raw, become \uXXXX (issue 39): the same
+// value for a JSON reader, nothing invisible for a person who looks at the line.
 void append_escaped_by_nlohmann(std::string& out, std::string_view text) {
-    out += nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string json = nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    base::escape_json_invisibles(json);
+    out += json;
 }
 
 // Valid UTF-8 without control characters, quotes or backslashes is its own JSON text.
@@ -27,10 +32,11 @@ void append_json_string(std::string& out, std::string_view text) {
     bool ascii = true;
     for (const char c : text) {
         const auto b = static_cast<uint8_t>(c);
-        if (b < 0x20 || c == '"' || c == '\\') return append_escaped_by_nlohmann(out, text);
+        if (b < 0x20 || b == 0x7f || c == '"' || c == '\\') return append_escaped_by_nlohmann(out, text);
         if (b >= 0x80) ascii = false;
     }
-    if (!ascii && find_invalid_utf8(text)) return append_escaped_by_nlohmann(out, text);
+    if (!ascii && (find_invalid_utf8(text) || base::needs_display_escape(text)))
+        return append_escaped_by_nlohmann(out, text);
     out += '"';
     out += text;
     out += '"';

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <optional>
 
+#include "base/display_escape.hpp"
 #include "msgpack/reader.hpp"
 #include "scalar_text.hpp"
-#include "utf8.hpp"
 #include "value_walk.hpp"
 
 namespace eventctl {
@@ -16,31 +16,13 @@ namespace {
 
 namespace msgpack = eventd::msgpack;
 
-void append_escape(std::string& out, const char* format, unsigned value) {
-    char buf[12];
-    std::snprintf(buf, sizeof buf, format, value);
-    out += buf;
-}
-
-// Length of the valid UTF-8 sequence at s[i], or 0 if the byte there does not start one.
-std::size_t utf8_length_at(std::string_view s, std::size_t i) {
-    const auto b = static_cast<uint8_t>(s[i]);
-    const std::size_t len = b < 0x80                 ? 1
-                            : b >= 0xc2 && b <= 0xdf ? 2
-                            : b >= 0xe0 && b <= 0xef ? 3
-                            : b >= 0xf0 && b <= 0xf4 ? 4
-                                                     : 0;
-    if (len == 0 || i + len > s.size()) return 0;
-    return find_invalid_utf8(s.substr(i, len)) ? 0 : len;
-}
-
+// A key goes bare unless it could be misread: blanks, '=', quotes, or anything the display
+// escaper would change (base/display_escape.hpp).
 bool needs_quotes(std::string_view key) {
     if (key.empty()) return true;
-    for (const char c : key) {
-        const auto b = static_cast<uint8_t>(c);
-        if (b <= 0x20 || b == 0x7f || c == '=' || c == '"' || c == '\\') return true;
-    }
-    return static_cast<bool>(find_invalid_utf8(key));
+    for (const char c : key)
+        if (c == ' ' || c == '=' || c == '"') return true;
+    return base::needs_display_escape(key);
 }
 
 void append_pretty_key(std::string& out, std::string_view key) {
@@ -97,52 +79,7 @@ base::Status expect_end(const msgpack::Reader& in) {
 
 void append_pretty_string(std::string& out, std::string_view text) {
     out.push_back('"');
-    for (std::size_t i = 0; i < text.size();) {
-        const auto b = static_cast<uint8_t>(text[i]);
-        switch (b) {
-            case '"':
-                out += "\\\"";
-                ++i;
-                continue;
-            case '\\':
-                out += "\\\\";
-                ++i;
-                continue;
-            case '\n':
-                out += "\\n";
-                ++i;
-                continue;
-            case '\r':
-                out += "\\r";
-                ++i;
-                continue;
-            case '\t':
-                out += "\\t";
-                ++i;
-                continue;
-            default:
-                break;
-        }
-        if (b < 0x20 || b == 0x7f) {
-            append_escape(out, "\\u%04x", b);
-            ++i;
-            continue;
-        }
-        const std::size_t len = utf8_length_at(text, i);
-        if (len == 0) {
-            append_escape(out, "\\x%02x", b);
-            ++i;
-            continue;
-        }
-        // C1 controls (U+0080..U+009F, encoded c2 80..c2 9f) steer terminals too.
-        if (len == 2 && b == 0xc2 && static_cast<uint8_t>(text[i + 1]) < 0xa0) {
-            append_escape(out, "\\u%04x", static_cast<uint8_t>(text[i + 1]));
-            i += 2;
-            continue;
-        }
-        out.append(text.substr(i, len));
-        i += len;
-    }
+    base::append_display_escaped(out, text, '"');
     out.push_back('"');
 }
 

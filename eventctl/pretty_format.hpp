@@ -2,11 +2,12 @@
 // in eventd's key order, written while walking the record's msgpack bytes once (no tree) — the
 // default view of whole records then lays that line out for the terminal (pretty_wrap.hpp):
 //   timestamp=2025-11-22T16:55:22.678123456Z cpu_id=1 event_type="kacs.access_check" user="alice\nbob" ok=true
-// Strings are quoted with C/JSON escapes (\n, \t, \", \\, \u00XX for other control characters,
-// \xNN for bytes that are not UTF-8), so a record never spans lines. Other values:
+// Strings are quoted and escaped by base/display_escape.hpp (\n, \t, \", \\, \u00XX for other C0
+// and C1 controls, \uXXXX for bidirectional controls, \xNN for bytes that are not UTF-8), so a
+// record never spans lines and nothing in it steers the terminal. Other values:
 //   null, true/false, integers, floats (nan, +inf, -inf; scalar_text.hpp), bin:<hex>, ext(N):<hex>,
 //   nested maps and arrays compactly: {"k":1,"l":[1,"x"]}
-// A key is written bare unless it contains spaces, '=', quotes or control characters.
+// A key is written bare unless it contains spaces, '=', quotes, or anything the escaper changes.
 #pragma once
 
 #include <cstdint>

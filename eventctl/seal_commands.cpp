@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/display_escape.hpp"
 #include "base/cli.hpp"
 #include "base/hex.hpp"
 #include "base/interrupt.hpp"
@@ -128,7 +129,8 @@ int compare_with_collector(const std::string& store, const std::string& socket, 
     }
     for (const auto& f : compared->findings) {
         std::printf("%s: BROKEN: %s at row %lld (%s): %s\n", f.file.c_str(), eventd::seal::kind_name(f.kind),
-                    static_cast<long long>(f.row), eventd::seal::finding_time(f.time_ns).c_str(), f.what.c_str());
+                    static_cast<long long>(f.row), eventd::seal::finding_time(f.time_ns).c_str(),
+                    base::display_escaped(f.what).c_str());
     }
     std::printf("against the collector: %llu forwarded checkpoints of %llu files of this store%s: %s\n",
                 static_cast<unsigned long long>(compared->forwarded), static_cast<unsigned long long>(compared->files),
@@ -157,10 +159,11 @@ int print_reports(const std::vector<eventd::seal::FileReport>& reports) {
             line += ": BROKEN: " + std::string(eventd::seal::kind_name(b.kind));
             if (b.row) line += " at row " + std::to_string(b.row);
             if (b.time_ns) line += " (" + eventd::seal::finding_time(b.time_ns) + ")";
-            line += ": " + b.what;
+            line += ": " + base::display_escaped(b.what);  // names a row's event type: an emitter's text
         } else if (f.unsealed) {
             ++unsealed;
-            line += ": verified through row " + std::to_string(f.sealed_through) + "; " + f.unsealed->what;
+            line += ": verified through row " + std::to_string(f.sealed_through) + "; " +
+                    base::display_escaped(f.unsealed->what);
         } else {
             line += ": verified";
         }

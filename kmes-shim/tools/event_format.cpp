@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/display_escape.hpp"
 #include "base/guid_text.hpp"
 #include "kmes/guid.hpp"
 #include "msgpack/reader.hpp"
@@ -90,8 +91,14 @@ std::string event_line(const EventView& event) {
                             ? dump_line(payload["payload"])
                             : "<undecodable msgpack: " + payload["payload_error"].get<std::string>() +
                                   "> hex=" + payload["payload_hex"].get<std::string>();
+    // The type is an emitter's text: escaped (base/display_escape.hpp) and quoted when it holds
+    // anything that could be misread, so no line can be forged or the terminal steered.
+    const std::string_view type = event.type();
+    const bool quote = type.empty() || base::needs_display_escape(type) ||
+                       type.find_first_of(" =\"") != std::string_view::npos;
+    const std::string type_text = quote ? "\"" + base::display_escaped(type, '"') + "\"" : std::string(type);
     return fmt::format("{} cpu={} seq={} origin={} type={} {}", iso_timestamp(event.timestamp()), event.cpu_id(),
-                       event.sequence(), unsigned{event.origin_class()}, event.type(), shown);
+                       event.sequence(), unsigned{event.origin_class()}, type_text, shown);
 }
 
 nlohmann::ordered_json gap_json(const Gap& gap) {
@@ -107,8 +114,12 @@ std::string gap_line(const Gap& gap) {
                        gap.last_sequence, gap.count());
 }
 
+// JSON escapes control characters; C1 and bidirectional controls, which JSON allows raw, become
+// \uXXXX too (the same value): a line of kmes-tail never steers the terminal.
 std::string dump_line(const nlohmann::ordered_json& value) {
-    return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    std::string line = value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    base::escape_json_invisibles(line);
+    return line;
 }
 
 }  // namespace kmes::tools

@@ -35,12 +35,12 @@ Bytes token(uint32_t uid) { return str(base::guid_text(base::token_guid(uid))); 
 // A record as eventd sends it: the header fields in the store's column order, then the payload's.
 // `true_token`, `effective_token`: a token GUID string, or nil.
 Bytes whole_record(std::string_view event_type, const Bytes& true_token, const Bytes& effective_token,
-                   const Fields& payload) {
+                   const Fields& payload, const Bytes& origin_class = Bytes{0x04}) {
     Fields fields = {{"boot_id", str("0c1f2e3d-4b5a-6978-8796-a5b4c3d2e1f0")},
                      {"timestamp", u64(1700000000125431867ull)},
                      {"cpu_id", u64(3)},
                      {"sequence", u64(88213)},
-                     {"origin_class", u64(4)},
+                     {"origin_class", origin_class},
                      {"event_type", str(event_type)},
                      {"effective_token_guid", effective_token},
                      {"true_token_guid", true_token},
@@ -176,6 +176,27 @@ TEST_CASE("default view: no line wider than the width, whatever the width", "[vi
         CHECK(widest_line(out) <= width);
         CHECK(out.find("subject=\"alice\xe2\x86\x92root\"") != std::string::npos);
     }
+}
+
+// Issue 39: a row of a reserved namespace without the product's origin (what a shim before the
+// refusal let an emitter write) says where it came from, right after its type.
+TEST_CASE("default view: a reserved type from an emitter is marked with its origin; the product's are not",
+          "[view]") {
+    const Fields payload = {{"uid", u64(0)}, {"exe", str("/usr/bin/sudo")}};
+    std::string forged =
+        run(Format::pretty, {whole_record("audit.syscall", kNil, kNil, payload, u64(0))}, 0, default_view());
+    for (size_t at; (at = forged.find("\n    ")) != std::string::npos;) forged.replace(at, 5, " ");  // unwrap
+    CHECK_THAT(forged, Catch::StartsWith("timestamp=2023-11-14T22:13:20.125431867Z event_type=\"audit.syscall\" "
+                                         "origin!=\"userspace (0), not kmes-shimd's audit source: not the "
+                                         "product's record\" "));
+    const std::string genuine = run(Format::pretty, {whole_record("audit.syscall", kNil, kNil, payload)}, 0, default_view());
+    CHECK(genuine.find("origin!") == std::string::npos);
+    CHECK(run(Format::pretty, {whole_record("synthetic.checkpoint", kNil, kNil, {}, u64(0))}, 0, default_view())
+              .find("origin!=\"userspace (0), not eventd") != std::string::npos);
+    CHECK(run(Format::pretty, {whole_record("synthetic.checkpoint", kNil, kNil, {}, kNil)}, 0, default_view())
+              .find("origin!") == std::string::npos);
+    CHECK(run(Format::pretty, {whole_record("app.login", kNil, kNil, {}, u64(0))}, 0, default_view())
+              .find("origin!") == std::string::npos);
 }
 
 TEST_CASE("default view: a record without a subject (null tokens) shows none", "[view]") {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/display_escape.hpp"
 #include "eventctl/pretty_format.hpp"
 #include "eventctl/time_text.hpp"
 
@@ -103,8 +104,12 @@ std::string pretty_value(const Json& value) {
 
 }  // namespace
 
+// nlohmann's text, with C1 and bidirectional controls as \uXXXX (issue 39: the same JSON value,
+// nothing invisible on a terminal; base/display_escape.hpp).
 std::string reference_json(const Bytes& record) {
-    return with_type_tags(Json::from_msgpack(record)).dump(-1, ' ', false, Json::error_handler_t::replace);
+    std::string json = with_type_tags(Json::from_msgpack(record)).dump(-1, ' ', false, Json::error_handler_t::replace);
+    base::escape_json_invisibles(json);
+    return json;
 }
 
 std::string reference_pretty(const Bytes& record) {

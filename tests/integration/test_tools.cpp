@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "ring_capture.hpp"
 #include "support/shim_fixture.hpp"
 #include "support/temp_dir.hpp"
 
@@ -131,4 +132,32 @@ TEST_CASE("kmes-emit and kmes-tail: options, payloads and exit statuses", "[tool
     r = run_tool(dir, nowhere, tail + " --from-start");
     CHECK(r.exit_code == 1);
     CHECK_FALSE(r.err.empty());
+}
+
+// Issue 39 part 5: an emitter's type and payload reach an administrator's terminal through
+// kmes-tail. Escape sequences (OSC title, CSI as C1), CR/LF (a forged line), a right-to-left
+// override and bytes that are not UTF-8 come out escaped, in the text and the JSON view alike.
+TEST_CASE("kmes-tail shows no raw control, C1 or bidi character of an emitter's event", "[tools]") {
+    auto shim = ShimProcess::start({.cpus = 1});
+    test_support::TempDir dir;
+    const std::string tail = tool("KMES_TAIL");
+    const std::string type = "evil\x1b]0;owned\x07.\xc2\x9b" "2J\r\n2026-01-01T00:00:00Z cpu=0 forged\xe2\x80\xae.x";
+    const json payload = {{"exe", "/tmp/\xe2\x80\xae" "hs.exe\x1b[31m"}, {"c1", "\xc2\x85"}};
+    REQUIRE(emit(type, payload) == 0);
+    for (const std::string& mode : {std::string(), std::string(" --json")}) {
+        INFO("kmes-tail" << mode);
+        const ToolRun r = run_tool(dir, shim->socket_path(), tail + " --from-start" + mode);
+        REQUIRE(r.exit_code == 0);
+        std::istringstream lines(r.out);
+        size_t n = 0;
+        for (std::string line; std::getline(lines, line); ++n) {
+            INFO(line);
+            for (const char c : line) CHECK((static_cast<uint8_t>(c) >= 0x20 && c != 0x7f));
+            CHECK(line.find("\xc2\x9b") == std::string::npos);
+            CHECK(line.find("\xc2\x85") == std::string::npos);
+            CHECK(line.find("\xe2\x80\xae") == std::string::npos);
+        }
+        CHECK(n == 1);  // one event, one line: the CR/LF forged none
+        CHECK_THAT(r.out, Catch::Contains("\\u202e"));
+    }
 }
