@@ -3,40 +3,10 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "base/utf8.hpp"
+
 namespace base {
 namespace {
-
-struct CodePoint {
-    char32_t value = 0;
-    std::size_t length = 0;  // 0: the byte at the position starts no valid UTF-8 sequence
-};
-
-// Strict RFC 3629 decoding of the character at text[i]: no overlong forms, no surrogates,
-// nothing above U+10FFFF.
-CodePoint decode_at(std::string_view text, std::size_t i) {
-    const auto b0 = static_cast<uint8_t>(text[i]);
-    if (b0 < 0x80) return {b0, 1};
-    std::size_t length = 0;
-    char32_t value = 0;
-    char32_t minimum = 0;
-    if (b0 >= 0xc2 && b0 <= 0xdf) {
-        length = 2, value = b0 & 0x1f, minimum = 0x80;
-    } else if (b0 >= 0xe0 && b0 <= 0xef) {
-        length = 3, value = b0 & 0x0f, minimum = 0x800;
-    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
-        length = 4, value = b0 & 0x07, minimum = 0x10000;
-    } else {
-        return {};
-    }
-    if (i + length > text.size()) return {};
-    for (std::size_t k = 1; k < length; ++k) {
-        const auto b = static_cast<uint8_t>(text[i + k]);
-        if ((b & 0xc0) != 0x80) return {};
-        value = (value << 6) | (b & 0x3f);
-    }
-    if (value < minimum || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return {};
-    return {value, length};
-}
 
 // C1 controls, and the code points that reorder or break text without being seen.
 bool is_invisible_control(char32_t c) {
@@ -77,7 +47,7 @@ void append_display_escaped(std::string& out, std::string_view text, char quote)
             ++i;
             continue;
         }
-        const CodePoint cp = decode_at(text, i);
+        const Utf8Char cp = decode_utf8_at(text, i);
         if (cp.length == 0) {
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(b));
@@ -109,7 +79,7 @@ bool needs_display_escape(std::string_view text) {
             ++i;
             continue;
         }
-        const CodePoint cp = decode_at(text, i);
+        const Utf8Char cp = decode_utf8_at(text, i);
         if (cp.length == 0 || is_invisible_control(cp.value)) return true;
         i += cp.length;
     }
@@ -135,7 +105,7 @@ void escape_json_invisibles(std::string& json) {
             ++i;
             continue;
         }
-        const CodePoint cp = static_cast<uint8_t>(json[i]) < 0x80 ? CodePoint{} : decode_at(json, i);
+        const Utf8Char cp = static_cast<uint8_t>(json[i]) < 0x80 ? Utf8Char{} : decode_utf8_at(json, i);
         if (cp.length != 0 && is_invisible_control(cp.value)) {
             append_u_escape(out, cp.value);
             i += cp.length;

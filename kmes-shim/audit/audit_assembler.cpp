@@ -9,8 +9,8 @@
 
 namespace kmes::audit {
 
-AuditAssembler::AuditAssembler(Sink sink, unsigned timeout_s, Malformed malformed)
-    : sink_(std::move(sink)), malformed_(std::move(malformed)) {
+AuditAssembler::AuditAssembler(Sink sink, unsigned timeout_s, Malformed malformed, MappingLimits limits)
+    : sink_(std::move(sink)), malformed_(std::move(malformed)), limits_(limits) {
     au_ = auparse_init(AUSOURCE_FEED, nullptr);
     if (!au_) std::abort();  // only out of memory
     auparse_set_eoe_timeout(static_cast<time_t>(timeout_s == 0 ? 1 : timeout_s));
@@ -55,7 +55,7 @@ void AuditAssembler::hand_on(auparse_state_t* au) {
         return;
     }
     if (serial != 0) remember(serial);
-    sink_(map_event(au));  // one walk of the records for the event's own types and `incomplete`
+    sink_(map_event(au, limits_));  // one walk of the records for the event's own types and `incomplete`
 }
 
 namespace {

@@ -32,7 +32,7 @@ public:
 
     // `timeout_s`: an event whose end never came is handed on this many seconds after its last
     // record (auparse's EOE timeout; process-wide in libauparse). `malformed` may be empty.
-    AuditAssembler(Sink sink, unsigned timeout_s, Malformed malformed = {});
+    AuditAssembler(Sink sink, unsigned timeout_s, Malformed malformed = {}, MappingLimits limits = {});
     ~AuditAssembler();
     AuditAssembler(const AuditAssembler&) = delete;
     AuditAssembler& operator=(const AuditAssembler&) = delete;
@@ -55,6 +55,7 @@ private:
 
     Sink sink_;
     Malformed malformed_;
+    MappingLimits limits_;
     auparse_state_t* au_ = nullptr;
     // Serials of the events handed on lately, to tell a late record from a new event. A late
     // record comes within seconds of its event; at 20,000 events/s this reaches back 3 s.

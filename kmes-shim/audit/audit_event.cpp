@@ -4,6 +4,10 @@
 #include <libaudit.h>
 
 #include <algorithm>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
 
 #include <cctype>
 #include <chrono>
@@ -13,6 +17,8 @@
 #include <optional>
 #include <string_view>
 
+#include "base/hex.hpp"
+#include "base/utf8.hpp"
 #include "payload_map.hpp"
 
 namespace kmes::audit {
@@ -86,11 +92,25 @@ std::optional<std::string_view> unquoted(std::string_view text) {
     return std::nullopt;
 }
 
-// The value of an escaped field, decoded (hex by auparse, quotes stripped), or its raw text.
-std::string_view escaped_value(auparse_state_t* au, const char* raw) {
-    if (auto text = unquoted(raw)) return *text;  // auparse is asked only to decode hex
-    const char* interpreted = interpret_checked(au, AUPARSE_TYPE_ESCAPED, raw);
-    return interpreted ? interpreted : raw;
+// What the kernel recorded for a field it writes in quotes or in hex (issue 39 part 6): the
+// quoted text without its quotes — the kernel quotes only printable ASCII without '"' — or
+// the hex decoded to its bytes. Not auparse's interpretation, which shows control bytes as
+// "\ooo" text: a file named with a real ESC and one named "\033" must stay two names. Anything
+// else as written.
+std::string recorded_bytes(std::string_view raw) {
+    if (auto text = unquoted(raw)) return std::string(*text);
+    if (!all_hex(raw) || raw.size() % 2 != 0) return std::string(raw);
+    std::string bytes(raw.size() / 2, '\0');
+    if (!base::hex_bytes(raw, std::span(reinterpret_cast<uint8_t*>(bytes.data()), bytes.size())))
+        return std::string(raw);
+    return bytes;
+}
+
+// Bytes as the payload keeps them: a msgpack str when they are valid UTF-8 (so queries compare
+// them as text), bin otherwise — never invalid UTF-8 in a str.
+void put_recorded(Bytes& out, std::string_view bytes) {
+    if (base::is_valid_utf8(bytes)) return mp::put_string(out, bytes);
+    mp::put_binary(out, std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
 }
 
 // The value of the field under auparse's cursor, and any name to put beside it. Fills the
@@ -141,7 +161,7 @@ void put_field(auparse_state_t* au, PayloadMap& into, AuditEvent* event) {
     if (is_escaped(type)) {
         // "(null)" is how the kernel writes an absent key or name.
         if (std::strcmp(raw, "(null)") == 0) return mp::put_nil(out);
-        return mp::put_string(out, escaped_value(au, raw));
+        return put_recorded(out, recorded_bytes(raw));
     }
     // Numbers only where the field is a number: a mode ("0100755"), a permission, flags or a
     // syscall argument look like digits but are octal or hex text.
@@ -176,40 +196,135 @@ std::optional<std::string_view> free_msg_text(std::string_view record) {
     return inner;
 }
 
-// EXECVE: a0, a1, … (and a1[0], a1[1] … for an argument the kernel split) → argv.
-void put_execve_argv(auparse_state_t* au, Bytes& out) {
-    std::vector<std::string> argv;
-    if (auparse_first_field(au) > 0) {
-        bool in_split = false;  // pieces of one long argument (aN_len=…, aN[0]=…, aN[1]=…)
+// The arguments of an exec, from every EXECVE record of the event (issue 39 part 2): the kernel
+// writes `argc` in the first, then a0, a1, … across as many records as they need, and an
+// argument longer than its chunk size as aN_len=LEN aN[0]=… aN[1]=… — each piece quoted or hex
+// on its own (kernel/auditsc.c, audit_log_execve_info).
+struct ExecArgs {
+    std::optional<uint64_t> argc;
+    std::map<uint64_t, std::map<uint64_t, std::string>> pieces;  // argument → piece → bytes
+    std::map<uint64_t, uint64_t> declared_length;                // aN_len
+
+    // "a12" → 12, "a12[3]" → 12 and piece 3, "a12_len" → 12 and `length`.
+    void add_field(std::string_view name, std::string_view raw) {
+        if (name == "argc") {
+            if (const auto n = decimal(std::string(raw).c_str()); n && *n >= 0) argc = uint64_t(*n);
+            return;
+        }
+        if (name.size() < 2 || name[0] != 'a' || !std::isdigit(static_cast<unsigned char>(name[1]))) return;
+        uint64_t index = 0;
+        size_t at = 1;
+        while (at < name.size() && std::isdigit(static_cast<unsigned char>(name[at])) && index < (uint64_t{1} << 40))
+            index = index * 10 + uint64_t(name[at++] - '0');
+        const std::string_view rest = name.substr(at);
+        if (rest.empty()) {
+            pieces[index][0] = recorded_bytes(raw);
+        } else if (rest == "_len") {
+            if (const auto n = decimal(std::string(raw).c_str()); n && *n >= 0) declared_length[index] = uint64_t(*n);
+        } else if (rest.size() > 2 && rest.front() == '[' && rest.back() == ']') {
+            const auto piece = decimal(std::string(rest.substr(1, rest.size() - 2)).c_str());
+            if (piece && *piece >= 0) pieces[index][uint64_t(*piece)] = recorded_bytes(raw);
+        }
+    }
+
+    void collect(auparse_state_t* au) {
+        if (auparse_first_field(au) <= 0) return;
         do {
             const char* name = auparse_get_field_name(au);
-            if (!name || name[0] != 'a' || !std::isdigit(static_cast<unsigned char>(name[1]))) continue;
             const char* raw = auparse_get_field_str(au);
-            const std::string_view n(name);
-            if (n.find("_len") != std::string_view::npos) {
-                argv.emplace_back();  // the pieces that follow append to it
-                in_split = true;
-                continue;
-            }
-            const std::string_view value = raw ? escaped_value(au, raw) : std::string_view();
-            if (n.find('[') != std::string_view::npos && in_split) {
-                argv.back() += value;
-                continue;
-            }
-            in_split = false;
-            argv.emplace_back(value);
+            if (name && raw) add_field(name, raw);
         } while (auparse_next_field(au) > 0);
     }
-    mp::put_array_header(out, argv.size());
-    for (const std::string& arg : argv) mp::put_string(out, arg);
+
+    // argc, argv (whole arguments from a0 on, while they are all there and within
+    // `max_bytes` in all), and — when any is not — argv_truncated with the arguments and the
+    // bytes cut (bytes: of the cut arguments whose length is known).
+    void write_to(PayloadMap& payload, uint64_t max_bytes) const {
+        const uint64_t count = argc.value_or(pieces.empty() ? 0 : pieces.rbegin()->first + 1);
+        std::vector<std::string> argv;
+        uint64_t bytes = 0, cut_bytes = 0;
+        bool stopped = false;
+        for (uint64_t i = 0; i < count; ++i) {
+            const auto found = pieces.find(i);
+            std::string arg;
+            bool complete = found != pieces.end();
+            if (complete) {
+                uint64_t next = 0;
+                for (const auto& [k, piece] : found->second) {
+                    complete &= k == next++;  // a piece missing: the argument is not whole
+                    arg += piece;
+                }
+                if (const auto len = declared_length.find(i); len != declared_length.end())
+                    complete &= arg.size() == len->second;
+            }
+            if (!stopped && complete && bytes + arg.size() <= max_bytes) {
+                bytes += arg.size();
+                argv.push_back(std::move(arg));
+                continue;
+            }
+            stopped = true;  // arguments stay in order: nothing after a cut one
+            if (const auto len = declared_length.find(i); len != declared_length.end())
+                cut_bytes += len->second;
+            else if (found != pieces.end())
+                cut_bytes += arg.size();
+        }
+        payload.add_reserved("argc");
+        mp::put_unsigned(payload.value(), count);
+        payload.add_reserved("argv");
+        mp::put_array_header(payload.value(), argv.size());
+        for (const std::string& arg : argv) put_recorded(payload.value(), arg);
+        if (argv.size() == count) return;
+        payload.add_reserved("argv_truncated");
+        mp::put_bool(payload.value(), true);
+        payload.add_reserved("argv_cut_args");
+        mp::put_unsigned(payload.value(), count - argv.size());
+        payload.add_reserved("argv_cut_bytes");
+        mp::put_unsigned(payload.value(), cut_bytes);
+    }
+
+    // The arguments joined as the kernel joins a process title (NUL between them), for the
+    // bytes a capped proctitle lacks.
+    uint64_t joined_length() const {
+        uint64_t n = 0;
+        for (const auto& [i, parts] : pieces) {
+            if (const auto len = declared_length.find(i); len != declared_length.end()) {
+                n += len->second;
+            } else {
+                for (const auto& [k, piece] : parts) n += piece.size();
+            }
+        }
+        return n + (pieces.empty() ? 0 : pieces.size() - 1);
+    }
+};
+
+// The process title (PROCTITLE): the arguments as the process holds them, NUL between them,
+// shown with a space there (the exact arguments are argv). The kernel records at most
+// kProctitleCap bytes of it (MAX_PROCTITLE_AUDIT_LEN): a title of that length may have been cut,
+// and is marked proctitle_truncated — with the bytes cut when the exec's arguments tell them.
+constexpr size_t kProctitleCap = 128;
+
+void put_proctitle(PayloadMap& payload, std::string title, std::optional<uint64_t> full_length) {
+    const size_t recorded = title.size();
+    while (!title.empty() && title.back() == '\0') title.pop_back();  // the last argument's end
+    std::replace(title.begin(), title.end(), '\0', ' ');
+    payload.add_reserved("proctitle");
+    put_recorded(payload.value(), title);
+    if (recorded < kProctitleCap) return;
+    if (full_length && *full_length <= recorded) return;  // exactly the cap, nothing cut
+    payload.add_reserved("proctitle_truncated");
+    mp::put_bool(payload.value(), true);
+    if (full_length) {
+        payload.add_reserved("proctitle_cut_bytes");
+        mp::put_unsigned(payload.value(), *full_length - recorded);
+    }
 }
 
-// The decoded value of the field `name` of the record under the cursor.
-std::optional<std::string_view> field_text(auparse_state_t* au, const char* name) {
+// What the kernel recorded in the field `name` of the record under the cursor.
+std::optional<std::string> field_text(auparse_state_t* au, const char* name) {
     const char* raw = auparse_find_field(au, name);
     if (!raw) return std::nullopt;
-    if (is_escaped(auparse_get_field_type(au))) return escaped_value(au, raw);
-    return std::string_view(raw);
+    if (is_escaped(auparse_get_field_type(au))) return recorded_bytes(raw);
+    return std::string(raw);
 }
 
 // An audit record type's name as a key: "USER_LOGIN" → "user_login".
@@ -226,7 +341,7 @@ struct OtherRecords {
 
 }  // namespace
 
-AuditEvent map_event(auparse_state_t* au) {
+AuditEvent map_event(auparse_state_t* au, const MappingLimits& limits) {
     AuditEvent event;
     PayloadMap payload(1024);  // an exec event's payload: ~1 KB
     // What the mapping puts under its own keys wins over a first record's field of that name.
@@ -249,10 +364,10 @@ AuditEvent map_event(auparse_state_t* au) {
         } while (auparse_next_record(au) > 0);
     }
     payload.reserve({"serial", "audit_time", "record_types", "msg"});
-    if (has_execve) payload.reserve({"argv"});
+    if (has_execve) payload.reserve({"argc", "argv", "argv_truncated", "argv_cut_args", "argv_cut_bytes"});
     if (has_cwd) payload.reserve({"cwd"});
     if (has_paths) payload.reserve({"paths"});
-    if (has_proctitle) payload.reserve({"proctitle"});
+    if (has_proctitle) payload.reserve({"proctitle", "proctitle_truncated", "proctitle_cut_bytes"});
     // Handed on by the timeout before its end came.
     const bool incomplete = syscall && !ended;
     if (incomplete) payload.reserve({"incomplete"});
@@ -278,14 +393,16 @@ AuditEvent map_event(auparse_state_t* au) {
     record_types.reserve(128);
     size_t record_type_count = 0, path_count = 0;
     std::vector<OtherRecords> others;
-    // CWD, PROCTITLE: the record's field of the same name, decoded, from the first such record
-    // that has it (`pending` until then).
+    ExecArgs exec_args;
+    std::optional<std::string> proctitle;
+    // CWD: the record's field of the same name, as recorded, from the first such record that
+    // has it (`pending` until then).
     auto put_first_text = [&](bool& pending, const char* field) {
         if (!pending) return;
         if (auto text = field_text(au, field)) {
             pending = false;
             payload.add_reserved(field);
-            mp::put_string(payload.value(), *text);
+            put_recorded(payload.value(), *text);
         }
     };
     first_record = true;
@@ -309,11 +426,7 @@ AuditEvent map_event(auparse_state_t* au) {
                 continue;
             }
             if (type == AUDIT_EXECVE) {
-                if (has_execve) {
-                    has_execve = false;  // the first EXECVE (the kernel sends one)
-                    payload.add_reserved("argv");
-                    put_execve_argv(au, payload.value());
-                }
+                exec_args.collect(au);  // every EXECVE record: a long argument list spans several
             } else if (type == AUDIT_CWD) {
                 put_first_text(has_cwd, "cwd");
             } else if (type == AUDIT_PATH) {
@@ -322,7 +435,7 @@ AuditEvent map_event(auparse_state_t* au) {
                 path.write_to(paths);
                 ++path_count;
             } else if (type == AUDIT_PROCTITLE) {
-                put_first_text(has_proctitle, "proctitle");
+                if (!proctitle) proctitle = field_text(au, "proctitle");
             } else {
                 std::string key;
                 put_lower(key, name);
@@ -335,6 +448,8 @@ AuditEvent map_event(auparse_state_t* au) {
         } while (auparse_next_record(au) > 0);
     }
     if (event.type.empty()) event.type = "audit.unknown";
+    if (has_execve) exec_args.write_to(payload, limits.argv_max_bytes);
+    if (proctitle) put_proctitle(payload, *proctitle, has_execve ? std::optional(exec_args.joined_length()) : std::nullopt);
     for (const OtherRecords& other : others) {
         if (!payload.add(other.key)) continue;
         Bytes& out = payload.value();

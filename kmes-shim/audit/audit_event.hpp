@@ -49,7 +49,14 @@ struct AuditEvent {
 // The event auparse's cursor is on (inside an AUPARSE_CB_EVENT_READY callback). Moves the
 // record and field cursors. A syscall event without EOE or PROCTITLE was handed on by the
 // timeout before its end came: its payload says `"incomplete": true`.
-AuditEvent map_event(auparse_state_t* au);
+// Limits of the mapping (kmes.json Audit.ArgvMaxBytes; docs/AUDIT.md "Arguments").
+inline constexpr uint64_t kDefaultArgvMaxBytes = 128 * 1024;
+struct MappingLimits {
+    // An exec's arguments stored whole, in order, up to this many bytes in all; the rest is
+    // declared cut (argv_truncated, argv_cut_args, argv_cut_bytes), never dropped silently.
+    uint64_t argv_max_bytes = kDefaultArgvMaxBytes;
+};
+AuditEvent map_event(auparse_state_t* au, const MappingLimits& limits = {});
 
 // The name of the record auparse's cursor is on ("SYSCALL"), or "UNKNOWN[<type>]" for a type
 // libaudit has no name for — as auditd writes it.

@@ -450,7 +450,8 @@ void AuditSource::run() {
             for (char& c : sample)
                 if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
             first_malformed = {{"record_type", name ? name : std::to_string(type)}, {"text", sample}};
-        });
+        },
+        MappingLimits{settings_.argv_max_bytes});
     auto report_malformed = [&] {
         if (malformed == 0) return;
         spdlog::warn("audit: {} record(s) without the kernel's \"audit(TIME:SERIAL):\" header were not reassembled; "

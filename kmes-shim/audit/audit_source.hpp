@@ -48,6 +48,7 @@ struct AuditSettings {
     uint32_t backlog_wait_time_ms = 0;  // daemon mode
     uint32_t receive_buffer_bytes = 16 << 20;  // a limit: memory only while records wait
     uint32_t event_timeout_ms = 2000;
+    uint32_t argv_max_bytes = kDefaultArgvMaxBytes;  // an exec's arguments kept whole (audit_event.hpp)
     std::filesystem::path runtime_dir = "/run/kmes";  // the undo file of loaded rules
     bool operator==(const AuditSettings&) const = default;
 };

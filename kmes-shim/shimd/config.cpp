@@ -156,6 +156,7 @@ public:
         number("BacklogWaitTimeMs", target.backlog_wait_time_ms, 0, 600000);
         number("ReceiveBufferBytes", target.receive_buffer_bytes, 65536, 1u << 30);
         number("EventTimeoutMs", target.event_timeout_ms, 1000, 60000);
+        number("ArgvMaxBytes", target.argv_max_bytes, 4096, 1u << 20);
     }
 
 private:

@@ -31,9 +31,10 @@ AuditEvent read_back(kmes::audit::AuditEvent e) {
     return {std::move(e.type), std::move(payload), e.uid, e.euid, e.pid};
 }
 
-std::vector<AuditEvent> assemble(const std::vector<std::string>& lines) {
+std::vector<AuditEvent> assemble(const std::vector<std::string>& lines, kmes::audit::MappingLimits limits = {}) {
     std::vector<AuditEvent> events;
-    AuditAssembler assembler([&](kmes::audit::AuditEvent e) { events.push_back(read_back(std::move(e))); }, 2);
+    AuditAssembler assembler([&](kmes::audit::AuditEvent e) { events.push_back(read_back(std::move(e))); }, 2, {},
+                             limits);
     for (const std::string& line : lines) assembler.feed_line(line);
     assembler.flush();
     return events;
@@ -87,6 +88,111 @@ TEST_CASE("an execve's records become one audit.syscall event with its fields de
     CHECK_FALSE(p.contains("type"));  // the record's own type field: the event type says it
     CHECK(e.uid == 0u);
     CHECK(e.euid == 0u);
+}
+
+// Issue 39 part 2: the kernel spreads a long argument list over several EXECVE records and a
+// long argument over pieces (aN_len, aN[0], aN[1], …, each quoted or hex on its own).
+namespace {
+
+std::string hex_of(std::string_view bytes) {
+    static const char* digits = "0123456789ABCDEF";
+    std::string out;
+    for (const char c : bytes) {
+        out += digits[static_cast<uint8_t>(c) >> 4];
+        out += digits[static_cast<uint8_t>(c) & 15];
+    }
+    return out;
+}
+
+std::vector<std::string> exec_event(const std::vector<std::string>& execve_records) {
+    std::vector<std::string> lines = {kExecve[0]};
+    for (const std::string& r : execve_records) lines.push_back("type=EXECVE msg=audit(1700000000.123:42): " + r);
+    lines.push_back("type=EOE msg=audit(1700000000.123:42): ");
+    return lines;
+}
+
+}  // namespace
+
+TEST_CASE("argv: every EXECVE record and every piece of a split argument, whatever their order", "[audit]") {
+    const std::string long_arg(9000, 'x');
+    const auto events = assemble(exec_event({
+        "argc=5 a0=\"/bin/true\" a1=\"one\" a2_len=9004 a2[1]=" + hex_of(long_arg.substr(4500) + "TAIL"),
+        "a2[0]=\"" + long_arg.substr(0, 4500) + "\" a3=" + hex_of("two words"),
+        "a4=\"EVIL\"",
+    }));
+    REQUIRE(events.size() == 1);
+    const json& p = events[0].payload;
+    CHECK(p["argc"] == 5);
+    CHECK(p["argv"] == json::array({"/bin/true", "one", long_arg + "TAIL", "two words", "EVIL"}));
+    CHECK_FALSE(p.contains("argv_truncated"));
+}
+
+TEST_CASE("argv: beyond Audit.ArgvMaxBytes, or with records missing, the cut is declared with its counts",
+          "[audit]") {
+    const std::string big(5000, 'y');
+    SECTION("over the limit: whole arguments up to it, the rest counted") {
+        const auto events = assemble(exec_event({"argc=4 a0=\"/bin/true\" a1=\"" + big + "\" a2=\"EVIL\" a3=\"z\""}),
+                                     kmes::audit::MappingLimits{4096});
+        REQUIRE(events.size() == 1);
+        const json& p = events[0].payload;
+        CHECK(p["argc"] == 4);
+        CHECK(p["argv"] == json::array({"/bin/true"}));
+        CHECK(p["argv_truncated"] == true);
+        CHECK(p["argv_cut_args"] == 3);
+        CHECK(p["argv_cut_bytes"] == 5000 + 4 + 1);
+    }
+    SECTION("a record the kernel did not deliver: argc says how many are missing") {
+        const auto events = assemble(exec_event({"argc=4 a0=\"/bin/true\" a1=\"one\""}));
+        REQUIRE(events.size() == 1);
+        const json& p = events[0].payload;
+        CHECK(p["argv"] == json::array({"/bin/true", "one"}));
+        CHECK(p["argv_truncated"] == true);
+        CHECK(p["argv_cut_args"] == 2);
+    }
+    SECTION("a piece missing from a split argument: that argument is not whole, so it is cut") {
+        const auto events =
+            assemble(exec_event({"argc=2 a0=\"/bin/true\" a1_len=20 a1[0]=\"0123456789\""}));
+        REQUIRE(events.size() == 1);
+        const json& p = events[0].payload;
+        CHECK(p["argv"] == json::array({"/bin/true"}));
+        CHECK(p["argv_cut_args"] == 1);
+        CHECK(p["argv_cut_bytes"] == 20);
+    }
+}
+
+// Issue 39 part 6: what the kernel recorded, byte for byte — not auparse's "\ooo" text.
+TEST_CASE("exact strings: a real ESC and the text \\033 stay distinct; bytes that are not UTF-8 are bin",
+          "[audit]") {
+    auto with_exe = [](const std::string& exe_field) {
+        std::vector<std::string> lines = exec_event({"argc=1 a0=\"x\""});
+        const std::string from = "exe=\"/usr/bin/true\"";
+        lines[0].replace(lines[0].find(from), from.size(), "exe=" + exe_field);
+        const auto events = assemble(lines);
+        REQUIRE(events.size() == 1);
+        return events[0].payload["exe"];
+    };
+    const json real_esc = with_exe(hex_of("/tmp/\x1b[31mx"));
+    const json literal = with_exe(R"("/tmp/\033[31mx")");
+    CHECK(real_esc == "/tmp/\x1b[31mx");
+    CHECK(literal == "/tmp/\\033[31mx");
+    CHECK(real_esc != literal);
+    const json invalid = with_exe(hex_of("/tmp/\xff\xfe"));
+    REQUIRE(invalid.is_binary());
+    const std::vector<uint8_t> bytes(invalid.get_binary().begin(), invalid.get_binary().end());
+    CHECK(bytes == std::vector<uint8_t>({'/', 't', 'm', 'p', '/', 0xff, 0xfe}));
+}
+
+TEST_CASE("proctitle: NULs between arguments shown as spaces; at the kernel's 128-byte cap, marked cut", "[audit]") {
+    const std::string arg(200, 'p');
+    std::vector<std::string> lines = exec_event({"argc=2 a0=\"/bin/true\" a1=\"" + arg + "\""});
+    const std::string title = std::string("/bin/true") + '\0' + arg;
+    lines.insert(lines.end() - 1, "type=PROCTITLE msg=audit(1700000000.123:42): proctitle=" + hex_of(title.substr(0, 128)));
+    const auto events = assemble(lines);
+    REQUIRE(events.size() == 1);
+    const json& p = events[0].payload;
+    CHECK(p["proctitle"] == "/bin/true " + arg.substr(0, 118));
+    CHECK(p["proctitle_truncated"] == true);
+    CHECK(p["proctitle_cut_bytes"] == title.size() - 128);
 }
 
 TEST_CASE("events end at PROCTITLE without EOE, interleave by serial, and stand alone below 1300", "[audit]") {
