@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -203,7 +204,10 @@ std::optional<std::string_view> free_msg_text(std::string_view record) {
 struct ExecArgs {
     std::optional<uint64_t> argc;
     std::map<uint64_t, std::map<uint64_t, std::string>> pieces;  // argument → piece → bytes
-    std::map<uint64_t, uint64_t> declared_length;                // aN_len
+    // aN_len: the length the kernel logs the argument with — twice its bytes when it wrote the
+    // pieces in hex (kernel/auditsc.c), its bytes when quoted.
+    std::map<uint64_t, uint64_t> declared_length;
+    std::set<uint64_t> hex_pieces;  // arguments whose pieces came in hex
 
     // "a12" → 12, "a12[3]" → 12 and piece 3, "a12_len" → 12 and `length`.
     void add_field(std::string_view name, std::string_view raw) {
@@ -223,7 +227,10 @@ struct ExecArgs {
             if (const auto n = decimal(std::string(raw).c_str()); n && *n >= 0) declared_length[index] = uint64_t(*n);
         } else if (rest.size() > 2 && rest.front() == '[' && rest.back() == ']') {
             const auto piece = decimal(std::string(rest.substr(1, rest.size() - 2)).c_str());
-            if (piece && *piece >= 0) pieces[index][uint64_t(*piece)] = recorded_bytes(raw);
+            if (piece && *piece >= 0) {
+                pieces[index][uint64_t(*piece)] = recorded_bytes(raw);
+                if (!unquoted(raw)) hex_pieces.insert(index);
+            }
         }
     }
 
@@ -255,7 +262,7 @@ struct ExecArgs {
                     arg += piece;
                 }
                 if (const auto len = declared_length.find(i); len != declared_length.end())
-                    complete &= arg.size() == len->second;
+                    complete &= arg.size() == bytes_of(i, len->second);
             }
             if (!stopped && complete && bytes + arg.size() <= max_bytes) {
                 bytes += arg.size();
@@ -264,7 +271,7 @@ struct ExecArgs {
             }
             stopped = true;  // arguments stay in order: nothing after a cut one
             if (const auto len = declared_length.find(i); len != declared_length.end())
-                cut_bytes += len->second;
+                cut_bytes += bytes_of(i, len->second);
             else if (found != pieces.end())
                 cut_bytes += arg.size();
         }
@@ -282,13 +289,16 @@ struct ExecArgs {
         mp::put_unsigned(payload.value(), cut_bytes);
     }
 
+    // The bytes of argument `i` the kernel declared `logged` for (aN_len).
+    uint64_t bytes_of(uint64_t i, uint64_t logged) const { return hex_pieces.count(i) ? logged / 2 : logged; }
+
     // The arguments joined as the kernel joins a process title (NUL between them), for the
     // bytes a capped proctitle lacks.
     uint64_t joined_length() const {
         uint64_t n = 0;
         for (const auto& [i, parts] : pieces) {
             if (const auto len = declared_length.find(i); len != declared_length.end()) {
-                n += len->second;
+                n += bytes_of(i, len->second);
             } else {
                 for (const auto& [k, piece] : parts) n += piece.size();
             }

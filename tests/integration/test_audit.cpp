@@ -246,6 +246,72 @@ std::map<std::string, uint64_t> check_every_exec_accounted(uint32_t cpus, const 
     return lost;
 }
 
+// Issue 39 part 2: no argument hidden from the trail. The kernel spreads long argument lists
+// over several EXECVE records and long arguments over pieces; the event holds them all, or —
+// beyond Audit.ArgvMaxBytes (128 KiB by default) — says what it cut.
+TEST_CASE("argv on the real kernel: 1,500 arguments and a 20,000-byte one whole; a 400 KiB argv cut with counts",
+          "[audit]") {
+    KernelAuditState before;
+    test_support::TempDir files;
+    const std::string key = "kmes-argv-" + std::to_string(getpid());
+    const json config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}}};
+    auto shim = ShimProcess::start(ShimOptions{.config = config, .cpus = 1});
+    REQUIRE(shim->wait_log("audit: daemon mode", std::chrono::seconds(10)));
+    auto exec_with = [](const std::vector<std::string>& args) {
+        std::vector<char*> argv;
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        const pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            execv("/bin/true", argv.data());
+            _exit(127);
+        }
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        REQUIRE(WIFEXITED(status));
+        REQUIRE(WEXITSTATUS(status) == 0);
+    };
+    std::vector<std::string> many = {"/bin/true"};
+    for (int i = 1; i <= 1500; ++i) many.push_back(std::to_string(i));
+    many.push_back("EVIL");
+    const std::vector<std::string> long_one = {"/bin/true", std::string(20000, 'L'), "EVIL"};
+    std::vector<std::string> huge = {"/bin/true"};
+    for (int i = 0; i < 100; ++i) huge.push_back(std::string(4096, char('a' + i % 26)));  // 400 KiB
+    exec_with(many);
+    exec_with(long_one);
+    exec_with(huge);
+
+    std::vector<json> events;
+    REQUIRE(eventually([&] { return (events = audit_events(1, key)).size() >= 3; }, seconds(20)));
+    REQUIRE(events.size() == 3);
+    std::sort(events.begin(), events.end(), [](const json& a, const json& b) { return a["serial"] < b["serial"]; });
+    auto shape = [](json e) {  // an event without its long arguments, for a failure's message
+        for (json& a : e["argv"])
+            if (a.is_string() && a.get<std::string>().size() > 40) a = a.get<std::string>().substr(0, 40) + "…";
+        if (e["argv"].size() > 8) e["argv"] = json::array({e["argv"][0], "…", e["argv"].back()});
+        return e.dump();
+    };
+    INFO("events: " << shape(events[0]) << "\n" << shape(events[1]) << "\n" << shape(events[2]));
+    CHECK(events[0]["argc"] == many.size());
+    CHECK(events[0]["argv"] == json(many));
+    CHECK_FALSE(events[0].contains("argv_truncated"));
+    CHECK(events[1]["argc"] == 3);
+    CHECK(events[1]["argv"] == json(long_one));
+    CHECK_FALSE(events[1].contains("argv_truncated"));
+    // 128 KiB of whole arguments: /bin/true and 31 of 4,096 bytes; 69 cut.
+    const json& cut = events[2];
+    CHECK(cut["argc"] == 101);
+    REQUIRE(cut["argv"].size() == 32);
+    CHECK(cut["argv"][31] == huge[31]);
+    CHECK(cut["argv_truncated"] == true);
+    CHECK(cut["argv_cut_args"] == 69);
+    CHECK(cut["argv_cut_bytes"] == 69 * 4096);
+    // The kernel keeps 128 bytes of a process title: marked, with what it lacks.
+    CHECK(cut["proctitle_truncated"] == true);
+    CHECK(cut["proctitle_cut_bytes"].get<int64_t>() > 400000);
+}
+
 TEST_CASE("nothing lost silently: execs while the shim is frozen are stored or counted in audit.lost", "[audit]") {
     KernelAuditState before;
     test_support::TempDir files;
