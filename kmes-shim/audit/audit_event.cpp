@@ -131,7 +131,7 @@ void put_field(auparse_state_t* au, PayloadMap& into, AuditEvent* event) {
         case AUPARSE_TYPE_GID: {
             const auto n = decimal(raw);
             if (!n) {
-                mp::put_string(out, raw);
+                put_recorded(out, raw);
                 return;
             }
             mp::put_signed(out, *n);
@@ -151,7 +151,7 @@ void put_field(auparse_state_t* au, PayloadMap& into, AuditEvent* event) {
         case AUPARSE_TYPE_SYSCALL:
         case AUPARSE_TYPE_ARCH: {
             const char* interpreted = interpret_checked(au, type, raw);
-            mp::put_string(out, interpreted ? interpreted : raw);
+            put_recorded(out, interpreted ? interpreted : raw);
             if (type == AUPARSE_TYPE_SYSCALL)
                 if (const auto n = decimal(raw); n && into.add("syscall_nr")) mp::put_signed(into.value(), *n);
             return;
@@ -172,7 +172,7 @@ void put_field(auparse_state_t* au, PayloadMap& into, AuditEvent* event) {
             if (event && key == "pid") event->pid = static_cast<pid_t>(*n);
             return mp::put_signed(out, *n);
         }
-    mp::put_string(out, unquoted(raw).value_or(raw));
+    put_recorded(out, unquoted(raw).value_or(raw));  // never invalid UTF-8 in a str
 }
 
 void record_fields(auparse_state_t* au, PayloadMap& into, AuditEvent* event = nullptr) {
@@ -431,7 +431,7 @@ AuditEvent map_event(auparse_state_t* au, const MappingLimits& limits) {
                 if (const char* text = auparse_get_record_text(au))
                     if (auto free_text = free_msg_text(text)) {
                         payload.add_reserved("msg");
-                        mp::put_string(payload.value(), *free_text);
+                        put_recorded(payload.value(), *free_text);
                     }
                 continue;
             }
