@@ -84,6 +84,15 @@ base::Result<std::vector<std::string>> make_store_private(const fs::path& dir) {
     fs::create_directories(dir, ec);
     if (ec) return base::Error{ec.value(), "cannot create EventStorePath " + dir.string() + ": " + ec.message()};
     if (auto s = refuse_shared_store_directory(dir); !s) return s.error();
+    // eventd itself as root: SQLite opens the shard files by their names, so a directory of
+    // another user would let that user point shard-NNNN.db at any file of root's.
+    struct stat owner {};
+    if (::geteuid() == 0 && ::stat(dir.c_str(), &owner) == 0 && owner.st_uid != 0)
+        return base::Error{EPERM, "EventStorePath " + dir.string() + " belongs to uid " + std::to_string(owner.st_uid) +
+                                      " but eventd runs as root: that user could make the store's file names "
+                                      "point at root's files; run eventd as the store's owner (User= in "
+                                      "eventd.service) or give the store to root (docs/OPERATIONS.md \"Files "
+                                      "written as root\")"};
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return base::errno_error("cannot open EventStorePath " + dir.string());
     struct Close {

@@ -29,7 +29,9 @@ void restrict_file_creation();
 // Create `dir` (and parents) when missing, then clear kStoreForbiddenModeBits on `dir` and on
 // every entry directly inside it (relative to the directory, never through a symbolic link).
 // Returns what had to be tightened, "path: 0644 -> 0640" each, for the caller to warn about.
-// Run as root, it first refuses a directory others can write (refuse_shared_store_directory).
+// Run as root (eventd as root), it first refuses a directory others can write
+// (refuse_shared_store_directory) and one that belongs to another user: SQLite opens the shard
+// files by name, and that user could put links there.
 // Errors: the directory cannot be created, listed or changed (named in the message).
 base::Result<std::vector<std::string>> make_store_private(const std::filesystem::path& dir);
 
