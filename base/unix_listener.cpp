@@ -1,5 +1,6 @@
 #include "base/unix_listener.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -54,7 +55,9 @@ Result<int> listen_unix_socket(const std::string& path, const UnixListenerOption
         return e;
     };
     if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return fail("bind", false);
-    if (chmod(path.c_str(), 0666) != 0) return fail("chmod 0666", true);
+    // Not chmod by path: between bind and here the directory's owner could swap the socket for a
+    // link, and root (kmes-shimd) would make its target 0666. AT_SYMLINK_NOFOLLOW refuses a link.
+    if (fchmodat(AT_FDCWD, path.c_str(), 0666, AT_SYMLINK_NOFOLLOW) != 0) return fail("chmod 0666", true);
     if (listen(fd, o.backlog) != 0) return fail("listen", true);
     return fd;
 }

@@ -24,11 +24,11 @@ base::Error not_a_cursor_file(const std::string& path, const std::string& why) {
 }
 
 base::Result<std::string> read_small_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) return std::string();  // first run
-        return base::errno_error("cannot read the cursor file " + path);
-    }
+    // Never through a link at FILE, nor another user's file in /tmp (durable_file.hpp).
+    auto opened = base::open_own_file_to_read(path);
+    if (!opened) return base::Error{opened.error().code, "cannot read the cursor file: " + opened.error().message};
+    if (!*opened) return std::string();  // first run
+    const int fd = **opened;
     std::string text;
     char chunk[65536];
     for (;;) {

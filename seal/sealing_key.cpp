@@ -17,6 +17,7 @@
 #include "base/durable_file.hpp"
 #include "base/hex.hpp"
 #include "seal/signed_bytes.hpp"
+#include "store/store_privacy.hpp"
 
 namespace eventd::seal {
 namespace fs = std::filesystem;
@@ -108,6 +109,7 @@ base::Result<std::string> setup_keys(const fs::path& dir, const SetupOptions& op
     struct stat dir_stat;
     if (::stat(dir.c_str(), &dir_stat) != 0) return base::errno_error(errno, "store directory " + dir.string());
     if (!S_ISDIR(dir_stat.st_mode)) return base::Error{ENOTDIR, dir.string() + " is not a directory"};
+    if (auto s = store::refuse_shared_store_directory(dir); !s) return s.error();
     const fs::path key_path = dir / kKeyFile;
     std::error_code ec;
     if (fs::exists(key_path, ec)) {
@@ -154,15 +156,14 @@ base::Result<std::string> setup_keys(const fs::path& dir, const SetupOptions& op
 
     const std::string key_text = key_file_text(schedule, 0, first_seed);
     sodium_memzero(first_seed.data(), first_seed.size());
-    // 0600 like the whole store (store_privacy.hpp), although nothing in it is secret.
-    if (auto s = base::write_file_atomically(dir / kCertsFile, certs, 0600); !s) return s.error();
-    if (auto s = base::write_file_atomically(key_path, key_text, 0600); !s) return s.error();
-    // eventd's user (the store directory's owner) reads and rewrites the key as epochs pass.
-    for (const char* name : {kKeyFile, kCertsFile}) {
-        if (::chown((dir / name).c_str(), dir_stat.st_uid, dir_stat.st_gid) != 0 && errno != EPERM) {
-            return base::errno_error(errno, "give " + (dir / name).string() + " to the store directory's owner");
-        }
-    }
+    // 0600 like the whole store (store_privacy.hpp), although nothing in it is secret. eventd's
+    // user (the store directory's owner) reads and rewrites the key as epochs pass: root gives
+    // both files to it on their descriptors before they get their names (durable_file.hpp), so
+    // nothing that user planted in its directory is followed, opened or chowned.
+    base::NewFile file{0600, std::nullopt};
+    if (::geteuid() == 0) file.owner = base::FileOwner{dir_stat.st_uid, dir_stat.st_gid};
+    if (auto s = base::write_file_atomically(dir / kCertsFile, certs, file); !s) return s.error();
+    if (auto s = base::write_file_atomically(key_path, key_text, file); !s) return s.error();
     return base::hex_text(master_pk);
 }
 

@@ -69,7 +69,7 @@ Result<std::string> quarantine_shard(const fs::path& dir, uint32_t index) {
     }
     fs::rename(path, target, ec);
     if (ec) return base::errno_error(ec.value(), "quarantine: rename " + path.string() + " to " + name);
-    base::sync_directory(dir);
+    if (auto s = base::sync_directory(dir); !s) return s.error();
     return name;
 }
 

@@ -27,9 +27,21 @@ inline constexpr unsigned kStoreForbiddenModeBits = 0027;
 void restrict_file_creation();
 
 // Create `dir` (and parents) when missing, then clear kStoreForbiddenModeBits on `dir` and on
-// every entry directly inside it (symbolic links are left alone: chmod would follow them).
+// every entry directly inside it (relative to the directory, never through a symbolic link).
 // Returns what had to be tightened, "path: 0644 -> 0640" each, for the caller to warn about.
+// Run as root (eventd as root), it first refuses a directory others can write
+// (refuse_shared_store_directory) and one that belongs to another user: SQLite opens the shard
+// files by name, and that user could put links there.
 // Errors: the directory cannot be created, listed or changed (named in the message).
 base::Result<std::vector<std::string>> make_store_private(const std::filesystem::path& dir);
+
+// Run as root (eventd, `eventctl seal --setup`), refuse a store directory that anyone but its
+// owner can write — group or other write permission, sticky or not — or one inside a
+// directory that anyone but its owner can write without the sticky bit (who could put another
+// directory in its place). Its owner may be eventd's own user: root's files in it are made
+// through base/durable_file.hpp, which never follows that user's links. Not root: nothing to
+// check (the kernel's permissions already stop this user). The Error names the directory, its
+// mode and owner, and the command that fixes it (docs/OPERATIONS.md "Files written as root").
+base::Status refuse_shared_store_directory(const std::filesystem::path& dir);
 
 }  // namespace eventd::store

@@ -1,7 +1,9 @@
 // Readiness (PSD-008 §10.1, DESIGN.md §2 "peinit readiness"): eventd sends READY=1 on the
 // NOTIFY_SOCKET the test created only after every startup phase succeeded; when a phase
 // fails it exits non-zero, says why, and never sends READY=1.
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -107,4 +109,35 @@ TEST_CASE("startup: a second eventd on a query socket a running eventd answers o
     // The first one still owns its socket.
     struct stat st {};
     CHECK(stat((p.dir() + "/query.sock").c_str(), &st) == 0);
+}
+
+// Issue 39 part 1 (docs/OPERATIONS.md "Files written as root"): eventd run as root makes no file
+// where another user can plant links.
+TEST_CASE("startup: as root, a store directory others can write is refused, naming its mode", "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    std::filesystem::create_directories(p.store());
+    REQUIRE(::chmod(p.store().c_str(), 0777) == 0);
+    expect_startup_failure(p, {},
+                           "EventStorePath " + p.store() + " can be written by others than its owner (mode 0777");
+    CHECK(shard_files(p.store()).empty());
+}
+
+TEST_CASE("startup: as root, a store directory of another user is refused; a shard name it planted is not opened",
+          "[startup]") {
+    Pipeline p({.cpus = 1, .generate = ""});
+    const struct passwd* nobody = ::getpwnam("nobody");
+    REQUIRE(nobody);
+    std::filesystem::create_directories(p.store());
+    REQUIRE(::chmod(p.store().c_str(), 0750) == 0);
+    REQUIRE(::chown(p.store().c_str(), nobody->pw_uid, nobody->pw_gid) == 0);
+    // An empty file of root's, which SQLite would take for a new database and write.
+    const std::string victim = p.dir() + "/victim.db";
+    std::ofstream{victim};
+    const std::string planted = p.store() + "/shard-0000.db";
+    const std::string command = "setpriv --reuid=" + std::to_string(nobody->pw_uid) +
+                                " --regid=" + std::to_string(nobody->pw_gid) + " --clear-groups ln -s " + victim + " " +
+                                planted;
+    REQUIRE(std::system(command.c_str()) == 0);
+    expect_startup_failure(p, {}, "EventStorePath " + p.store() + " belongs to uid " + std::to_string(nobody->pw_uid));
+    CHECK(std::filesystem::file_size(victim) == 0);
 }

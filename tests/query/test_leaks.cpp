@@ -167,7 +167,11 @@ TEST_CASE("the store is private whatever the umask: new files and an existing re
         // The fixture store is written under this umask too (0644 or 0666 files): eventd finds
         // an existing store readable by others, tightens it and says so.
         const mode_t old = ::umask(mask);
-        QueryEnv env(fast_commits());
+        EnvOptions options = fast_commits();
+        // Readable by others, not writable: as root eventd refuses a store directory others can
+        // write (store_privacy.hpp, refuse_shared_store_directory), which umask 000 would make.
+        options.before_eventd = [](const std::string& store) { REQUIRE(::chmod(store.c_str(), 0755) == 0); };
+        QueryEnv env(options);
         for (int i = 0; i < 50; ++i) emit("secret.bulk", {{"pin", 1234}});
         REQUIRE(await_count(env, "EVENTS secret.bulk COUNT", 50, seconds(20)) == 50);
         ::umask(old);

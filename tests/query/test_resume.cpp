@@ -282,6 +282,65 @@ TEST_CASE("a resumed query shows a user exactly what a plain one would", "[resum
     CHECK(got == expected);
 }
 
+// Issue 39 part 1, the security review's reproduction: root's `--cursor-file F` in a shared
+// sticky directory (/tmp) where another user (the real user nobody) planted F.tmp, or F itself,
+// as a link to a root file.
+TEST_CASE("eventctl --cursor-file in a sticky shared directory follows no link another user planted", "[resume]") {
+    QueryEnv env;
+    const auto nobody = lookup_user("nobody");
+    REQUIRE(nobody);
+    const std::string shared = env.dir() + "/shared", victim = env.dir() + "/victim", cursor = shared + "/F";
+    REQUIRE(::mkdir(shared.c_str(), 0700) == 0);
+    REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+    std::ofstream(victim) << "victim\n";
+    REQUIRE(::chmod(victim.c_str(), 0644) == 0);
+    auto plant = [&](const std::string& at) {
+        const RunResult r = run_command(command_as(nobody, {"/bin/ln", "-s", victim, at}), seconds(10));
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+    };
+    auto check_victim_untouched = [&] {
+        std::ifstream in(victim);
+        std::string text;
+        std::getline(in, text);
+        CHECK(text == "victim");
+        struct stat st {};
+        REQUIRE(::stat(victim.c_str(), &st) == 0);
+        CHECK(st.st_uid == 0);
+        CHECK((st.st_mode & 07777) == 0644);
+    };
+    const std::vector<std::string> argv = {env.eventctl(), "--socket",      env.socket(), "--format",
+                                           "jsonl",        "--cursor-file", cursor,       "EVENTS"};
+
+    plant(cursor + ".tmp");
+    const RunResult saved = run_command(argv, seconds(20));
+    INFO(saved.err);
+    REQUIRE(saved.exit_code == 0);
+    check_victim_untouched();
+    struct stat st {};
+    REQUIRE(::lstat(cursor.c_str(), &st) == 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK(st.st_uid == 0);
+
+    // F itself a link: not read through (nor written through: the rename would replace it).
+    REQUIRE(::unlink(cursor.c_str()) == 0);
+    plant(cursor);
+    const RunResult linked = run_command(argv, seconds(20));
+    INFO(linked.err);
+    CHECK(linked.exit_code != 0);
+    CHECK_THAT(linked.err, Catch::Contains(cursor + " is a symbolic link"));
+    check_victim_untouched();
+
+    // F another user's file: it may have been planted (fs.protected_regular's rule).
+    REQUIRE(::unlink(cursor.c_str()) == 0);
+    const RunResult made = run_command(command_as(nobody, {"/bin/cp", victim, cursor}), seconds(10));
+    REQUIRE(made.exit_code == 0);
+    const RunResult foreign = run_command(argv, seconds(20));
+    INFO(foreign.err);
+    CHECK(foreign.exit_code != 0);
+    CHECK_THAT(foreign.err, Catch::Contains(cursor + " belongs to uid " + std::to_string(nobody->uid)));
+}
+
 namespace {
 
 // The kill loop of the --cursor-file tests: 25 rounds, each starting `argv` (an eventctl

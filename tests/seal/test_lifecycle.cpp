@@ -2,10 +2,16 @@
 // runs, and sealing that begins at a reload — each then verified by the real `eventctl verify`.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <csignal>
+#include <fstream>
+#include <iterator>
 
 #include "eventd/pipeline.hpp"
 #include "seal_fixture.hpp"
+#include "support/eventctl_runner.hpp"
 #include "support/eventually.hpp"
 
 using namespace eventd::seal_it;
@@ -122,4 +128,81 @@ TEST_CASE("lifecycle: a sealing key set up while eventd runs is taken at the nex
         // The rows from before the key are reported as not protected, at least those seen before it.
         CHECK_THAT(f.line, Catch::Contains("from before the chain (not protected)"));
     }
+}
+
+namespace {
+
+// The store directory of a store that belongs to eventd's user (here the real user nobody, who
+// plants links in it), and a file of root's outside it that a followed link would change.
+struct StoreOfAnotherUser {
+    test_support::TempDir dir;
+    const std::string store = dir.str() + "/events";
+    const std::string victim = dir.str() + "/passwd";
+    const eventd::query_it::RunAs owner = *eventd::query_it::lookup_user("nobody");
+
+    explicit StoreOfAnotherUser(mode_t mode) {
+        REQUIRE(::mkdir(store.c_str(), 0700) == 0);
+        REQUIRE(::chmod(store.c_str(), mode) == 0);
+        REQUIRE(::chown(store.c_str(), owner.uid, owner.gid) == 0);
+        std::ofstream(victim) << "root:x:0:0:root:/root:/bin/bash\n";
+        REQUIRE(::chmod(victim.c_str(), 0644) == 0);
+    }
+    void plant_link(const std::string& name) const {
+        const auto r = eventd::query_it::run_command(
+            eventd::query_it::command_as(owner, {"/bin/ln", "-s", victim, store + "/" + name}),
+            std::chrono::seconds(10));
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+    }
+    void check_victim_untouched() const {
+        std::ifstream in(victim);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CHECK(text == "root:x:0:0:root:/root:/bin/bash\n");
+        struct stat st {};
+        REQUIRE(::stat(victim.c_str(), &st) == 0);
+        CHECK(st.st_uid == 0);
+        CHECK(st.st_gid == 0);
+        CHECK((st.st_mode & 07777) == 0644);
+    }
+};
+
+}  // namespace
+
+// Issue 39 part 1, the security review's reproduction: the store's owner plants
+// sealing.certs.tmp -> a root file; root runs `eventctl seal --setup`, as eventd's warning says.
+TEST_CASE("lifecycle: seal --setup as root follows no link the store's owner planted, and gives it the keys",
+          "[lifecycle]") {
+    StoreOfAnotherUser s(0750);
+    s.plant_link("sealing.certs.tmp");
+    s.plant_link("sealing.key.tmp");
+    const auto setup = eventd::query_it::setup_sealing_keys(s.store);
+    INFO(setup.error);
+    REQUIRE(setup.error.empty());
+    s.check_victim_untouched();
+    for (const char* name : {"sealing.key", "sealing.certs"}) {
+        INFO(name);
+        struct stat st {};
+        REQUIRE(::lstat((s.store + "/" + name).c_str(), &st) == 0);
+        CHECK(S_ISREG(st.st_mode));
+        CHECK(st.st_uid == s.owner.uid);
+        CHECK(st.st_gid == s.owner.gid);
+        CHECK((st.st_mode & 07777) == 0600);
+        struct stat tmp {};
+        CHECK(::lstat((s.store + "/" + name + ".tmp").c_str(), &tmp) != 0);
+    }
+}
+
+TEST_CASE("lifecycle: seal --setup as root refuses a store directory others can write", "[lifecycle]") {
+    StoreOfAnotherUser s(0777);
+    s.plant_link("sealing.certs.tmp");
+    const auto run = eventd::query_it::run_command({eventd::query_it::eventctl_path(), "seal", "--setup", "--store",
+                                                    s.store, "--epoch-seconds", "2", "--years", "0.001"},
+                                                   std::chrono::seconds(60));
+    INFO(run.err);
+    CHECK(run.exit_code != 0);
+    CHECK_THAT(run.err, Catch::Contains(s.store + " can be written by others than its owner (mode 0777"));
+    CHECK_THAT(run.err, Catch::Contains("chmod go-w " + s.store));
+    s.check_victim_untouched();
+    struct stat st {};
+    CHECK(::lstat((s.store + "/sealing.key").c_str(), &st) != 0);
 }
