@@ -224,6 +224,10 @@ TEST_CASE("an unknown name is dropped from an allow, and turns a deny into a den
     CHECK_THAT(p->warnings()[2], Catch::Contains("pattern 'kacs', entry 1: unknown user 'no-such-user-eventd'") &&
                                      Catch::Contains("denies everyone"));
     CHECK_THAT(p->warnings()[3], Catch::Contains("Security.Admins: unknown user 'no-such-user-eventd'"));
+    // STATUS names the deny entries failing closed (the dropped allow and admin are not such).
+    CHECK(p->failing_closed() ==
+          std::vector<std::string>{"Security.Events pattern 'app', entry 1 (group:no-such-group-eventd)",
+                                   "Security.Events pattern 'kacs', entry 1 (user:no-such-user-eventd)"});
     // The dropped allow grants nothing more; the other allow still applies.
     CHECK(p->grant(user(kAlice), "x", false).all_fields);
     for (uid_t uid : {kAlice, kBob, uid_t(65534)}) {
@@ -255,6 +259,7 @@ TEST_CASE("a name lookup that fails (here EMFILE) is no \"not found\": a deny na
                                      Catch::Contains("denies everyone (fail closed)"));
     CHECK_THAT(p->warnings()[1], Catch::Contains("group 'adm' could not be looked up") &&
                                      Catch::Contains("principal ignored"));
+    CHECK(p->failing_closed() == std::vector<std::string>{"Security.Events pattern 'kacs', entry 1 (user:nobody)"});
     CHECK_FALSE(p->grant(user(kAlice), "kacs.x", false).visible);
     CHECK_FALSE(p->grant(user(kAlice, {kAdm}), "lcs.x", false).visible);
     CHECK(p->grant(user(kAlice), "app.x", false).visible);
