@@ -67,11 +67,11 @@ public:
     // Parse the `Security` object of eventd's configuration. `security` null (key absent) →
     // the default: {"Events": {"*": [{"allow": ["group:adm"]}]}, "Admins": ["group:adm"]}.
     // Inside a present object, an absent/null "Events" or "Admins" takes its default part.
-    // Errors name the pattern, the entry and what is wrong; the daemon then uses deny_all()
+    // Errors name the pattern, the entry and what is wrong; the daemon then uses refused()
     // (fail closed, DESIGN.md §3.6). A user/group name that does not resolve (unknown, or its
     // lookup failed) is not an error: in an allow entry or Security.Admins the principal is
     // dropped, in a deny entry it becomes `everyone` — either way access never widens — and a
-    // warning is kept in warnings().
+    // warning is kept in warnings() (a deny entry so changed also in failing_closed()).
     static base::Result<std::shared_ptr<const Policy>> parse(const nlohmann::json& security);
     static std::shared_ptr<const Policy> deny_all();
     // deny_all() in place of a configuration parse() refused, remembering why (STATUS shows

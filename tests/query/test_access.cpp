@@ -150,6 +150,23 @@ TEST_CASE("a deny naming an unknown user denies everyone until a reload resolves
     CHECK(after.loaded_ns > before.loaded_ns);
 }
 
+// A policy eventd refuses leaves only root reading (DESIGN.md §3.6), and STATUS says so and why —
+// not only the log of the load.
+TEST_CASE("a refused policy: only root reads, and STATUS says why", "[access]") {
+    ensure_test_users();
+    const json refused = {{"Events",
+                           {{"*", json::array({{{"allow", {"everyone"}}}})},
+                            {"kacs", json::array({{{"deny", {"uid:1"}}, {"fields", {"timestamp"}}}})}}}};
+    QueryEnv env(EnvOptions{.eventd = {{"Security", refused}}});
+    CHECK(count_as(env, "EVENTS kacs.* COUNT", nullptr) == 12);
+    CHECK(count_as(env, "EVENTS kacs.* COUNT", "eventd-adm") == 0);
+    CHECK(count_as(env, "EVENTS app.login COUNT", "eventd-adm") == 0);
+    const auto status = status_of<protocol::status::AccessPolicy>(env);
+    CHECK(status.refused);
+    CHECK_THAT(status.problem.value_or(""), Catch::Contains("\"fields\" is only valid on allow entries"));
+    CHECK(status.patterns == 0);
+}
+
 TEST_CASE("STATUS is for administrators only", "[access]") {
     ensure_test_users();
     QueryEnv env;
