@@ -99,6 +99,11 @@ const std::vector<Metric>& metrics() {
          "When the newest signed checkpoint was committed, Unix time.", "", 1e-9},
         {K(Sealing, keys_end_ns), "eventd_sealing_keys_end_timestamp_seconds", "gauge",
          "When the sealing keys end: set up new ones before, Unix time.", "", 1e-9},
+        // {kind:"access_policy"}
+        {K(AccessPolicy, refused), "eventd_access_policy_refused", "gauge",
+         "1 when the configured access policy was refused and only root reads (eventctl status, Access policy)."},
+        {K(AccessPolicy, deny_failing_closed), "eventd_access_policy_deny_failing_closed", "gauge",
+         "Deny entries denying everyone because a user or group name did not resolve at the last load."},
         // {kind:"queries"}
         {K(Queries, active), "eventd_queries_active", "gauge", "Open query connections, streams included."},
         {K(Queries, streaming), "eventd_queries_streaming", "gauge", "Live streams."},

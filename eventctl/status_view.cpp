@@ -257,6 +257,21 @@ const std::vector<Line>& sealing_lines() {
     return kLines;
 }
 
+// {kind:"access_policy"} (docs/ACCESS-CONTROL.md): the read policy in force, refused or not, and
+// its deny entries that deny everyone because a name did not resolve (issue 39).
+const std::vector<Line>& access_policy_lines() {
+    static const std::vector<Line> kLines = {
+        {K(AccessPolicy, loaded_ns).key, "loaded (UTC)", time_ns},
+        {K(AccessPolicy, refused).key, "refused (only root reads)", plain},
+        {K(AccessPolicy, problem).key, "refused because", plain},
+        {K(AccessPolicy, patterns).key, "patterns", plain},
+        {K(AccessPolicy, warnings).key, "warnings (in the log)", plain},
+        {K(AccessPolicy, deny_failing_closed).key, "deny entries failing closed (name not resolved)", plain},
+        {K(AccessPolicy, failing_closed).key, "failing closed", plain},
+    };
+    return kLines;
+}
+
 // {kind:"collector"} (eventd/collector/collector.hpp): a collector's source and lag, in the
 // place of the rings a host has.
 const std::vector<Line>& collector_lines() {
@@ -385,6 +400,15 @@ std::string render_status(const std::vector<Json>& records) {
         }
         section("Sealing", body);
     }
+    if (by_kind.count(st::AccessPolicy::kind)) {
+        std::string body;
+        for (const Json* r : by_kind[st::AccessPolicy::kind]) {
+            Json shown = *r;  // a policy in force has no problem, and no list when nothing fails closed
+            for (auto it = shown.begin(); it != shown.end();) it = it->is_null() ? shown.erase(it) : std::next(it);
+            body += lines(shown, access_policy_lines());
+        }
+        section("Access policy", body);
+    }
     if (by_kind.count(st::Queries::kind)) {
         std::string body;
         for (const Json* r : by_kind[st::Queries::kind]) body += lines(*r, query_lines());
@@ -398,8 +422,8 @@ std::string render_status(const std::vector<Json>& records) {
     for (const auto& kind : order) {
         if (kind == st::Collector::kind || kind == st::Ring::kind || kind == st::Shard::kind ||
             kind == st::ShardIndexes::kind || kind == st::Rates::kind || kind == st::Retention::kind ||
-            kind == st::Sealing::kind ||
-            kind == st::Queries::kind || kind == st::IndexPolicy::kind)
+            kind == st::Sealing::kind || kind == st::AccessPolicy::kind || kind == st::Queries::kind ||
+            kind == st::IndexPolicy::kind)
             continue;
         section(kind.empty() ? "Other" : "Other: " + plain(Json(kind)), table(by_kind[kind], {}));
     }

@@ -34,7 +34,7 @@ namespace eventd {
 // The query keys of the configuration as the query server's limits.
 server::ServerLimits query_limits(const EventdConfig& config);
 // The access policy of the `Security` key; an invalid one is logged and replaced by
-// Policy::deny_all() (fail closed: only root reads).
+// Policy::refused() (fail closed: only root reads; STATUS says why).
 std::shared_ptr<const access::Policy> load_policy(const nlohmann::json& security);
 // The tuning keys the shard writers and drain threads read (batching, shedding), at once.
 void apply_writer_settings(const EventdConfig& config, WriterSettings& settings);

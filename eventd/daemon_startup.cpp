@@ -199,7 +199,7 @@ std::shared_ptr<const access::Policy> load_policy(const nlohmann::json& security
     }
     // DESIGN.md §3: fail closed — nobody but root reads anything until the policy is fixed.
     spdlog::error("Security policy rejected, only root may query until it is fixed: {}", policy.error().message);
-    return access::Policy::deny_all();
+    return access::Policy::refused(policy.error().message);
 }
 
 RetentionLimits retention_limits(const EventdConfig& c) {

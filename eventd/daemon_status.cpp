@@ -41,6 +41,20 @@ std::optional<uint64_t> count_rows(const store::ShardFile& file, Clock::time_poi
     return *rows;
 }
 
+// The policy in force as STATUS shows it: refused, or what of it does not apply as written.
+protocol::status::AccessPolicy access_policy_status(const access::Policy& policy) {
+    protocol::status::AccessPolicy r;
+    r.loaded_ns = policy.loaded_ns();
+    r.refused = policy.problem().has_value();
+    r.problem = policy.problem();
+    r.patterns = policy.patterns().size();
+    r.warnings = policy.warnings().size();
+    r.deny_failing_closed = policy.failing_closed().size();
+    for (const std::string& entry : policy.failing_closed())
+        r.failing_closed = r.failing_closed ? *r.failing_closed + "; " + entry : entry;
+    return r;
+}
+
 }  // namespace
 
 void Daemon::tick() {
@@ -135,6 +149,7 @@ std::vector<json> Daemon::status_records() const {
     }
     out.push_back(retention_->status_record());
     out.push_back(protocol::status::to_record(sealing_status()));
+    if (policy_) out.push_back(protocol::status::to_record(access_policy_status(*policy_->get())));
     out.push_back(protocol::status::to_record(
         protocol::status::Rates{.events_in_per_s = round1(in_rate), .events_out_per_s = round1(out_rate),
                                 .window_s = round1(window)}));

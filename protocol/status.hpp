@@ -122,6 +122,19 @@ struct Sealing {
     std::optional<uint64_t> last_checkpoint_ns;  // the newest of them, wall clock
 };
 
+// The read-path access policy in force (docs/ACCESS-CONTROL.md), as its last load (startup or
+// reload) made it. Names resolve at that load: what did not resolve is counted here (issue 39).
+struct AccessPolicy {
+    static constexpr const char* kind = "access_policy";
+    uint64_t loaded_ns = 0;
+    bool refused = false;                       // the configured policy was refused: only root reads
+    std::optional<std::string> problem;         // why, when refused
+    uint64_t patterns = 0;                      // Security.Events patterns in force
+    uint64_t warnings = 0;                      // logged at the load (unknown names, no "*", …)
+    uint64_t deny_failing_closed = 0;           // deny entries denying everyone: a name did not resolve
+    std::optional<std::string> failing_closed;  // which ("…pattern 'kacs', entry 1 (user:late)"; "; "), nil when none
+};
+
 // Records per second in (from the source) and out (committed), over the last `window_s`.
 struct Rates {
     static constexpr const char* kind = "rates";
@@ -237,6 +250,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShardIndexes, shard, indexes, mi
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Retention, runs, deleted_rows, last_run_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Sealing, sealed, problem, epoch, epoch_seconds, keys_end_ns,
                                                 checkpoint_interval_s, checkpoints, last_checkpoint_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AccessPolicy, loaded_ns, refused, problem, patterns, warnings,
+                                                deny_failing_closed, failing_closed)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Rates, events_in_per_s, events_out_per_s, window_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Queries, active, streaming, accepted_total, refused_total,
                                                 refused_concurrency, refused_streaming, refused_per_user,

@@ -67,13 +67,16 @@ public:
     // Parse the `Security` object of eventd's configuration. `security` null (key absent) →
     // the default: {"Events": {"*": [{"allow": ["group:adm"]}]}, "Admins": ["group:adm"]}.
     // Inside a present object, an absent/null "Events" or "Admins" takes its default part.
-    // Errors name the pattern, the entry and what is wrong; the daemon then uses deny_all()
+    // Errors name the pattern, the entry and what is wrong; the daemon then uses refused()
     // (fail closed, DESIGN.md §3.6). A user/group name that does not resolve (unknown, or its
     // lookup failed) is not an error: in an allow entry or Security.Admins the principal is
     // dropped, in a deny entry it becomes `everyone` — either way access never widens — and a
-    // warning is kept in warnings().
+    // warning is kept in warnings() (a deny entry so changed also in failing_closed()).
     static base::Result<std::shared_ptr<const Policy>> parse(const nlohmann::json& security);
     static std::shared_ptr<const Policy> deny_all();
+    // deny_all() in place of a configuration parse() refused, remembering why (STATUS shows
+    // it: nobody but root reads anything until the policy is fixed).
+    static std::shared_ptr<const Policy> refused(std::string problem);
 
     // Resolve the pattern for `event_type` and evaluate it for `caller`, for records of other
     // subjects (`own_record` false) or for the caller's own records (true; differs only when
@@ -85,6 +88,14 @@ public:
 
     // Things the daemon should log after parse(): unknown names, a missing "*", ….
     const std::vector<std::string>& warnings() const { return warnings_; }
+    // Why the configured policy was refused (this is then refused()'s deny-all), or nullopt.
+    const std::optional<std::string>& problem() const { return problem_; }
+    // The deny entries that deny everyone because a name in them did not resolve (issue 39),
+    // each as "Security.Events pattern 'kacs', entry 1 (user:late)"; empty when none.
+    const std::vector<std::string>& failing_closed() const { return failing_closed_; }
+    // When parse() or refused() made this policy (wall clock, ns; 0 for deny_all()): names
+    // resolve at that moment, so a user created later is seen from the next reload.
+    uint64_t loaded_ns() const { return loaded_ns_; }
     // §9.1.5: the pattern governing `event_type` (exact, then parents, then "*"; compared
     // ignoring ASCII case like the query's type pattern), nullopt when none does.
     std::optional<std::string> resolve(std::string_view event_type) const;
@@ -102,6 +113,9 @@ private:
     std::map<std::string, std::vector<Entry>, std::less<>> events_;  // pattern → entries
     std::vector<Principal> admins_;
     std::vector<std::string> warnings_;
+    std::vector<std::string> failing_closed_;
+    std::optional<std::string> problem_;
+    uint64_t loaded_ns_ = 0;
     bool uses_self_ = false;
 };
 

@@ -6,6 +6,7 @@
 // entry might have covered anyone (ACCESS-CONTROL.md "Names that do not resolve").
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <string>
 
 #include "eventd/access/fields.hpp"
@@ -29,6 +30,12 @@ const json& default_admins() {
 }
 
 std::string type_name(const json& value) { return value.type_name(); }
+
+uint64_t wall_clock_ns() {
+    return uint64_t(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+}
 
 base::Error invalid(std::string message) { return base::Error{EINVAL, std::move(message)}; }
 
@@ -86,9 +93,10 @@ enum class PrincipalPlace { allow_entry, deny_entry, admin_list };
 
 // nullopt (no error) when a user or group name does not resolve in an allow entry or an admin
 // list: the principal is dropped. In a deny entry such a name is `everyone` (fail closed).
+// Either way the principal as written ("user:late") is added to `unresolved`.
 base::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
-                                                               PrincipalPlace place,
-                                                               std::vector<std::string>& warnings) {
+                                                               PrincipalPlace place, std::vector<std::string>& warnings,
+                                                               std::vector<std::string>& unresolved) {
     using Kind = Policy::Principal::Kind;
     const std::string expected = place != PrincipalPlace::admin_list
                                      ? "principals are uid:N, user:NAME, gid:N, group:NAME, everyone or self"
@@ -117,6 +125,7 @@ base::Result<std::optional<Policy::Principal>> parse_principal(const json& value
         const auto id = kind == "user" ? uid_of_user(rest) : gid_of_group(rest);
         if (id.ok() && id.value()) return std::optional(Policy::Principal{kind == "user" ? Kind::uid : Kind::gid, **id});
         const std::string why = id.ok() ? "unknown " + kind + " '" + rest + "'" : id.error().message;
+        unresolved.push_back(text);
         if (place == PrincipalPlace::deny_entry) {
             // Whom the entry was meant to deny is unknown, so it denies everyone it could have
             // covered: every caller but root, until a reload resolves the name.
@@ -136,8 +145,9 @@ base::Result<std::vector<Policy::Principal>> parse_principals(const json& list, 
                                                               std::vector<std::string>& warnings) {
     if (!list.is_array()) return invalid(where + ": expected an array of principals, got " + type_name(list));
     std::vector<Policy::Principal> out;
+    std::vector<std::string> unresolved;  // dropped: the warnings say which
     for (const json& principal : list) {
-        auto p = parse_principal(principal, where, PrincipalPlace::admin_list, warnings);
+        auto p = parse_principal(principal, where, PrincipalPlace::admin_list, warnings, unresolved);
         if (!p.ok()) return p.error();
         if (p.value()) out.push_back(*p.value());
     }
@@ -163,6 +173,7 @@ public:
                                              "(known keys: Events, Admins)");
             }
         }
+        policy_->loaded_ns_ = wall_clock_ns();
         const json& events =
             root->contains("Events") && !(*root)["Events"].is_null() ? (*root)["Events"] : default_events();
         const json& admins =
@@ -233,10 +244,18 @@ private:
             return invalid(where + ": \"" + (deny ? "deny" : "allow") + "\" takes an array of principals, got " +
                            type_name(principals));
         }
+        std::vector<std::string> unresolved;
         for (const json& principal : principals) {
-            auto p = parse_principal(principal, where, deny);
+            auto p = parse_principal(principal, where, deny, unresolved);
             if (!p.ok()) return p.error();
             if (p.value()) parsed.principals.push_back(*p.value());
+        }
+        if (deny && !unresolved.empty()) {
+            // For STATUS (issue 39): a deny entry that now denies everyone says so there too,
+            // not only in the log of the load.
+            std::string names;
+            for (const std::string& name : unresolved) names += (names.empty() ? "" : " ") + name;
+            policy_->failing_closed_.push_back(where + " (" + names + ")");
         }
         if (entry.contains("fields")) {
             if (deny) {
@@ -270,9 +289,10 @@ private:
     }
 
     base::Result<std::optional<Policy::Principal>> parse_principal(const json& value, const std::string& where,
-                                                                   bool deny) {
-        auto parsed = access::parse_principal(value, where, deny ? PrincipalPlace::deny_entry : PrincipalPlace::allow_entry,
-                                              policy_->warnings_);
+                                                                   bool deny, std::vector<std::string>& unresolved) {
+        auto parsed =
+            access::parse_principal(value, where, deny ? PrincipalPlace::deny_entry : PrincipalPlace::allow_entry,
+                                    policy_->warnings_, unresolved);
         if (parsed.ok() && parsed.value() && parsed.value()->kind == Policy::Principal::Kind::self) {
             policy_->uses_self_ = true;
         }
@@ -291,6 +311,13 @@ private:
 
 base::Result<std::shared_ptr<const Policy>> Policy::parse(const nlohmann::json& security) {
     return PolicyParser().run(security);
+}
+
+std::shared_ptr<const Policy> Policy::refused(std::string problem) {
+    auto policy = std::make_shared<Policy>();
+    policy->problem_ = std::move(problem);
+    policy->loaded_ns_ = wall_clock_ns();
+    return policy;
 }
 
 }  // namespace eventd::access

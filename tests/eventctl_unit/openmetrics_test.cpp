@@ -14,6 +14,7 @@ TEST_CASE("openmetrics: families once, labelled series, nil left out, summary, E
         Json{{"kind", "shard"}, {"shard", 0}, {"rows", nullptr}, {"commit_ns_total", 1500000000}, {"batches", 3}},
         Json{{"kind", "queries"}, {"refused_streaming", 2}},
         Json{{"kind", "retention"}, {"runs", 4}, {"deleted_rows", 120}, {"last_run_ns", nullptr}},
+        Json{{"kind", "access_policy"}, {"refused", false}, {"deny_failing_closed", 2}},
     };
     const std::string text = render_openmetrics(records);
     CHECK_THAT(text, Catch::Contains("eventd_info{boot_id=\"b\\\"1\\\\\",mode=\"host\"} 1\n"));
@@ -27,6 +28,9 @@ TEST_CASE("openmetrics: families once, labelled series, nil left out, summary, E
     CHECK_THAT(text, Catch::Contains("eventd_queries_refused_total{reason=\"streaming\"} 2\n"));
     CHECK_THAT(text, Catch::Contains("# TYPE eventd_retention_runs_total counter\neventd_retention_runs_total 4\n"));
     CHECK_THAT(text, Catch::Contains("eventd_retention_deleted_rows_total 120\n"));
+    // Issue 39: something to alert on when a deny fails closed or the policy was refused.
+    CHECK_THAT(text, Catch::Contains("# TYPE eventd_access_policy_refused gauge\neventd_access_policy_refused 0\n"));
+    CHECK_THAT(text, Catch::Contains("eventd_access_policy_deny_failing_closed 2\n"));
     CHECK(text.find("eventd_retention_last_run_timestamp_seconds") == std::string::npos);  // nil: no run yet
     CHECK(text.find("eventd_shard_rows") == std::string::npos);  // nil: not known, not 0
     CHECK(text.find("# TYPE eventd_events_lost_total") == text.rfind("# TYPE eventd_events_lost_total"));

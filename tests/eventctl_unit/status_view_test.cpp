@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "eventctl/status_view.hpp"
+#include "protocol/status.hpp"
 
 namespace eventctl::test {
 
@@ -46,6 +47,33 @@ TEST_CASE("status shows the adaptive index policy: settings, desired set, counte
     CHECK(text.find("PRIORITY") != std::string::npos);
     CHECK(text.find("123") != std::string::npos);
     CHECK(text.find("Other") == std::string::npos);
+}
+
+}  // namespace eventctl::test
+
+namespace eventctl::test {
+
+// Issue 39: a deny entry that denies everyone because a name did not resolve is shown, named.
+TEST_CASE("status shows the access policy: deny entries failing closed, a refused policy", "[status]") {
+    const protocol::status::AccessPolicy failing{
+        .loaded_ns = 1764043709000000000,
+        .patterns = 2,
+        .warnings = 1,
+        .deny_failing_closed = 1,
+        .failing_closed = "Security.Events pattern 'kacs', entry 1 (user:late)"};
+    std::string text = render_status({protocol::status::to_record(failing)});
+    INFO(text);
+    CHECK(text.find("Access policy") != std::string::npos);
+    CHECK(text.find("deny entries failing closed (name not resolved)  1") != std::string::npos);
+    CHECK(text.find("pattern 'kacs', entry 1 (user:late)") != std::string::npos);
+    CHECK(text.find("refused because") == std::string::npos);  // nil: not shown
+    CHECK(text.find("Other") == std::string::npos);
+
+    const protocol::status::AccessPolicy refused{.refused = true, .problem = "Security.Events: expected an object"};
+    text = render_status({protocol::status::to_record(refused)});
+    CHECK(text.find("refused because") != std::string::npos);
+    CHECK(text.find("expected an object") != std::string::npos);
+    CHECK(text.find("failing closed  ") == std::string::npos);
 }
 
 }  // namespace eventctl::test

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <functional>
 
 #include <catch2/catch.hpp>
 
@@ -116,36 +115,56 @@ TEST_CASE("SIGHUP reloads the policy and later queries follow it", "[access]") {
 
 // Issue 39 (ACCESS-CONTROL.md "Names that do not resolve"): a deny of a user who does not exist
 // yet denies everyone on that pattern — also once the user is created, until a reload resolves
-// the name; then only that user. (A failing lookup: eventd_logic's EMFILE case.)
+// the name; then only that user. STATUS names the entry failing closed meanwhile. (A failing
+// lookup: eventd_logic's EMFILE case.)
 TEST_CASE("a deny naming an unknown user denies everyone until a reload resolves it, then only that user",
           "[access]") {
     ensure_test_users();
-    const std::string late = "eventd-late";
-    const auto remove_late = [&] { (void)std::system(("userdel " + late + " 2>/dev/null").c_str()); };
-    remove_late();  // left by an earlier run that died
-    struct RemoveLate {
-        std::function<void()> f;
-        ~RemoveLate() { f(); }
-    } cleanup{remove_late};
+    TemporaryUser late("eventd-late");  // does not exist now; removed at the end
     json policy = {{"Events",
                     {{"*", json::array({{{"allow", {"group:adm"}}}})},
-                     {"kacs", json::array({{{"deny", {"user:" + late}}}, {{"allow", {"everyone"}}}})}}}};
+                     {"kacs", json::array({{{"deny", {"user:" + late.name()}}}, {{"allow", {"everyone"}}}})}}}};
     QueryEnv env(EnvOptions{.eventd = {{"Security", policy}}});
-    CHECK_THAT(env.eventd().log(), Catch::Contains("unknown user '" + late + "'") &&
-                                     Catch::Contains("denies everyone (fail closed)"));
+    CHECK_THAT(env.eventd().log(), Catch::Contains("unknown user '" + late.name() + "'") &&
+                                       Catch::Contains("denies everyone (fail closed)"));
+    const auto before = status_of<protocol::status::AccessPolicy>(env);
+    CHECK_FALSE(before.refused);
+    CHECK(before.deny_failing_closed == 1);
+    CHECK(before.failing_closed == "Security.Events pattern 'kacs', entry 1 (user:" + late.name() + ")");
     CHECK(count_as(env, "EVENTS kacs.* COUNT", nullptr) == 12);  // root reads everything
     CHECK(count_as(env, "EVENTS kacs.* COUNT", "nobody") == 0);
     CHECK(count_as(env, "EVENTS kacs.* COUNT", "eventd-adm") == 0);
     CHECK(count_as(env, "EVENTS app.login COUNT", "eventd-adm") == 10);  // other patterns as before
 
-    REQUIRE(std::system(("useradd --system --no-create-home --shell /usr/sbin/nologin " + late).c_str()) == 0);
-    CHECK(count_as(env, "EVENTS kacs.* COUNT", late.c_str()) == 0);  // created after the load: still denied
+    late.create();
+    CHECK(count_as(env, "EVENTS kacs.* COUNT", late.name().c_str()) == 0);  // created after the load: still denied
 
     policy["Events"]["lcs"] = json::array({{{"allow", {"group:adm"}}}});  // a change, so the reload is seen
     env.reload({{"Security", policy}}, "Security");
     CHECK(await_count(env, "EVENTS kacs.* COUNT", "nobody", 12) == 12);
     CHECK(count_as(env, "EVENTS kacs.* COUNT", "eventd-adm") == 12);
-    CHECK(count_as(env, "EVENTS kacs.* COUNT", late.c_str()) == 0);
+    CHECK(count_as(env, "EVENTS kacs.* COUNT", late.name().c_str()) == 0);
+    const auto after = status_of<protocol::status::AccessPolicy>(env);
+    CHECK(after.deny_failing_closed == 0);
+    CHECK_FALSE(after.failing_closed);
+    CHECK(after.loaded_ns > before.loaded_ns);
+}
+
+// A policy eventd refuses leaves only root reading (DESIGN.md §3.6), and STATUS says so and why —
+// not only the log of the load.
+TEST_CASE("a refused policy: only root reads, and STATUS says why", "[access]") {
+    ensure_test_users();
+    const json refused = {{"Events",
+                           {{"*", json::array({{{"allow", {"everyone"}}}})},
+                            {"kacs", json::array({{{"deny", {"uid:1"}}, {"fields", {"timestamp"}}}})}}}};
+    QueryEnv env(EnvOptions{.eventd = {{"Security", refused}}});
+    CHECK(count_as(env, "EVENTS kacs.* COUNT", nullptr) == 12);
+    CHECK(count_as(env, "EVENTS kacs.* COUNT", "eventd-adm") == 0);
+    CHECK(count_as(env, "EVENTS app.login COUNT", "eventd-adm") == 0);
+    const auto status = status_of<protocol::status::AccessPolicy>(env);
+    CHECK(status.refused);
+    CHECK_THAT(status.problem.value_or(""), Catch::Contains("\"fields\" is only valid on allow entries"));
+    CHECK(status.patterns == 0);
 }
 
 TEST_CASE("STATUS is for administrators only", "[access]") {

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
@@ -48,5 +49,20 @@ void ensure_test_users() {
     if (!member("eventd-auditors", "eventd-auditor")) run("usermod -a -G eventd-auditors eventd-auditor");
     REQUIRE(getpwnam("nobody"));
 }
+
+TemporaryUser::TemporaryUser(std::string name) : name_(std::move(name)) {
+    const std::string lock_path = "/run/lock/eventd-test-user-" + name_ + ".lock";
+    lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    REQUIRE(lock_fd_ >= 0);
+    REQUIRE(::flock(lock_fd_, LOCK_EX) == 0);
+    if (getpwnam(name_.c_str())) run("userdel " + name_);  // left by a run that died
+}
+
+TemporaryUser::~TemporaryUser() {
+    if (getpwnam(name_.c_str())) (void)std::system(("userdel " + name_).c_str());
+    ::close(lock_fd_);  // gives the flock back
+}
+
+void TemporaryUser::create() { run("useradd --system --no-create-home --shell /usr/sbin/nologin " + name_); }
 
 }  // namespace eventd::query_it
