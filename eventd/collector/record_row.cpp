@@ -1,5 +1,6 @@
 #include "eventd/collector/record_row.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <optional>
@@ -114,6 +115,16 @@ base::Result<std::optional<uint32_t>> message_header(msgpack::Reader& in) {
     return std::optional<uint32_t>{*count};
 }
 
+// The array header's count is a peer's word, not an allocation size: one body of 5 bytes
+// (`dd ff ff ff ff`) claimed 4 billion records, and reserving them threw std::bad_alloc out of
+// the collector's thread — a crash loop, since the message came again after every restart
+// (issue 40). No record is shorter than a map header and its three required pairs: at most one
+// per kSmallestRecord bytes still in the body can be there.
+constexpr size_t kSmallestRecord = 16;
+size_t possible_records(uint32_t claimed, const msgpack::Reader& in, std::span<const uint8_t> body) {
+    return std::min<size_t>(claimed, (body.size() - std::min(body.size(), in.pos())) / kSmallestRecord + 1);
+}
+
 std::string record_of(uint32_t i, uint32_t count) {
     return "record " + std::to_string(i + 1) + " of " + std::to_string(count) + ": ";
 }
@@ -204,7 +215,7 @@ base::Result<std::vector<std::span<const uint8_t>>> records_of_message(std::span
         records.push_back(body);  // one record; item_from_record checks it ends where the body does
         return records;
     }
-    records.reserve(**count);
+    records.reserve(possible_records(**count, in, body));
     for (uint32_t i = 0; i < **count; ++i) {
         const size_t start = in.pos();
         if (auto st = in.skip(1); !st) return bad(record_of(i, **count) + st.error().message);
@@ -237,7 +248,7 @@ base::Result<std::vector<HandoffItem>> items_of_message(std::span<const uint8_t>
         return items;
     }
     std::vector<uint8_t> entries;
-    items.reserve(**count);
+    items.reserve(possible_records(**count, in, body));
     for (uint32_t i = 0; i < **count; ++i) {
         auto item = read_record(in, body, 2, host, entries);
         if (!item) return base::Error{item.error().code, record_of(i, **count) + item.error().message};

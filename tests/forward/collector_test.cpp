@@ -297,4 +297,9 @@ TEST_CASE("collector: a packed message read in one pass gives each record's row,
     CHECK_THAT(refused(single_trailing), Catch::Contains("bytes after the record's map"));
     CHECK_THAT(refused(json::to_msgpack(json::array())), Catch::Contains("empty array"));
     CHECK_THAT(refused(json::to_msgpack(json("text"))), Catch::Contains("neither a record"));
+    // Issue 40: an array header claiming 4 billion records in a 5-byte body is refused, not
+    // allocated (std::bad_alloc ended the collector, and the message came back after each start).
+    const std::vector<uint8_t> poison = {0xdd, 0xff, 0xff, 0xff, 0xff};
+    CHECK_THAT(refused(poison), Catch::Contains("record 1 of 4294967295"));
+    CHECK_FALSE(records_of_message(poison));
 }
