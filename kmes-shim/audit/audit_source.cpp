@@ -17,7 +17,9 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -105,9 +107,12 @@ uint32_t jiffies_of_ms(uint32_t ms) {
     return static_cast<uint32_t>((uint64_t(ms) * hz + 999) / 1000);
 }
 
-// Netlink socket drops of the socket with inode `inode` (/proc/net/netlink, column Drops).
-uint64_t socket_drops(ino_t inode) {
+// Netlink socket drops of the socket with inode `inode` (/proc/net/netlink, column Drops);
+// nullopt when they cannot be read (no /proc, the socket not listed) — never a 0 that the next
+// difference would turn into ~1.8e19 lost records (issue 40).
+std::optional<uint64_t> socket_drops(ino_t inode) {
     std::ifstream in("/proc/net/netlink");
+    if (!in) return std::nullopt;
     std::string header;
     std::getline(in, header);
     for (std::string line; std::getline(in, line);) {
@@ -117,7 +122,7 @@ uint64_t socket_drops(ino_t inode) {
         if (row >> sk >> eth >> pid >> std::hex >> groups >> std::dec >> rmem >> wmem >> dump >> locks >> drops >> ino)
             if (ino == inode) return drops;
     }
-    return 0;
+    return std::nullopt;
 }
 
 // What a previous shim, killed before it could clean up, left in the kernel: its rules and
@@ -295,7 +300,7 @@ base::Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSetting
     // The kernel's `lost` counter runs since boot: only its increases from now on are ours to
     // report. (Read before the daemon role was taken: asking again now could swallow records.)
     kernel->last_lost = status->lost;
-    kernel->last_drops = socket_drops(kernel->inode);
+    kernel->last_drops = socket_drops(kernel->inode).value_or(0);  // a new socket: 0
 
     source->mode_ = mode;
     source->kernel_ = std::move(kernel);
@@ -355,7 +360,11 @@ void AuditSource::read() {
     bool paused = false;
     while (!stopping_.load(std::memory_order_relaxed)) {
         pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-        poll(fds, 2, -1);
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            // Never a silent spin: the owner is told and fails in order (kAuditFailedEvent).
+            throw std::system_error(errno, std::generic_category(), "audit: poll on the netlink socket");
+        }
         const auto woke = std::chrono::steady_clock::now();
         RecordRound round;
         bool emptied = false;
@@ -369,7 +378,9 @@ void AuditSource::read() {
                     socket_overflowed_.store(true, std::memory_order_relaxed);
                     continue;
                 }
-                emptied = true;  // EAGAIN: nothing more now
+                if (errno != EAGAIN && errno != EWOULDBLOCK)
+                    throw std::system_error(errno, std::generic_category(), "audit: recvmmsg on the netlink socket");
+                emptied = true;  // nothing more now
                 break;
             }
             for (int i = 0; i < n; ++i) {
@@ -424,10 +435,24 @@ void AuditSource::run() {
         emit(lost_event(records, source));
     };
     // The socket's drops since the last look, reported as lost records.
+    // Unreadable drops are said once (they would be loss that no count shows), and counted
+    // from the last value read when they can be read again.
+    bool drops_unreadable = false;
     auto socket_loss = [&] {
-        const uint64_t drops = socket_drops(k.inode);
-        lost(drops - k.last_drops, "socket");
-        k.last_drops = drops;
+        const std::optional<uint64_t> drops = socket_drops(k.inode);
+        if (!drops) {
+            if (!drops_unreadable) {
+                spdlog::error("audit: the socket's drop counter cannot be read from /proc/net/netlink: records the "
+                              "socket drops are not counted until it can be");
+                if (report_) report_("kmes.audit_drops_unreadable", {{"file", "/proc/net/netlink"}});
+            }
+            drops_unreadable = true;
+            return;
+        }
+        drops_unreadable = false;
+        // The counter of one socket only grows; a smaller value is no loss (and no wrap-around).
+        if (*drops > k.last_drops) lost(*drops - k.last_drops, "socket");
+        k.last_drops = *drops;
     };
     // Records refused before reassembly since the last report: their number and the first.
     uint64_t malformed = 0;
