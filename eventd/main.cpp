@@ -6,6 +6,8 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdlib>
 
@@ -42,6 +44,13 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
     signal(SIGPIPE, SIG_IGN);
     const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
+    // Without it SIGTERM would stay blocked and every stop end in SIGKILL (issue 40): refuse to
+    // start instead, saying why.
+    if (signal_fd < 0) {
+        spdlog::critical("cannot start: signalfd for SIGTERM, SIGINT, SIGHUP and SIGQUIT failed: {}",
+                         std::strerror(errno));
+        return 1;
+    }
 
     // Phase 1 (§10.1): configuration. A missing or invalid required key is fatal.
     base::FileWatch watch(config_path);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -49,6 +51,13 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     signal(SIGPIPE, SIG_IGN);
     const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
+    // Without it SIGTERM would stay blocked and every stop end in SIGKILL (issue 40): refuse to
+    // start instead, saying why.
+    if (signal_fd < 0) {
+        spdlog::critical("cannot start: signalfd for SIGTERM, SIGINT, SIGHUP and SIGQUIT failed: {}",
+                         std::strerror(errno));
+        return 1;
+    }
 
     // Watch before the first read: a change made after this point is seen by the main loop
     // (a watch set up after READY=1 would miss edits made right after readiness).
