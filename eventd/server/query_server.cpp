@@ -133,8 +133,10 @@ void QueryServer::Impl::accept_next() {
             spdlog::info("query socket: accepting connections again ({} refused while out of file descriptors)", shed);
             shed = 0;
         }
-        on_accept(std::move(socket));
+        // The next accept is armed first: if handling this connection throws (to the io
+        // thread's guard, which runs the loop again), the server still accepts (issue 40).
         accept_next();
+        on_accept(std::move(socket));
     });
 }
 

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include <spdlog/spdlog.h>
 
@@ -83,11 +84,21 @@ void Shim::accept_loop() {
         }
         Connection& c = connections_.emplace_back();
         c.fd = fd;
-        c.thread = std::thread([this, &c] {
-            // An unexpected error ends this connection only (the client sees it closed).
-            base::run_guarded("kmes-shimd connection", [this, &c] { serve(c.fd); }, [](const std::string&) {});
-            c.done.store(true);
-        });
+        try {
+            c.thread = std::thread([this, &c] {
+                // An unexpected error ends this connection only (the client sees it closed).
+                base::run_guarded("kmes-shimd connection", [this, &c] { serve(c.fd); }, [](const std::string&) {});
+                c.done.store(true);
+            });
+        } catch (const std::system_error& e) {
+            // No thread for it now (EAGAIN: the thread limit): this connection is refused, the
+            // acceptor goes on (issue 40: it used to end with the exception, and with it every
+            // later attach and emit).
+            spdlog::warn("connection refused: cannot start its thread: {}", e.what());
+            close(fd);
+            connections_.pop_back();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
     }
 }
 
