@@ -413,6 +413,7 @@ TEST_CASE("policy thread: a run every interval admits counted fields and publish
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (rig.published().empty() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(std::chrono::steady_clock::now() < deadline);  // the thread ran, not the clock out (issue 40)
     CHECK(rig.published() == std::vector<std::string>{"source.name"});
     // Its first window (1 h of the test's clock) ends with 10 ≥ drop: it stays; the next one
     // ends with 0: it leaves.
@@ -420,6 +421,7 @@ TEST_CASE("policy thread: a run every interval admits counted fields and publish
         rig.now = t;
         while (policy->status_records()[0]["last_recompute_ns"] != t && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        REQUIRE(policy->status_records()[0]["last_recompute_ns"] == t);  // a pass at t, not a deadline
     };
     const int64_t start = rig.now.load();
     pass_at(start + kHour);

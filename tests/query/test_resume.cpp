@@ -371,8 +371,9 @@ int kill_loop(QueryEnv& env, const std::vector<std::string>& argv, const std::fu
     Child eventctl(argv);
     // One more event, so that the run is seen working (not only started) before Ctrl-C.
     emit("loop.tick", {{"i", ++emitted}});
-    test_support::eventually([&] { return printed(eventctl) >= static_cast<size_t>(emitted); }, seconds(20),
-                             milliseconds(100));
+    // Asserted (issue 40): a run never seen working would make the Ctrl-C below prove nothing.
+    REQUIRE(test_support::eventually([&] { return printed(eventctl) >= static_cast<size_t>(emitted); }, seconds(20),
+                                     milliseconds(100)));
     eventctl.signal(SIGINT);
     const RunResult r = eventctl.finish(seconds(5));
     INFO("last run: " << r.err << (r.timed_out ? " (timed out)" : "") << " signal " << r.term_signal);
