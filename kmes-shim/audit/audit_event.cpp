@@ -13,6 +13,7 @@
 #include <cctype>
 #include <chrono>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -243,13 +244,20 @@ struct ExecArgs {
         } while (auparse_next_field(au) > 0);
     }
 
-    // argc, argv (whole arguments from a0 on, while they are all there and within
-    // `max_bytes` in all), and — when any is not — argv_truncated with the arguments and the
-    // bytes cut (bytes: of the cut arguments whose length is known).
-    void write_to(PayloadMap& payload, uint64_t max_bytes) const {
+    // The most bytes the pairs write_to() adds besides argv's elements: the five keys, argc,
+    // argv's array header and the three cut values.
+    static constexpr uint64_t kPairsBytes = 128;
+    // The most bytes one argument adds besides its own: its str or bin header.
+    static constexpr uint64_t kElementHeaderBytes = 5;
+
+    // argc, argv (whole arguments from a0 on, while they are all there, within `max_bytes` in
+    // all, and their encoding and the pairs below within `max_encoded`), and — when any is
+    // not — argv_truncated with the arguments and the bytes cut (bytes: of the cut arguments
+    // whose length is known).
+    void write_to(PayloadMap& payload, uint64_t max_bytes, uint64_t max_encoded) const {
         const uint64_t count = argc.value_or(pieces.empty() ? 0 : pieces.rbegin()->first + 1);
         std::vector<std::string> argv;
-        uint64_t bytes = 0, cut_bytes = 0;
+        uint64_t bytes = 0, cut_bytes = 0, encoded = kPairsBytes;
         bool stopped = false;
         for (uint64_t i = 0; i < count; ++i) {
             const auto found = pieces.find(i);
@@ -264,8 +272,10 @@ struct ExecArgs {
                 if (const auto len = declared_length.find(i); len != declared_length.end())
                     complete &= arg.size() == bytes_of(i, len->second);
             }
-            if (!stopped && complete && bytes + arg.size() <= max_bytes) {
+            const uint64_t element = arg.size() + kElementHeaderBytes;
+            if (!stopped && complete && bytes + arg.size() <= max_bytes && encoded + element <= max_encoded) {
                 bytes += arg.size();
+                encoded += element;
                 argv.push_back(std::move(arg));
                 continue;
             }
@@ -337,6 +347,9 @@ std::optional<std::string> field_text(auparse_state_t* au, const char* name) {
     return std::string(raw);
 }
 
+// A msgpack map's header: at most 5 bytes.
+constexpr uint64_t kMapHeaderBytes = 5;
+
 // An audit record type's name as a key: "USER_LOGIN" → "user_login".
 void put_lower(std::string& out, std::string_view name) {
     for (char c : name) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -385,6 +398,7 @@ AuditEvent map_event(auparse_state_t* au, const MappingLimits& limits) {
     if (const au_event_t* ts = auparse_get_timestamp(au)) {
         payload.add_reserved("serial");
         mp::put_unsigned(payload.value(), static_cast<uint64_t>(ts->serial));
+        event.serial = static_cast<uint64_t>(ts->serial);
         // A time the kernel never writes (beyond 2262, or negative) has no ns form: nil
         // (found by the audit_mapping fuzz target: the product overflowed).
         int64_t ns = 0;
@@ -458,7 +472,7 @@ AuditEvent map_event(auparse_state_t* au, const MappingLimits& limits) {
         } while (auparse_next_record(au) > 0);
     }
     if (event.type.empty()) event.type = "audit.unknown";
-    if (has_execve) exec_args.write_to(payload, limits.argv_max_bytes);
+    event.records = static_cast<uint32_t>(record_type_count);
     if (proctitle) put_proctitle(payload, *proctitle, has_execve ? std::optional(exec_args.joined_length()) : std::nullopt);
     for (const OtherRecords& other : others) {
         if (!payload.add(other.key)) continue;
@@ -478,6 +492,12 @@ AuditEvent map_event(auparse_state_t* au, const MappingLimits& limits) {
     payload.add_reserved("record_types");
     mp::put_array_header(payload.value(), record_type_count);
     payload.value().insert(payload.value().end(), record_types.begin(), record_types.end());
+    // The arguments last: what room the rest of the event leaves them is known now.
+    if (has_execve) {
+        const uint64_t max_event = limits.max_event_bytes ? limits.max_event_bytes() : UINT64_MAX;
+        const uint64_t rest = event.type.size() + kMapHeaderBytes + payload.value().size();
+        exec_args.write_to(payload, limits.argv_max_bytes, max_event > rest ? max_event - rest : 0);
+    }
     payload.write_to(event.payload);
     return event;
 }
@@ -488,11 +508,14 @@ std::string record_type_name(auparse_state_t* au) {
 }
 
 namespace {
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 AuditEvent lost_event_with(uint64_t records, const char* source, const uint64_t* serial,
                            const std::vector<std::string>* record_types) {
-    const int64_t now =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
+    const int64_t now = now_ns();
     AuditEvent event;
     event.type = "audit.lost";
     event.lost_records = records;
@@ -516,6 +539,32 @@ AuditEvent lost_event_with(uint64_t records, const char* source, const uint64_t*
 }  // namespace
 
 AuditEvent lost_event(uint64_t records, const char* source) { return lost_event_with(records, source, nullptr, nullptr); }
+
+AuditEvent oversized_event(const AuditEvent& event, uint64_t max_event_bytes) {
+    const int64_t now = now_ns();
+    AuditEvent lost;
+    lost.type = "audit.lost";
+    lost.lost_records = event.records;
+    Bytes& out = lost.payload;
+    mp::put_map_header(out, event.serial ? 7 : 6);
+    mp::put_string(out, "records");
+    mp::put_unsigned(out, event.records);
+    mp::put_string(out, "source");
+    mp::put_string(out, "size");
+    mp::put_string(out, "noticed_time");
+    mp::put_signed(out, now);
+    if (event.serial) {
+        mp::put_string(out, "serial");
+        mp::put_unsigned(out, *event.serial);
+    }
+    mp::put_string(out, "event_type");
+    mp::put_string(out, event.type);
+    mp::put_string(out, "event_bytes");
+    mp::put_unsigned(out, event.type.size() + event.payload.size());
+    mp::put_string(out, "max_event_bytes");
+    mp::put_unsigned(out, max_event_bytes);
+    return lost;
+}
 
 AuditEvent lost_event(uint64_t records, const char* source, uint64_t serial,
                       const std::vector<std::string>& record_types) {

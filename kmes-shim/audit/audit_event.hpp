@@ -11,21 +11,25 @@
 //     serial         the audit serial
 //     audit_time     the event's time, ns since the epoch (the kernel's, millisecond precision)
 //     record_types   every record's type name, in order (EOE left out)
-//     <field>        every field of the first record: integers as integers, escaped and hex
-//                    strings decoded, `syscall` as its name, `arch` interpreted, and for
-//                    uid/gid fields `<field>_name` beside the number (the account's name)
-//     argv           EXECVE a0…aN, decoded                  (when the event has EXECVE)
-//     cwd            CWD's cwd, decoded                      (CWD)
+//     <field>        every field of the first record: integers as integers, quoted and hex
+//                    strings as the bytes the kernel recorded (str when valid UTF-8, else
+//                    bin), `syscall` as its name, `arch` interpreted, and for uid/gid fields
+//                    `<field>_name` beside the number (the account's name)
+//     cwd            CWD's cwd, as recorded                  (CWD)
 //     paths          one map per PATH record: its fields, as the first record's (PATH)
-//     proctitle      PROCTITLE, decoded (NULs between arguments become spaces)
+//     proctitle      PROCTITLE, as recorded (NULs between arguments become spaces), and
+//                    proctitle_truncated / proctitle_cut_bytes at the kernel's 128-byte cap
 //     <type>         any other record: a map of its fields under its lower-case type name
 //                    (an array of maps when the type repeats)
+//     argc, argv     every EXECVE record's arguments, whole, last in the map; beyond
+//                    MappingLimits (below) argv_truncated, argv_cut_args, argv_cut_bytes
 //   subject      uid and euid of the first record (for the identity stamps), when present
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +48,8 @@ struct AuditEvent {
     std::optional<pid_t> pid;
     std::optional<int64_t> audit_time;  // the payload's audit_time (ns), when it has one
     uint64_t lost_records = 0;          // an audit.lost event's `records`
+    std::optional<uint64_t> serial;     // the audit serial, when the event has one
+    uint32_t records = 0;               // the records it was made of (EOE left out)
 };
 
 // The event auparse's cursor is on (inside an AUPARSE_CB_EVENT_READY callback). Moves the
@@ -55,6 +61,11 @@ struct MappingLimits {
     // An exec's arguments stored whole, in order, up to this many bytes in all; the rest is
     // declared cut (argv_truncated, argv_cut_args, argv_cut_bytes), never dropped silently.
     uint64_t argv_max_bytes = kDefaultArgvMaxBytes;
+    // The most bytes of type and payload an event may have to be written at all (a ring takes
+    // an event of at most half its capacity, §3.1.6; the capacity may change while the source
+    // runs): the arguments are cut to fit under it as well, with the same declaration. Empty:
+    // no such bound.
+    std::function<uint64_t()> max_event_bytes;
 };
 AuditEvent map_event(auparse_state_t* au, const MappingLimits& limits = {});
 
@@ -68,5 +79,11 @@ std::string record_type_name(auparse_state_t* au);
 AuditEvent lost_event(uint64_t records, const char* source);
 AuditEvent lost_event(uint64_t records, const char* source, uint64_t serial,
                       const std::vector<std::string>& record_types);
+
+// What is written instead of an event the ring cannot take (larger than `max_event_bytes` even
+// with its arguments cut: records with huge fields, or a ring made smaller since it was
+// mapped): an `audit.lost` with `source: "size"`, its `records`, `serial`, `event_type` and
+// `event_bytes` (type and payload) — a declared loss, not a gap.
+AuditEvent oversized_event(const AuditEvent& event, uint64_t max_event_bytes);
 
 }  // namespace kmes::audit

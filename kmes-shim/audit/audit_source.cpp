@@ -189,13 +189,18 @@ struct AuditSource::Kernel {
     }
 };
 
-AuditSource::AuditSource(Emit emit, Report report, const AuditSettings& settings)
-    : emit_(std::move(emit)), report_(std::move(report)), settings_(settings) {}
+AuditSource::AuditSource(Emit emit, Report report, MaxEventBytes max_event_bytes, const AuditSettings& settings)
+    : emit_(std::move(emit)),
+      report_(std::move(report)),
+      max_event_bytes_(std::move(max_event_bytes)),
+      settings_(settings) {}
 
 AuditSource::~AuditSource() { stop(); }
 
-base::Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& settings, Emit emit, Report report) {
-    std::unique_ptr<AuditSource> source(new AuditSource(std::move(emit), std::move(report), settings));
+base::Result<std::unique_ptr<AuditSource>> AuditSource::start(const AuditSettings& settings, Emit emit, Report report,
+                                                              MaxEventBytes max_event_bytes) {
+    std::unique_ptr<AuditSource> source(
+        new AuditSource(std::move(emit), std::move(report), std::move(max_event_bytes), settings));
     auto kernel = std::make_unique<Kernel>();
     std::error_code ec;
     std::filesystem::create_directories(settings.runtime_dir, ec);
@@ -476,7 +481,7 @@ void AuditSource::run() {
                 if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
             first_malformed = {{"record_type", name ? name : std::to_string(type)}, {"text", sample}};
         },
-        MappingLimits{settings_.argv_max_bytes});
+        MappingLimits{settings_.argv_max_bytes, max_event_bytes_});
     auto report_malformed = [&] {
         if (malformed == 0) return;
         spdlog::warn("audit: {} record(s) without the kernel's \"audit(TIME:SERIAL):\" header were not reassembled; "

@@ -65,12 +65,16 @@ public:
     // kAuditFailedEvent (the reader thread stopped on an unexpected error: nothing reads the
     // kernel's records any more, so the owner should not run on without its source).
     using Report = std::function<void(std::string_view type, const nlohmann::json& payload)>;
+    // The most bytes of type and payload an event may have for the owner to write it now
+    // (MappingLimits::max_event_bytes: an exec's arguments are cut to fit). Empty: no bound.
+    using MaxEventBytes = std::function<uint64_t()>;
 
     // Opens the netlink socket in the mode asked (auto resolved), takes the daemon role and
     // loads the rules where that applies, then starts the reader thread. Errors: audit is not
     // available (kernel booted with audit=0, no CAP_AUDIT_*), the daemon role is taken (mode
     // daemon), a rule is refused — with nothing left changed in the kernel.
-    static base::Result<std::unique_ptr<AuditSource>> start(const AuditSettings& settings, Emit emit, Report report);
+    static base::Result<std::unique_ptr<AuditSource>> start(const AuditSettings& settings, Emit emit, Report report,
+                                                            MaxEventBytes max_event_bytes = {});
     ~AuditSource();
     AuditSource(const AuditSource&) = delete;
     AuditSource& operator=(const AuditSource&) = delete;
@@ -85,12 +89,13 @@ public:
 
 private:
     struct Kernel;
-    AuditSource(Emit emit, Report report, const AuditSettings& settings);
+    AuditSource(Emit emit, Report report, MaxEventBytes max_event_bytes, const AuditSettings& settings);
     void read();  // the reader thread: socket → queue_
     void run();   // the mapping thread: queue_ → events
 
     Emit emit_;
     Report report_;
+    MaxEventBytes max_event_bytes_;
     AuditSettings settings_;
     Mode mode_ = Mode::off;
     std::unique_ptr<Kernel> kernel_;

@@ -59,6 +59,10 @@ constexpr uint32_t kAuditRing = 0;
 // 500 exec events — a 50 ms receive round at 10,000 execs/s; 8 KiB of the smallest ring.
 constexpr uint64_t kAuditWriteShare = 8;
 
+// The most bytes of type and payload an audit event may have for a ring of `capacity` to take
+// it: an event is at most half the ring (§3.1.6), its header and identity stamps included.
+uint64_t max_audit_event_bytes(uint64_t capacity) { return capacity / 2 - KMES_BASE_HEADER_SIZE - KMES_IDENTITY_SIZE; }
+
 }  // namespace
 
 void Shim::apply_audit(const audit::AuditSettings& wanted) {
@@ -76,7 +80,9 @@ void Shim::apply_audit(const audit::AuditSettings& wanted) {
         [this](std::string_view type, const nlohmann::json& payload) {
             write_self_event(type, payload);
             if (type == audit::kAuditFailedEvent) fail("audit source: " + payload.value("error", std::string()));
-        });
+        },
+        // Read per event: BufferCapacity may change while the source runs.
+        [this] { return max_audit_event_bytes(rings_->capacity()); });
     if (!started) {
         // Said once per configuration; the shim runs on without the source (a kernel booted
         // with audit=0, no CAP_AUDIT_*, another daemon in mode "daemon", a refused rule).
@@ -109,7 +115,20 @@ void Shim::write_audit_events(std::span<const audit::AuditEvent> events) {
         identities.clear();
         bytes = 0;
     };
-    for (const audit::AuditEvent& event : events) {
+    // Events the ring cannot take, replaced by their declared loss (audit.lost, source "size";
+    // docs/AUDIT.md "Arguments"): the ring would drop them whole, leaving only a gap in its
+    // sequence. Reserved for all: `inputs` points into it.
+    std::vector<audit::AuditEvent> oversized;
+    oversized.reserve(events.size());
+    for (const audit::AuditEvent& mapped : events) {
+        const uint64_t max_event = max_audit_event_bytes(rings_->capacity());
+        const uint64_t mapped_bytes = mapped.type.size() + mapped.payload.size();
+        const bool fits = mapped_bytes <= max_event;
+        if (!fits)
+            spdlog::warn("audit: a {} event of {} bytes does not fit the ring (at most {}): written as audit.lost",
+                         mapped.type, mapped_bytes, max_event);
+        const audit::AuditEvent& event =
+            fits ? mapped : oversized.emplace_back(audit::oversized_event(mapped, max_event));
         const EventInput input{event.type, event.payload};
         const uint64_t size = event_size_of(input);
         // The ring's capacity as it is now: a resize may change it between two writes.

@@ -246,6 +246,23 @@ std::map<std::string, uint64_t> check_every_exec_accounted(uint32_t cpus, const 
     return lost;
 }
 
+// /bin/true with these arguments (argv[0] first), waited for.
+void exec_with(const std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        execv("/bin/true", argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+}
+
 // Issue 39 part 2: no argument hidden from the trail. The kernel spreads long argument lists
 // over several EXECVE records and long arguments over pieces; the event holds them all, or —
 // beyond Audit.ArgvMaxBytes (128 KiB by default) — says what it cut.
@@ -257,21 +274,6 @@ TEST_CASE("argv on the real kernel: 1,500 arguments and a 20,000-byte one whole;
     const json config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}}};
     auto shim = ShimProcess::start(ShimOptions{.config = config, .cpus = 1});
     REQUIRE(shim->wait_log("audit: daemon mode", std::chrono::seconds(10)));
-    auto exec_with = [](const std::vector<std::string>& args) {
-        std::vector<char*> argv;
-        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        const pid_t pid = fork();
-        REQUIRE(pid >= 0);
-        if (pid == 0) {
-            execv("/bin/true", argv.data());
-            _exit(127);
-        }
-        int status = 0;
-        REQUIRE(waitpid(pid, &status, 0) == pid);
-        REQUIRE(WIFEXITED(status));
-        REQUIRE(WEXITSTATUS(status) == 0);
-    };
     std::vector<std::string> many = {"/bin/true"};
     for (int i = 1; i <= 1500; ++i) many.push_back(std::to_string(i));
     many.push_back("EVIL");
@@ -310,6 +312,36 @@ TEST_CASE("argv on the real kernel: 1,500 arguments and a 20,000-byte one whole;
     // The kernel keeps 128 bytes of a process title: marked, with what it lacks.
     CHECK(cut["proctitle_truncated"] == true);
     CHECK(cut["proctitle_cut_bytes"].get<int64_t>() > 400000);
+}
+
+// A ring takes events of at most half its size: on the smallest ring (64 KiB) an exec of 60 KiB
+// of arguments, under ArgvMaxBytes, is stored with its arguments cut to fit and the cut declared
+// — not dropped whole, leaving only a gap in the ring's sequence.
+TEST_CASE("argv on the real kernel: on a 64 KiB ring an exec of 60 KiB of arguments is stored, cut to fit, with counts",
+          "[audit]") {
+    KernelAuditState before;
+    test_support::TempDir files;
+    const std::string key = "kmes-argv-ring-" + std::to_string(getpid());
+    const json config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}},
+                         {"BufferCapacity", 65536}};
+    auto shim = ShimProcess::start(ShimOptions{.config = config, .cpus = 1});
+    REQUIRE(shim->wait_log("audit: daemon mode", std::chrono::seconds(10)));
+    std::vector<std::string> args = {"/bin/true"};
+    for (int i = 0; i < 15; ++i) args.push_back(std::string(4096, char('a' + i)));
+    exec_with(args);
+
+    std::vector<json> events;
+    REQUIRE(eventually([&] { return !(events = audit_events(1, key)).empty(); }, seconds(20)));
+    REQUIRE(events.size() == 1);
+    const json& e = events[0];
+    CHECK(e["argc"] == 16);
+    REQUIRE(e["argv"].size() >= 2);
+    REQUIRE(e["argv"].size() < 16);
+    const uint64_t kept = e["argv"].size();
+    for (uint64_t i = 0; i < kept; ++i) CHECK(e["argv"][i] == args[i]);
+    CHECK(e["argv_truncated"] == true);
+    CHECK(e["argv_cut_args"] == 16 - kept);
+    CHECK(e["argv_cut_bytes"] == (16 - kept) * 4096);
 }
 
 TEST_CASE("nothing lost silently: execs while the shim is frozen are stored or counted in audit.lost", "[audit]") {

@@ -142,6 +142,41 @@ TEST_CASE("argv: beyond Audit.ArgvMaxBytes, or with records missing, the cut is 
         CHECK(p["argv_cut_args"] == 3);
         CHECK(p["argv_cut_bytes"] == 5000 + 4 + 1);
     }
+    SECTION("under the ring's bound too: arguments cut so that the event can be written, with counts") {
+        // A ring of 64 KiB takes events of at most 32 KiB: 15 arguments of 4 KiB (60 KiB, under
+        // ArgvMaxBytes) would make an event the ring drops whole.
+        std::vector<std::string> args = {"a0=\"/bin/true\""};
+        for (int i = 1; i <= 15; ++i) args.push_back("a" + std::to_string(i) + "=\"" + std::string(4096, 'q') + "\"");
+        std::string record = "argc=16";
+        for (const std::string& a : args) record += " " + a;
+        constexpr uint64_t kMaxEvent = 32 * 1024 - 64;
+        std::vector<kmes::audit::AuditEvent> raw;
+        AuditAssembler assembler(
+            [&](kmes::audit::AuditEvent e) { raw.push_back(std::move(e)); }, 2, {},
+            kmes::audit::MappingLimits{kmes::audit::kDefaultArgvMaxBytes, [] { return kMaxEvent; }});
+        for (const std::string& line : exec_event({record})) assembler.feed_line(line);
+        assembler.flush();
+        REQUIRE(raw.size() == 1);
+        CHECK(raw[0].type.size() + raw[0].payload.size() <= kMaxEvent);
+        const json p = read_back(raw[0]).payload;
+        CHECK(p["argc"] == 16);
+        REQUIRE(p["argv"].size() == 8);  // /bin/true and 7 × 4 KiB: the rest of the event takes the remainder
+        CHECK(p["argv"][7] == std::string(4096, 'q'));
+        CHECK(p["argv_truncated"] == true);
+        CHECK(p["argv_cut_args"] == 8);
+        CHECK(p["argv_cut_bytes"] == 8 * 4096);
+        // What no cut of the arguments brings under the bound is written as a declared loss.
+        const kmes::audit::AuditEvent lost = kmes::audit::oversized_event(raw[0], 1000);
+        CHECK(lost.type == "audit.lost");
+        CHECK(lost.lost_records == 2);
+        const json l = json::from_msgpack(lost.payload);
+        CHECK(l["source"] == "size");
+        CHECK(l["records"] == 2);
+        CHECK(l["serial"] == 42);
+        CHECK(l["event_type"] == "audit.syscall");
+        CHECK(l["event_bytes"] == raw[0].type.size() + raw[0].payload.size());
+        CHECK(l["max_event_bytes"] == 1000);
+    }
     SECTION("a record the kernel did not deliver: argc says how many are missing") {
         const auto events = assemble(exec_event({"argc=4 a0=\"/bin/true\" a1=\"one\""}));
         REQUIRE(events.size() == 1);
