@@ -133,7 +133,7 @@ const std::vector<Metric>& metrics() {
         {K(Collector, acked), "eventd_collector_acknowledged_total", "counter",
          "Messages acknowledged after the commit of all their records."},
         {K(Collector, refused), "eventd_collector_refused_total", "counter",
-         "Messages refused: not eventd records, or not from the host their subject names."},
+         "Messages refused (not a host's own eventd records) and terminated, each kept as a synthetic.collector_rejected record."},
         {K(Collector, sessions), "eventd_collector_sessions_total", "counter", "NATS sessions started."},
     };
     return kMetrics;

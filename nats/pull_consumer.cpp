@@ -165,4 +165,12 @@ uint64_t stream_sequence(natsMsg* msg) {
     return sequence;
 }
 
+uint64_t stored_at_ns(natsMsg* msg) {
+    jsMsgMetaData* meta = nullptr;
+    if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) return 0;
+    const uint64_t at = meta->Timestamp > 0 ? static_cast<uint64_t>(meta->Timestamp) : 0;
+    jsMsgMetaData_Destroy(meta);
+    return at;
+}
+
 }  // namespace eventd::nats

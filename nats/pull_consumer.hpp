@@ -66,4 +66,8 @@ void term(natsConnection* connection, natsMsg* msg);
 // (natsMsg_GetSequence is only set for messages read with js_GetMsg.)
 uint64_t stream_sequence(natsMsg* msg);
 
+// When the stream stored the message (ns since the epoch, from its reply subject), 0 when it
+// has none: the same on every delivery of the message.
+uint64_t stored_at_ns(natsMsg* msg);
+
 }  // namespace eventd::nats

@@ -75,7 +75,10 @@ public:
     // KMES event, the collector's every record but gaps).
     bool accounted(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last,
                    const SequenceState* elsewhere) const;
-    Result<bool> contains_same(const EventRow& row);
+    // Whether an identical row is stored (a collector's record without a sequence). With
+    // `any_boot`, a row of any boot id counts: the collector's own record of a rejected message
+    // carries the run that rejected it, and a redelivery after a crash comes to another run.
+    Result<bool> contains_same(const EventRow& row, bool any_boot = false);
     Status commit();  // the durability boundary (§2.4.1); on failure the transaction is rolled back
     void rollback();
 

@@ -211,7 +211,7 @@ Status ShardDb::prepare_statements() {
         // A collector's duplicate check of a record without a sequence (through
         // idx_events_timestamp: duplicates share the timestamp).
         {&find_same_,
-         "SELECT 1 FROM events WHERE timestamp = ?1 AND boot_id = ?2 AND event_type = ?3 AND payload IS ?4 "
+         "SELECT 1 FROM events WHERE timestamp = ?1 AND (boot_id = ?2 OR ?6) AND event_type = ?3 AND payload IS ?4 "
          "AND cpu_id IS ?5 LIMIT 1"},
     };
     for (const Wanted& w : wanted) {

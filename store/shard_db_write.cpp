@@ -138,7 +138,7 @@ bool ShardDb::accounted(const kmes::Guid& boot_id, uint16_t cpu_id, uint64_t fir
     return holds(state_) || holds(pending_) || (elsewhere && holds(*elsewhere));
 }
 
-Result<bool> ShardDb::contains_same(const EventRow& row) {
+Result<bool> ShardDb::contains_same(const EventRow& row, bool any_boot) {
     sqlite3_stmt* stmt = find_same_;
     sqlite3_bind_int64(stmt, 1, to_sql(row.timestamp));
     bind_guid(stmt, 2, row.boot_id);
@@ -150,6 +150,7 @@ Result<bool> ShardDb::contains_same(const EventRow& row) {
             sqlite3_bind_blob(stmt, 4, row.payload->data(), static_cast<int>(row.payload->size()), SQLITE_STATIC);
     }
     if (row.cpu_id) sqlite3_bind_int(stmt, 5, *row.cpu_id);
+    sqlite3_bind_int(stmt, 6, any_boot ? 1 : 0);
     const int rc = run(stmt);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/display_escape.hpp"
 #include "base/fnv1a.hpp"
 #include "base/jittered_backoff.hpp"
 #include "base/reserved_types.hpp"
@@ -67,10 +68,12 @@ struct Collector::Session {
 };
 
 Collector::Collector(SourceConfig config, std::vector<ShardWriter*> writers,
-                     const store::SequenceState* accounted_elsewhere, std::function<void(const std::string&)> on_fatal)
+                     const store::SequenceState* accounted_elsewhere, const kmes::Guid& run_id,
+                     std::function<void(const std::string&)> on_fatal)
     : config_(std::move(config)),
       writers_(std::move(writers)),
       accounted_elsewhere_(accounted_elsewhere),
+      run_id_(run_id),
       on_fatal_(std::move(on_fatal)) {}
 
 Collector::~Collector() {
@@ -215,11 +218,12 @@ void Collector::run_session(Session& s) {
     // them were a 64 MB fetch while the writers idled (PERFORMANCE.md §12).
     while (!stopping_.load()) {
         send_settled(s.connection);
+        report_unlogged_refusals();
         if (Clock::now() - s.lag_checked >= kLagInterval) refresh_lag(s);
         auto messages = s.pull->next(config_.fetch_batch, kFetchMaxBytes, std::chrono::milliseconds(kFetchWaitMs));
         if (!messages) return fail(base::Error{messages.error().code, "fetching from consumer " + config_.durable +
                                                                           " failed: " + messages.error().message});
-        if (!messages->empty()) deliver(s, *messages);
+        if (!messages->empty()) deliver(*messages);
     }
 }
 
@@ -253,7 +257,7 @@ base::Result<std::vector<HandoffItem>> Collector::items_of(natsMsg* msg) const {
     return items;
 }
 
-void Collector::deliver(Session& s, std::vector<natsMsg*>& messages) {
+void Collector::deliver(std::vector<natsMsg*>& messages) {
     // Records go to their shard's writer in chunks while the rest of the fetch is still being
     // read: a fetch of packed messages holds tens of thousands of records, and converting them
     // all before handing any over left the writers idle meanwhile (PERFORMANCE.md §12).
@@ -267,26 +271,27 @@ void Collector::deliver(Session& s, std::vector<natsMsg*>& messages) {
     };
     for (natsMsg* msg : messages) {
         auto items = items_of(msg);
-        if (!items) {
-            // Not an eventd record: never stored, so never acknowledged as stored — terminated,
-            // so it is not delivered again and again (a limits stream keeps it for inspection).
-            refused_.fetch_add(1, std::memory_order_relaxed);
-            spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", nats::stream_sequence(msg),
-                          config_.stream, natsMsg_GetSubject(msg), items.error().message);
-            nats::term(s.connection, msg);
-            natsMsg_Destroy(msg);
-            continue;
+        const bool rejected = !items;
+        if (rejected) {
+            // Not a host's own records: its rejection record takes its place, and the message
+            // is terminated once that is stored (send_settled) — never delivered again and
+            // again, never gone without a trace (a limits stream keeps it for inspection).
+            log_refusal(msg, items.error().message);
+            std::vector<HandoffItem> rejection;
+            rejection.push_back(rejection_of(msg, items.error().message));
+            items = std::move(rejection);
+        } else {
+            received_.fetch_add(items->size(), std::memory_order_relaxed);
+            messages_received_.fetch_add(1, std::memory_order_relaxed);
+            last_received_ns_.store(synthetic::now_ns(), std::memory_order_relaxed);
         }
-        received_.fetch_add(items->size(), std::memory_order_relaxed);
-        messages_received_.fetch_add(1, std::memory_order_relaxed);
-        last_received_ns_.store(synthetic::now_ns(), std::memory_order_relaxed);
         // Every record of the message carries its ticket; the message is acknowledged once all
         // of them are settled (settled()), each one stored or found stored already. It is
         // pending before any of its records reaches a writer, which may settle them at once.
         const uint64_t ticket = next_ticket_++;
         {
             std::lock_guard lock(pending_mutex_);
-            pending_.emplace(ticket, PendingMessage{msg, static_cast<uint32_t>(items->size()), true});
+            pending_.emplace(ticket, PendingMessage{msg, static_cast<uint32_t>(items->size()), true, rejected});
         }
         for (HandoffItem& item : *items) {
             item.receipt = {this, ticket};
@@ -299,13 +304,55 @@ void Collector::deliver(Session& s, std::vector<natsMsg*>& messages) {
     for (size_t shard = 0; shard < per_shard.size(); ++shard) push(shard);
 }
 
+HandoffItem Collector::rejection_of(natsMsg* msg, const std::string& reason) const {
+    synthetic::RejectedMessage m;
+    const char* host = nullptr;
+    if (natsMsgHeader_Get(msg, kHostHeader, &host) == NATS_OK && host) m.host = host;
+    m.subject = natsMsg_GetSubject(msg);
+    m.stream = config_.stream;
+    m.stream_sequence = nats::stream_sequence(msg);
+    m.stored_at_ns = nats::stored_at_ns(msg);
+    const int length = natsMsg_GetDataLength(msg);
+    m.size = length > 0 ? static_cast<uint64_t>(length) : 0;
+    const auto* data = reinterpret_cast<const uint8_t*>(natsMsg_GetData(msg));
+    if (data) m.head.assign(data, data + std::min<size_t>(m.size, synthetic::kRejectedHeadBytes));
+    m.reason = reason;
+    return HandoffItem{synthetic::collector_rejected(run_id_, m)};
+}
+
+// Ten lines a minute at most: a hostile publisher must not flood the journal (and hide
+// eventd's other messages behind its rate limit). Every refusal is also a record and a counter.
+constexpr uint64_t kRefusalLinesPerMinute = 10;
+
+void Collector::log_refusal(natsMsg* msg, const std::string& reason) {
+    report_unlogged_refusals();
+    if (refusals_logged_ >= kRefusalLinesPerMinute) {
+        ++refusals_unlogged_;
+        return;
+    }
+    if (refusals_logged_++ == 0) refusal_log_minute_ = Clock::now();
+    spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", nats::stream_sequence(msg),
+                  config_.stream, base::display_escaped(natsMsg_GetSubject(msg)), base::display_escaped(reason));
+}
+
+void Collector::report_unlogged_refusals() {
+    if (refusals_logged_ == 0 || Clock::now() - refusal_log_minute_ < std::chrono::minutes(1)) return;
+    if (refusals_unlogged_ > 0)
+        spdlog::error("collector: {} more message(s) refused within a minute, not logged one by one (see the "
+                      "synthetic.collector_rejected records)",
+                      refusals_unlogged_);
+    refusals_logged_ = 0;
+    refusals_unlogged_ = 0;
+}
+
 // Issue 12 part 3: JetStream delivers a message again after a collector crash or an
 // unacknowledged commit, and a host's forwarder may publish one twice beyond the stream's
 // duplicate window. Routing by (boot, cpu) (shard_of) sends every copy to the same shard.
 base::Result<bool> Collector::stored_already(store::ShardDb& db, const HandoffItem& item) const {
     if (const auto& a = item.accounting)
         return db.accounted(item.row.boot_id, a->cpu_id, a->first, a->last, accounted_elsewhere_);
-    return db.contains_same(item.row);
+    // A rejection record comes again only with its message, to any later run (rejection_of).
+    return db.contains_same(item.row, item.row.event_type == synthetic::kCollectorRejectedType);
 }
 
 void Collector::settled(const std::vector<uint64_t>& tickets, bool committed) {
@@ -318,21 +365,24 @@ void Collector::settled(const std::vector<uint64_t>& tickets, bool committed) {
         if (--m.unsettled > 0) continue;
         // A message partly committed comes again when the rest failed: the committed part is
         // then found stored already, record by record, and the rest completes it.
-        settled_.emplace_back(m.msg, m.committed);
+        settled_.push_back({m.msg, m.committed, m.rejected});
         pending_.erase(it);
     }
 }
 
 void Collector::send_settled(__natsConnection* connection) {
-    std::vector<std::pair<natsMsg*, bool>> settled;
+    std::vector<SettledMessage> settled;
     {
         std::lock_guard lock(pending_mutex_);
         settled.swap(settled_);
     }
-    for (auto [msg, committed] : settled) {
+    for (auto [msg, committed, rejected] : settled) {
         // Fire and forget: a lost acknowledgement only means one more delivery, which the
         // writer's duplicate check absorbs.
-        if (connection && committed) {
+        if (connection && committed && rejected) {
+            nats::term(connection, msg);  // its rejection record is stored
+            refused_.fetch_add(1, std::memory_order_relaxed);
+        } else if (connection && committed) {
             nats::ack(connection, msg);
             acked_.fetch_add(1, std::memory_order_relaxed);
         } else if (connection) {

@@ -13,9 +13,15 @@
 // writers only move settled messages to a queue, so a stalled NATS connection never holds a
 // shard's lock. Any NATS failure ends the session (connection, consumer binding, the messages
 // not yet acknowledged); a new one starts after a jittered backoff — like eventd-forward, one
-// recovery path. Messages that are not eventd records, or whose subject does not name the host
-// of their Eventd-Host header, are terminated (never redelivered), counted as refused and
-// logged with their stream sequence.
+// recovery path.
+//
+// Issue 40, poison messages: a message that is not a host's own eventd records (unreadable,
+// no or another host's Eventd-Host header, a forged product record) is never retried and never
+// dropped silently. It becomes one synthetic.collector_rejected record (host, subject, stream
+// sequence, size, reason, its first bytes), stored like any record; once that commit holds it,
+// the message is terminated (JetStream +TERM, never delivered again) and counted as refused.
+// Until then it is a pending message like the others: a crash delivers it again, and the
+// record's duplicate check (the stream's timestamp of the message, any run) stores it once.
 #pragma once
 
 #include <atomic>
@@ -48,8 +54,9 @@ public:
     // `accounted_elsewhere`: the sequences every shard file held at startup (historical files
     // included), which records are checked against too; it outlives the collector.
     // `on_fatal`: the thread ended on an unexpected exception (eventd must fail and restart).
+    // `run_id`: the boot id of the collector's own records (CollectorSource::run_id).
     Collector(SourceConfig config, std::vector<ShardWriter*> writers, const store::SequenceState* accounted_elsewhere,
-              std::function<void(const std::string& why)> on_fatal);
+              const kmes::Guid& run_id, std::function<void(const std::string& why)> on_fatal);
     // Closes the session after a last flush of acknowledgements (the writers have finished).
     ~Collector() override;
     Collector(const Collector&) = delete;
@@ -78,8 +85,11 @@ private:
     struct Session;
     void run();
     void run_session(Session& session);
-    void deliver(Session& session, std::vector<__natsMsg*>& messages);
+    void deliver(std::vector<__natsMsg*>& messages);
     base::Result<std::vector<HandoffItem>> items_of(__natsMsg* msg) const;
+    HandoffItem rejection_of(__natsMsg* msg, const std::string& reason) const;  // synthetic.collector_rejected
+    void log_refusal(__natsMsg* msg, const std::string& reason);
+    void report_unlogged_refusals();  // how many went unlogged, once their minute is over
     void send_settled(__natsConnection* connection);  // the acknowledgements settled() queued (none without one)
     void refresh_lag(Session& session);
     void end_session(Session& session);  // drops the unacknowledged messages, then the handles
@@ -89,6 +99,7 @@ private:
     const SourceConfig config_;
     std::vector<ShardWriter*> writers_;
     const store::SequenceState* accounted_elsewhere_;
+    const kmes::Guid run_id_;
     std::function<void(const std::string&)> on_fatal_;
     std::thread thread_;
     std::atomic<bool> stopping_{false};
@@ -104,11 +115,22 @@ private:
         __natsMsg* msg;
         uint32_t unsettled;  // its records not yet settled
         bool committed;      // every settled record committed
+        bool rejected;       // its one record is its synthetic.collector_rejected: terminated once stored
+    };
+    struct SettledMessage {
+        __natsMsg* msg;
+        bool committed;
+        bool rejected;
     };
     std::unordered_map<uint64_t, PendingMessage> pending_;
-    std::vector<std::pair<__natsMsg*, bool>> settled_;
+    std::vector<SettledMessage> settled_;
     uint64_t next_ticket_ = 1;       // collector thread only
     std::string last_logged_error_;  // collector thread only: why the last session failed
+    // Collector thread only: refusals logged in the current minute (a hostile publisher must not
+    // flood the journal; every refusal is a record anyway).
+    std::chrono::steady_clock::time_point refusal_log_minute_{};  // when its first line was logged
+    uint64_t refusals_logged_ = 0;
+    uint64_t refusals_unlogged_ = 0;
 
     // For STATUS. Counters are relaxed: statistics, nothing is published with them.
     mutable std::mutex state_mutex_;  // leaf: state_, last_error_
@@ -116,7 +138,7 @@ private:
     std::string last_error_;
     std::atomic<uint64_t> received_{0};           // records
     std::atomic<uint64_t> messages_received_{0};
-    std::atomic<uint64_t> refused_{0};
+    std::atomic<uint64_t> refused_{0};  // messages terminated once their rejection was stored
     std::atomic<uint64_t> acked_{0};
     std::atomic<uint64_t> redelivery_requested_{0};
     std::atomic<uint64_t> sessions_{0};

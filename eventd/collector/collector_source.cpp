@@ -30,7 +30,7 @@ base::Status CollectorSource::start(const std::vector<ShardWriter*>& writers, co
                  writers.size(), config_.stream, nats::servers_text(config_.nats_url));
     writers_ = writers;
     // What the store's files hold at startup (historical ones too) is not stored again.
-    collector_ = std::make_unique<Collector>(config_, writers, &accounted, on_fatal_);
+    collector_ = std::make_unique<Collector>(config_, writers, &accounted, run_id_, on_fatal_);
     collector_->start();
     return {};
 }

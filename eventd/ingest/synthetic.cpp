@@ -1,6 +1,9 @@
 #include "eventd/ingest/synthetic.hpp"
 
+#include "base/display_escape.hpp"
 #include "base/guid_text.hpp"
+#include "base/hex.hpp"
+#include "base/utf8.hpp"
 
 #include <ctime>
 
@@ -35,6 +38,18 @@ std::pair<json, std::string> typed(const json& v) {
     if (v.is_number_integer()) return {v.dump(), "integer"};
     if (v.is_number()) return {v.dump(), "number"};
     return {v.dump(), v.type_name()};
+}
+
+// Text a remote publisher chose (a header, a subject): exact when it is valid UTF-8, escaped
+// otherwise (a msgpack str holds UTF-8), and at most `max` bytes, cut on a character boundary
+// with "…" — the record stays small whatever was sent.
+std::string received_text(std::string_view text, size_t max) {
+    std::string out = base::is_valid_utf8(text) ? std::string(text) : base::display_escaped(text);
+    if (out.size() <= max) return out;
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
+    out.resize(cut);
+    return out + "…";
 }
 
 }  // namespace
@@ -75,6 +90,20 @@ EventRow gap(const Guid& boot_id, uint16_t cpu_id, uint64_t first, uint64_t last
 EventRow storage_error(const Guid& boot_id, uint32_t shard_index, const std::string& error) {
     return make(boot_id, "synthetic.storage_error",
                 {{"store", "event"}, {"shard_index", shard_index}, {"error", error}});
+}
+
+EventRow collector_rejected(const Guid& run_id, const RejectedMessage& m) {
+    constexpr size_t kMaxText = 256;  // a host name or subject; a reason names both
+    EventRow row = make(run_id, kCollectorRejectedType,
+                        {{"claimed_host", received_text(m.host, kMaxText)},
+                         {"subject", received_text(m.subject, kMaxText)},
+                         {"stream", m.stream},
+                         {"stream_sequence", m.stream_sequence},
+                         {"size", m.size},
+                         {"reason", received_text(m.reason, 4 * kMaxText)},
+                         {"head", base::hex_text(std::span(m.head.data(), std::min(m.head.size(), kRejectedHeadBytes)))}});
+    if (m.stored_at_ns) row.timestamp = m.stored_at_ns;
+    return row;
 }
 
 EventRow config_change(const Guid& boot_id, const std::string& key, const json& old_value, const json& new_value) {

@@ -396,8 +396,9 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
           "[collector]") {
     test_support::TempDir nats_dir;
     NatsServer nats(nats_dir.str());
+    // 5 s of the host's records: most of them are published after the refused messages.
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
-                   .generate = "rate=500,payload=32,count=500,types=app.login:1"});
+                   .generate = "rate=100,payload=32,count=500,types=app.login:1"});
     Forwarder forward(host, nats, {{"HostName", "host-a"}});
     CollectorEventd collector(nats);
     forward.start();
@@ -413,6 +414,19 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     const std::string subject = "eventd.host-a.app.login";
     // The forwarder has created the stream once its first records are in it.
     REQUIRE(test_support::eventually([&] { return nats.count("EVENTD") > 0; }, seconds(30)));
+    // Issue 40, poison messages: each once made the collector fail and JetStream deliver it
+    // again after every restart (or would have, without the bound of the bytes it holds).
+    const std::vector<std::vector<uint8_t>> poison = {
+        {0xdd, 0xff, 0xff, 0xff, 0xff},                           // an array header of 4 G records
+        std::vector<uint8_t>(body.begin(), body.begin() + body.size() / 2),  // a truncated map
+        {0x81, 0xa7, 'b', 'o', 'o', 't', '_', 'i', 'd', 0xdb, 0x00, 0xa0, 0x00, 0x00, 'x'},  // a 10 MB string
+        [] {
+            std::vector<uint8_t> deep(10'000, 0x91);  // arrays nested 10,000 deep
+            deep.push_back(0xc0);
+            return deep;
+        }(),
+    };
+    for (const auto& bytes : poison) nats.publish(subject, {{"Eventd-Host", "host-a"}}, bytes);
     nats.publish(subject, {{"Eventd-Host", "host-b"}}, body);  // posing as another host
     nats.publish(subject, {}, body);                            // no Eventd-Host
     nats.publish(subject, {{"Eventd-Host", "host-a"}}, {0xc1});  // not msgpack
@@ -469,13 +483,51 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     CHECK(collector.records("EVENTS WHERE boot_id == \"" + audit_boot + "\"").at(0)["sequence"] == 4);
     const std::string status = collector.run({"status"}).out;
     INFO(status);
-    CHECK(std::regex_search(status, std::regex(R"(refused \(not eventd records\) +8\b)")));
+    CHECK(std::regex_search(status, std::regex(R"(refused \(not eventd records\) +12\b)")));
+    // Each refused message is a record of the collector's own, stored once: what it was, where
+    // it came from and why it was refused.
+    const auto rejections = collector.records("EVENTS synthetic.collector_rejected SORT stream_sequence");
+    REQUIRE(rejections.size() == 12);
+    std::set<uint64_t> rejected_sequences;
+    for (const json& r : rejections) {
+        INFO(r.dump());
+        CHECK(r["stream"] == "EVENTD");
+        CHECK(r["size"].get<uint64_t>() > 0);
+        CHECK_FALSE(r["reason"].get<std::string>().empty());
+        CHECK(r["head"].get<std::string>().size() == 2 * std::min<uint64_t>(r["size"].get<uint64_t>(), 64));
+        CHECK_FALSE(r.contains("host"));  // the collector's own record, not a host's
+        rejected_sequences.insert(r["stream_sequence"].get<uint64_t>());
+    }
+    CHECK(rejected_sequences.size() == 12);
+    CHECK(rejections.at(0)["head"] == "ddffffffff");
+    CHECK(rejections.at(0)["subject"] == subject);
+    CHECK(rejections.at(4)["claimed_host"] == "host-b");
+    CHECK(rejections.at(5)["reason"] == "no Eventd-Host header");
+    CHECK(rejections.at(5)["claimed_host"] == "");
+    // The host's records went on flowing after the poison: at least 200 of them (checked
+    // exactly once above) were published after the last refused message.
+    uint64_t records_after = 0;
+    for (const StoredMessage& m : nats.messages("EVENTD")) {
+        if (m.sequence <= *rejected_sequences.rbegin() || m.subject != subject) continue;
+        const json records = json::from_msgpack(m.data);
+        records_after += records.is_array() ? records.size() : 1;
+    }
+    CHECK(records_after >= 200);
+    std::string reasons;
+    for (const json& r : rejections) reasons += r["reason"].get<std::string>() + "\n";
+    INFO(reasons);
+    CHECK_THAT(reasons, Catch::Contains("is not eventd.<Eventd-Host>.<event_type> of the record (Eventd-Host host-b)"));
+    CHECK_THAT(reasons, Catch::Contains("no Eventd-Host header"));
+    CHECK_THAT(reasons,
+               Catch::Contains("record 1 (audit.syscall) has origin class 0: only the product writes that namespace"));
+    CHECK_THAT(reasons, Catch::Contains("record 0 (synthetic.checkpoint) has origin class 0"));
+    CHECK_THAT(reasons, Catch::Contains("not an eventd record"));
+    // The log names the first ten refusals, not a hostile publisher's every message.
     const std::string log = collector.log();
-    CHECK_THAT(log, Catch::Contains("is not eventd.<Eventd-Host>.<event_type> of the record (Eventd-Host host-b)"));
-    CHECK_THAT(log, Catch::Contains("no Eventd-Host header"));
-    CHECK_THAT(log, Catch::Contains("record 1 (audit.syscall) has origin class 0: only the product writes that namespace"));
-    CHECK_THAT(log, Catch::Contains("record 0 (synthetic.checkpoint) has origin class 0"));
-    CHECK_THAT(log, Catch::Contains("not an eventd record"));
+    size_t refusal_lines = 0;
+    for (size_t at = log.find(" refused: "); at != std::string::npos; at = log.find(" refused: ", at + 1))
+        ++refusal_lines;
+    CHECK(refusal_lines == 10);
     // Each refusal names its message by its stream sequence (never 0: JetStream counts from 1).
     CHECK(std::regex_search(log, std::regex(R"(message [1-9][0-9]* of stream EVENTD \(subject)")));
     CHECK_FALSE(std::regex_search(log, std::regex(R"(message 0 of stream)")));
