@@ -218,7 +218,7 @@ void Collector::run_session(Session& s) {
     // them were a 64 MB fetch while the writers idled (PERFORMANCE.md §12).
     while (!stopping_.load()) {
         send_settled(s.connection);
-        report_unlogged_refusals();
+        report_unlogged_refusals(refusal_log_.take_unlogged());
         if (Clock::now() - s.lag_checked >= kLagInterval) refresh_lag(s);
         auto messages = s.pull->next(config_.fetch_batch, kFetchMaxBytes, std::chrono::milliseconds(kFetchWaitMs));
         if (!messages) return fail(base::Error{messages.error().code, "fetching from consumer " + config_.durable +
@@ -320,29 +320,21 @@ HandoffItem Collector::rejection_of(natsMsg* msg, const std::string& reason) con
     return HandoffItem{synthetic::collector_rejected(run_id_, m)};
 }
 
-// Ten lines a minute at most: a hostile publisher must not flood the journal (and hide
-// eventd's other messages behind its rate limit). Every refusal is also a record and a counter.
-constexpr uint64_t kRefusalLinesPerMinute = 10;
-
 void Collector::log_refusal(natsMsg* msg, const std::string& reason) {
-    report_unlogged_refusals();
-    if (refusals_logged_ >= kRefusalLinesPerMinute) {
-        ++refusals_unlogged_;
-        return;
-    }
-    if (refusals_logged_++ == 0) refusal_log_minute_ = Clock::now();
+    uint64_t overdue = 0;
+    const bool log = refusal_log_.take(overdue);
+    report_unlogged_refusals(overdue);
+    if (!log) return;
     spdlog::error("collector: message {} of stream {} (subject {}) refused: {}", nats::stream_sequence(msg),
                   config_.stream, base::display_escaped(natsMsg_GetSubject(msg)), base::display_escaped(reason));
 }
 
-void Collector::report_unlogged_refusals() {
-    if (refusals_logged_ == 0 || Clock::now() - refusal_log_minute_ < std::chrono::minutes(1)) return;
-    if (refusals_unlogged_ > 0)
-        spdlog::error("collector: {} more message(s) refused within a minute, not logged one by one (see the "
-                      "synthetic.collector_rejected records)",
-                      refusals_unlogged_);
-    refusals_logged_ = 0;
-    refusals_unlogged_ = 0;
+void Collector::report_unlogged_refusals(uint64_t unlogged) {
+    if (unlogged == 0) return;
+    spdlog::error(
+        "collector: {} more message(s) refused within a minute, not logged one by one (see the "
+        "synthetic.collector_rejected records)",
+        unlogged);
 }
 
 // Issue 12 part 3: JetStream delivers a message again after a collector crash or an

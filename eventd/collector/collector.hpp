@@ -38,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/log_budget.hpp"
 #include "eventd/collector/source_config.hpp"
 #include "eventd/ingest/redelivery.hpp"
 #include "eventd/ingest/shard_writer.hpp"
@@ -89,7 +90,7 @@ private:
     base::Result<std::vector<HandoffItem>> items_of(__natsMsg* msg) const;
     HandoffItem rejection_of(__natsMsg* msg, const std::string& reason) const;  // synthetic.collector_rejected
     void log_refusal(__natsMsg* msg, const std::string& reason);
-    void report_unlogged_refusals();  // how many went unlogged, once their minute is over
+    void report_unlogged_refusals(uint64_t unlogged);
     void send_settled(__natsConnection* connection);  // the acknowledgements settled() queued (none without one)
     void refresh_lag(Session& session);
     void end_session(Session& session);  // drops the unacknowledged messages, then the handles
@@ -126,11 +127,9 @@ private:
     std::vector<SettledMessage> settled_;
     uint64_t next_ticket_ = 1;       // collector thread only
     std::string last_logged_error_;  // collector thread only: why the last session failed
-    // Collector thread only: refusals logged in the current minute (a hostile publisher must not
-    // flood the journal; every refusal is a record anyway).
-    std::chrono::steady_clock::time_point refusal_log_minute_{};  // when its first line was logged
-    uint64_t refusals_logged_ = 0;
-    uint64_t refusals_unlogged_ = 0;
+    // Collector thread only: a hostile publisher must not flood the journal (every refusal is a
+    // record and a counter anyway).
+    base::LogBudget refusal_log_{10};
 
     // For STATUS. Counters are relaxed: statistics, nothing is published with them.
     mutable std::mutex state_mutex_;  // leaf: state_, last_error_

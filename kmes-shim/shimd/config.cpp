@@ -191,6 +191,8 @@ ConfigLoad apply_config(const json& document, const ShimConfig& current) {
     a.group("AttachGroup", c.attach_group);
     a.group("EmitGroup", c.emit_group);
     a.integer("ConfigDelayMs", c.config_delay_ms, 0, 600000);
+    a.integer("MaxConnectionsPerUser", c.max_connections_per_user, 1, 1024);
+    a.integer("RequestTimeoutMs", c.request_timeout_ms, 100, 600000);
     a.boolean("Mlock", c.mlock);
     a.boolean("Hugepages", c.hugepages);
     a.generators("Generators", c.generators);

@@ -45,6 +45,11 @@ struct ShimConfig {
     std::optional<gid_t> attach_group;  // besides root; unset: root only
     std::optional<gid_t> emit_group;
     uint32_t config_delay_ms = 0;
+    // Issue 40, fair sockets (docs/CONFIGURATION.md): connections one uid may hold (root and
+    // AttachGroup members exempt), and how long a new connection may take to send its first
+    // request (and any request to send its rest). Both apply at once on a reload.
+    uint32_t max_connections_per_user = 64;
+    uint32_t request_timeout_ms = 10000;
     bool mlock = false;
     bool hugepages = false;
     std::vector<GeneratorSpec> generators;

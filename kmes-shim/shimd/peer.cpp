@@ -16,7 +16,7 @@ bool PeerCredentials::in_group(gid_t gid) const {
     return egid == gid || std::find(groups.begin(), groups.end(), gid) != groups.end();
 }
 
-base::Result<PeerCredentials> peer_credentials(int socket_fd) {
+base::Result<PeerCredentials> socket_credentials(int socket_fd) {
     PeerCredentials peer;
     ucred cred{};
     socklen_t len = sizeof cred;
@@ -38,11 +38,19 @@ base::Result<PeerCredentials> peer_credentials(int socket_fd) {
         groups.resize(bytes / sizeof(gid_t) + 1);
     }
     peer.groups = std::move(groups);
+    return peer;
+}
 
+void add_process_details(PeerCredentials& peer) {
     // Real uid and start time are not in SO_PEERCRED; /proc is best effort (the process may
     // already be gone, in which case the effective uid stands in for the real one).
     if (auto uids = process_uids(peer.pid)) peer.ruid = uids->first;
     peer.start_time = process_start_time(peer.pid).value_or(0);
+}
+
+base::Result<PeerCredentials> peer_credentials(int socket_fd) {
+    auto peer = socket_credentials(socket_fd);
+    if (peer) add_process_details(*peer);
     return peer;
 }
 

@@ -25,6 +25,13 @@ struct PeerCredentials {
     bool in_group(gid_t gid) const;
 };
 
+// The socket's part only (SO_PEERCRED, SO_PEERGROUPS): pid, euid, egid, groups — what the
+// acceptor needs to count a connection against its uid, without reading /proc.
+base::Result<PeerCredentials> socket_credentials(int socket_fd);
+// Adds the real uid and start time from /proc (best effort: the process may be gone, and then
+// the effective uid stands in for the real one).
+void add_process_details(PeerCredentials& peer);
+// Both.
 base::Result<PeerCredentials> peer_credentials(int socket_fd);
 
 // /proc/<pid>/stat field 22: when the process started, in clock ticks since boot; nullopt when

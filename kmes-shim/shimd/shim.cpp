@@ -40,6 +40,8 @@ Shim::Shim(const ShimConfig& config)
       max_nesting_depth_(ShimConfig{}.max_nesting_depth),
       attach_group_(group_value(config.attach_group)),
       emit_group_(group_value(config.emit_group)),
+      max_connections_per_user_(config.max_connections_per_user),
+      request_timeout_ms_(config.request_timeout_ms),
       test_allow_reserved_types_(reserved_types_allowed_for_tests()),
       limiter_(ShimConfig{}.max_emit_rate) {
     // Until the "registry" is read, the §6.1 keys hold their compiled-in defaults (§6.1.3).
@@ -122,12 +124,16 @@ void Shim::apply_registry(const ConfigLoad& loaded) {
     max_nesting_depth_.store(next.max_nesting_depth, std::memory_order_relaxed);
     attach_group_.store(group_value(next.attach_group), std::memory_order_relaxed);
     emit_group_.store(group_value(next.emit_group), std::memory_order_relaxed);
+    max_connections_per_user_.store(next.max_connections_per_user, std::memory_order_relaxed);
+    request_timeout_ms_.store(next.request_timeout_ms, std::memory_order_relaxed);
     if (next.max_emit_rate != config_.max_emit_rate) limiter_.set_rate(next.max_emit_rate);
     config_.max_event_size = next.max_event_size;
     config_.max_nesting_depth = next.max_nesting_depth;
     config_.max_emit_rate = next.max_emit_rate;
     config_.attach_group = next.attach_group;
     config_.emit_group = next.emit_group;
+    config_.max_connections_per_user = next.max_connections_per_user;
+    config_.request_timeout_ms = next.request_timeout_ms;
 
     if (next.buffer_capacity != rings_->capacity()) {
         // §5.1.9.4 swap; on allocation failure the rings stay as they are (§7.1.4).

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "audit/audit_source.hpp"
+#include "base/log_budget.hpp"
 #include "config.hpp"
 #include "generator.hpp"
 #include "peer.hpp"
@@ -62,7 +63,11 @@ private:
     base::Status listen_on(const std::string& path);
     void accept_loop();
     void reap_connections();  // connections_mutex_ held
-    void serve(int fd);
+    // The connection's acceptance (issue 40, fair sockets): nullopt to accept it, else why not.
+    std::optional<std::string> refusal_of(const PeerCredentials& peer, bool privileged);  // connections_mutex_ held
+    void serve(int fd, PeerCredentials peer);
+    bool may_attach(const PeerCredentials& peer) const;  // root or AttachGroup
+    bool may_emit(const PeerCredentials& peer) const;    // root or EmitGroup (SeAuditPrivilege)
     wire::Reply attach(const PeerCredentials& peer, uint32_t cpu, std::shared_ptr<ProducerRing>& attached);
     void map(int fd, std::span<const uint8_t> body, const std::shared_ptr<ProducerRing>& attached);
 
@@ -78,6 +83,8 @@ private:
     std::atomic<uint32_t> max_nesting_depth_;
     std::atomic<int64_t> attach_group_;  // -1: root only
     std::atomic<int64_t> emit_group_;
+    std::atomic<uint32_t> max_connections_per_user_;
+    std::atomic<uint32_t> request_timeout_ms_;
     // KMES_TEST_ALLOW_RESERVED_TYPES=1 in a build with sync points (shim.cpp): emitters may
     // write the reserved namespaces, as before issue 39 — how tests make forged rows.
     const bool test_allow_reserved_types_;
@@ -93,11 +100,14 @@ private:
     std::optional<std::string> failure_;  // the first, guarded by failure_mutex_
     struct Connection {
         int fd;
+        uid_t uid;        // the peer's effective uid (SO_PEERCRED), which its per-user cap counts
+        bool privileged;  // root or AttachGroup at connect: exempt from the per-user cap
         std::thread thread;
         std::atomic<bool> done{false};
     };
     std::mutex connections_mutex_;
     std::list<Connection> connections_;
+    base::LogBudget refusal_log_{10};  // connections_mutex_: refused connections are logged ten a minute
 
     std::vector<std::unique_ptr<Generator>> generators_;
 

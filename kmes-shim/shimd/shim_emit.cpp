@@ -7,25 +7,29 @@
 
 #include "base/reserved_types.hpp"
 #include "shim.hpp"
+#include "timed_recv.hpp"
 #include "validation.hpp"
 
 namespace kmes::shim {
 namespace {
 
-// Pulls the rest of a multi-packet message off the connection on demand (wire.hpp).
+// Pulls the rest of a multi-packet message off the connection on demand (wire.hpp). Each packet
+// must come within `timeout_ms` (issue 40: a request's first packet and never the rest must not
+// hold the connection's thread); one that does not ends the connection — its reading side is
+// shut down, so the serve loop's next recv sees the end.
 class MessageBody {
 public:
-    MessageBody(int fd, std::vector<uint8_t>& message, uint64_t total)
-        : fd_(fd), message_(message), received_(message.size()), total_(total) {}
+    MessageBody(int fd, std::vector<uint8_t>& message, uint64_t total, int timeout_ms)
+        : fd_(fd), message_(message), received_(message.size()), total_(total), timeout_ms_(timeout_ms) {}
 
     // Make sure the first `bytes` of the message are in memory. False if the message is shorter.
     bool ensure(uint64_t bytes) {
         while (message_.size() < bytes && received_ < total_) {
             const size_t at = message_.size();
             message_.resize(at + wire::kMaxPacket);
-            const ssize_t n = recv(fd_, message_.data() + at, wire::kMaxPacket, 0);
+            const ssize_t n = recv_within(fd_, message_.data() + at, wire::kMaxPacket, 0, timeout_ms_);
             message_.resize(at + (n > 0 ? size_t(n) : 0));
-            if (n <= 0) return false;
+            if (n <= 0) return end();
             received_ += uint64_t(n);
         }
         return message_.size() >= bytes;
@@ -35,17 +39,27 @@ public:
     void discard_rest() {
         uint8_t scratch[4096];
         while (received_ < total_) {
-            const ssize_t n = recv(fd_, scratch, sizeof scratch, MSG_TRUNC);
-            if (n <= 0) return;
+            const ssize_t n = recv_within(fd_, scratch, sizeof scratch, MSG_TRUNC, timeout_ms_);
+            if (n <= 0) {
+                end();
+                return;
+            }
             received_ += uint64_t(n);
         }
     }
 
 private:
+    bool end() {
+        shutdown(fd_, SHUT_RD);
+        received_ = total_;  // nothing more is read
+        return false;
+    }
+
     int fd_;
     std::vector<uint8_t>& message_;
     uint64_t received_;
     uint64_t total_;
+    int timeout_ms_;
 };
 
 }  // namespace
@@ -53,7 +67,7 @@ private:
 wire::Reply Shim::emit(int fd, const PeerCredentials& peer, const Identity& identity, const wire::RequestHeader& header,
                        std::vector<uint8_t>& message) {
     const bool single = static_cast<wire::Op>(header.op) == wire::Op::emit;
-    MessageBody body(fd, message, header.total_len);
+    MessageBody body(fd, message, header.total_len, static_cast<int>(request_timeout_ms_.load(std::memory_order_relaxed)));
     wire::Reply reply{};
     auto fail = [&](int code) {
         body.discard_rest();
@@ -62,8 +76,7 @@ wire::Reply Shim::emit(int fd, const PeerCredentials& peer, const Identity& iden
     };
 
     // Step 1: SeAuditPrivilege = root or a member of EmitGroup (DESIGN.md §2).
-    const int64_t group = emit_group_.load(std::memory_order_relaxed);
-    if (!peer.is_root() && (group < 0 || !peer.in_group(static_cast<gid_t>(group)))) return fail(EPERM);
+    if (!may_emit(peer)) return fail(EPERM);
     // §4.1.3 step 2: 1 ≤ count ≤ 256 (a single emit is always one entry).
     const uint32_t count = header.count;
     if (single ? count != 1 : (count < 1 || count > KMES_MAX_BATCH)) return fail(EINVAL);

@@ -17,12 +17,16 @@
 #include "base/unix_listener.hpp"
 #include "identity.hpp"
 #include "shim.hpp"
+#include "timed_recv.hpp"
 
 namespace kmes::shim {
 namespace {
 // A thread per connection is simple and plenty for emitters and consumers; the cap keeps a
-// hostile local user from exhausting threads.
+// hostile local user from exhausting threads. Issue 40, fair sockets: the last
+// kReservedConnections are for privileged peers only (root, AttachGroup: eventd's attach after
+// a restart always finds one), and one unprivileged uid holds MaxConnectionsPerUser at most.
 constexpr size_t kMaxConnections = 1024;
+constexpr size_t kReservedConnections = 64;
 constexpr int kReapIntervalMs = 1000;
 
 wire::Reply error_reply(int code) {
@@ -75,19 +79,39 @@ void Shim::accept_loop() {
                 std::this_thread::sleep_for(std::chrono::milliseconds(10));
             continue;
         }
+        // Who it is, from the socket alone (no /proc read: a flood of connections must not
+        // slow the acceptor); a peer that cannot be identified is not served anyway.
+        auto peer = socket_credentials(fd);
+        if (!peer) {
+            close(fd);
+            continue;
+        }
+        const bool privileged = may_attach(*peer);
         std::lock_guard lock(connections_mutex_);
         reap_connections();
-        if (connections_.size() >= kMaxConnections) {
-            spdlog::warn("connection refused: {} connections open (limit)", connections_.size());
+        if (auto refusal = refusal_of(*peer, privileged)) {
+            // Closed at once: a refused connection holds nothing.
             close(fd);
+            uint64_t overdue = 0;
+            const bool log = refusal_log_.take(overdue);
+            if (overdue > 0)
+                spdlog::warn("{} more connection(s) refused within a minute, not logged one by one", overdue);
+            if (log) spdlog::warn("connection of pid {} (uid {}) refused: {}", peer->pid, peer->euid, *refusal);
             continue;
         }
         Connection& c = connections_.emplace_back();
         c.fd = fd;
+        c.uid = peer->euid;
+        c.privileged = privileged;
         try {
-            c.thread = std::thread([this, &c] {
+            c.thread = std::thread([this, &c, peer = std::move(*peer)]() mutable {
                 // An unexpected error ends this connection only (the client sees it closed).
-                base::run_guarded("kmes-shimd connection", [this, &c] { serve(c.fd); }, [](const std::string&) {});
+                base::run_guarded(
+                    "kmes-shimd connection", [this, &c, &peer] { serve(c.fd, std::move(peer)); },
+                    [](const std::string&) {});
+                // The peer sees the end now, not at the next reaping; the descriptor itself
+                // stays open until then (stop() must never shut down a reused one).
+                shutdown(c.fd, SHUT_RDWR);
                 c.done.store(true);
             });
         } catch (const std::system_error& e) {
@@ -100,6 +124,25 @@ void Shim::accept_loop() {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
     }
+}
+
+std::optional<std::string> Shim::refusal_of(const PeerCredentials& peer, bool privileged) {
+    if (connections_.size() >= kMaxConnections)
+        return std::to_string(connections_.size()) + " connections open (the limit)";
+    if (privileged) return std::nullopt;
+    size_t unprivileged = 0, of_user = 0;
+    for (const Connection& c : connections_) {
+        if (c.done.load()) continue;
+        unprivileged += !c.privileged;
+        of_user += !c.privileged && c.uid == peer.euid;
+    }
+    if (unprivileged >= kMaxConnections - kReservedConnections)
+        return std::to_string(unprivileged) + " unprivileged connections open (the rest is kept for root and AttachGroup)";
+    const uint32_t per_user = max_connections_per_user_.load(std::memory_order_relaxed);
+    if (of_user >= per_user)
+        return "the user holds " + std::to_string(of_user) + " connections (MaxConnectionsPerUser " +
+               std::to_string(per_user) + ")";
+    return std::nullopt;
 }
 
 void Shim::stop() {
@@ -127,19 +170,24 @@ void Shim::stop() {
     connections_.clear();
 }
 
-void Shim::serve(int fd) {
+void Shim::serve(int fd, PeerCredentials peer) {
     KMES_SYNC_POINT("Shim::serve:connected");
-    auto peer = peer_credentials(fd);
-    if (!peer) {
-        spdlog::warn("dropping a connection: {}", peer.error().message);
-        return;
-    }
-    const Identity identity = identity_of(*peer, boot_id_);
+    add_process_details(peer);
+    const Identity identity = identity_of(peer, boot_id_);
     std::shared_ptr<ProducerRing> attached;  // set by ATTACH; keeps that ring alive
     std::vector<uint8_t> message(wire::kMaxPacket);
+    bool served_one = false;
     while (!stopping_.load(std::memory_order_relaxed)) {
         message.resize(wire::kMaxPacket);
-        const ssize_t n = recv(fd, message.data(), message.size(), 0);
+        // Issue 40: a new connection has RequestTimeoutMs to send its first request; one that
+        // did may then wait idle (an emitter between events), bounded by MaxConnectionsPerUser.
+        const int timeout_ms = request_timeout_ms_.load(std::memory_order_relaxed);
+        const ssize_t n = served_one ? recv(fd, message.data(), message.size(), 0)
+                                     : recv_within(fd, message.data(), message.size(), 0, timeout_ms);
+        if (n < 0 && errno == ETIMEDOUT) {
+            spdlog::debug("pid {}: no request within {} ms, closing the connection", peer.pid, timeout_ms);
+            return;
+        }
         if (n <= 0) return;  // peer closed (or shutdown): the attachment ends here
         message.resize(static_cast<size_t>(n));
         wire::RequestHeader header;
@@ -149,21 +197,25 @@ void Shim::serve(int fd) {
         const auto op = static_cast<wire::Op>(header.op);
         if (header.magic != wire::kMagic || header.total_len < message.size() ||
             (multi_packet && op != wire::Op::emit && op != wire::Op::emit_batch)) {
-            spdlog::warn("pid {}: malformed request (op {}), closing the connection", peer->pid, header.op);
+            spdlog::warn("pid {}: malformed request (op {}), closing the connection", peer.pid, header.op);
             (void)detail::send_reply(fd, error_reply(EPROTO));
             return;
         }
         wire::Reply reply{};
+        bool refused_privilege = false;  // EPERM for want of the privilege: nothing else to do here
         switch (op) {
             case wire::Op::attach:
-                reply = attach(*peer, header.cpu, attached);
+                reply = attach(peer, header.cpu, attached);
+                refused_privilege = reply.error == EPERM && !may_attach(peer);
                 break;
             case wire::Op::map:
                 map(fd, std::span(message).subspan(sizeof header), attached);
+                served_one = true;
                 continue;  // map() replies itself (with descriptors)
             case wire::Op::emit:
             case wire::Op::emit_batch:
-                reply = emit(fd, *peer, identity, header, message);
+                reply = emit(fd, peer, identity, header, message);
+                refused_privilege = reply.error == EPERM && !may_emit(peer);
                 break;
             case wire::Op::boot_id:
                 std::memcpy(reply.boot_id, boot_id_.data(), 16);
@@ -173,13 +225,25 @@ void Shim::serve(int fd) {
                 break;
         }
         if (detail::send_reply(fd, reply) != 0) return;
+        // Issue 40: a peer refused its privilege holds no slot — the connection ends with the reply.
+        if (refused_privilege) return;
+        served_one = true;
     }
+}
+
+bool Shim::may_attach(const PeerCredentials& peer) const {
+    const int64_t group = attach_group_.load(std::memory_order_relaxed);
+    return peer.is_root() || (group >= 0 && peer.in_group(static_cast<gid_t>(group)));
+}
+
+bool Shim::may_emit(const PeerCredentials& peer) const {
+    const int64_t group = emit_group_.load(std::memory_order_relaxed);
+    return peer.is_root() || (group >= 0 && peer.in_group(static_cast<gid_t>(group)));
 }
 
 // v0.22 §4.1.4 kmes_attach(cpu_id): privilege first, then the CPU range.
 wire::Reply Shim::attach(const PeerCredentials& peer, uint32_t cpu, std::shared_ptr<ProducerRing>& attached) {
-    const int64_t group = attach_group_.load(std::memory_order_relaxed);
-    if (!peer.is_root() && (group < 0 || !peer.in_group(static_cast<gid_t>(group)))) return error_reply(EPERM);
+    if (!may_attach(peer)) return error_reply(EPERM);
     if (cpu >= rings_->cpu_count()) return error_reply(EINVAL);
     if (attached) return error_reply(EINVAL);  // one ring per attachment
     attached = rings_->ring(cpu);

@@ -21,11 +21,23 @@
 //                         invalid msgpack → batch rc= err= emitted_out= (777777 = untouched)
 //   batch-count:N         kmes_emit_batch(entries, N, …) with N outside 1..256 allowed
 //   ident                 → ident pid= uid= euid=
+//   hold:N                N raw connections, each asking for the boot id once and then kept
+//                         open until the process ends (issue 40: one user's connections)
+//                         → hold served=<replied> refused=<closed or not connected>
+//   pause:MS              sleep MS milliseconds (what hold took stays held)  → pause ms=
+//   silent                a connection that sends nothing, until the shim closes it
+//                         → silent closed=0|1 after_ms=
+//   partial               a connection that sends the first packet of a two-packet emit and
+//                         never the second, until the shim closes it → partial closed= after_ms=
+//   raw-emit:MS           an emit request of a header only, on a connection of its own; then
+//                         waits up to MS ms for the shim to close it → raw-emit err= closed=
 //
 // The exit status is 0 when every step ran (a failing libkmes call is a result, not an
 // error), 2 for a usage error; a fault in a write-* step ends the process with SIGSEGV.
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -34,9 +46,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kmes/kmes.h"
+#include "lib/socket_io.hpp"
 
 namespace {
 
@@ -73,6 +87,48 @@ int64_t micros_since(std::chrono::steady_clock::time_point t) {
 void say(const std::string& line) {
     std::fputs((line + "\n").c_str(), stdout);
     std::fflush(stdout);
+}
+
+// Connections the hold step keeps open until the process ends.
+std::vector<int>& held() {
+    static std::vector<int> fds;
+    return fds;
+}
+
+kmes::wire::RequestHeader request(kmes::wire::Op op, uint64_t total_len, uint32_t count = 0) {
+    return kmes::wire::RequestHeader{kmes::wire::kMagic, static_cast<uint32_t>(op), 0, count, total_len};
+}
+
+// One connection's BOOT_ID request: true when the shim replied.
+bool ask_boot_id(int fd) {
+    const auto header = request(kmes::wire::Op::boot_id, sizeof(kmes::wire::RequestHeader));
+    if (send(fd, &header, sizeof header, MSG_NOSIGNAL) != ssize_t(sizeof header)) return false;
+    kmes::wire::Reply reply{};
+    return recv(fd, &reply, sizeof reply, 0) == ssize_t(sizeof reply) && reply.error == 0;
+}
+
+// Waits (`limit_ms` at most) for the shim to close `fd`, reading any reply before that;
+// whether it did.
+bool closed_within(int fd, int64_t limit_ms) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        const timeval limit{static_cast<time_t>(left.count() / 1'000'000),
+                            static_cast<suseconds_t>(left.count() % 1'000'000)};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+        kmes::wire::Reply reply{};
+        const ssize_t n = recv(fd, &reply, sizeof reply, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+        if (n < 0) return false;  // EAGAIN: the time is up
+    }
+}
+
+// The line of a step that waited for the shim to close `fd` (60 s at most), with when it did.
+void await_close(int fd, const std::string& step, std::chrono::steady_clock::time_point since) {
+    const bool closed = closed_within(fd, 60'000);
+    say(step + " closed=" + (closed ? "1" : "0") + " after_ms=" + std::to_string(micros_since(since) / 1000));
+    close(fd);
 }
 
 bool require_map(const Attachment& a, const char* step) {
@@ -166,6 +222,58 @@ int run_step(const std::string& step, Attachment& a) {
         const int rc = kmes_emit_batch(entries.data(), n, &emitted);
         say(name + " rc=" + std::to_string(rc) + " err=" + errno_name(rc == 0 ? 0 : errno) +
             " emitted_out=" + std::to_string(emitted));
+    } else if (name == "hold") {
+        const uint32_t n = number(arg1);
+        uint32_t served = 0, refused = 0;
+        for (uint32_t i = 0; i < n; ++i) {
+            const int fd = kmes::detail::connect_seqpacket(kmes::detail::shim_socket_path());
+            if (fd < 0) {
+                ++refused;
+                continue;
+            }
+            const timeval limit{10, 0};  // a reply, or the refusal's close, comes at once
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+            if (ask_boot_id(fd)) {
+                ++served;
+                held().push_back(fd);
+            } else {
+                ++refused;
+                close(fd);
+            }
+        }
+        say("hold served=" + std::to_string(served) + " refused=" + std::to_string(refused));
+    } else if (name == "pause") {
+        std::this_thread::sleep_for(std::chrono::milliseconds(number(arg1)));
+        say("pause ms=" + arg1);
+    } else if (name == "silent" || name == "partial") {
+        const auto since = std::chrono::steady_clock::now();
+        const int fd = kmes::detail::connect_seqpacket(kmes::detail::shim_socket_path());
+        if (fd < 0) {
+            say(name + " closed=0 err=" + errno_name(errno));
+            return 0;
+        }
+        if (name == "partial") {
+            // The first packet of an emit whose header announces twice that many bytes.
+            std::vector<uint8_t> packet(kmes::wire::kMaxPacket);
+            const auto header = request(kmes::wire::Op::emit, 2 * packet.size(), 1);
+            std::memcpy(packet.data(), &header, sizeof header);
+            (void)send(fd, packet.data(), packet.size(), MSG_NOSIGNAL);
+        }
+        await_close(fd, name, since);
+    } else if (name == "raw-emit") {
+        const int fd = kmes::detail::connect_seqpacket(kmes::detail::shim_socket_path());
+        if (fd < 0) {
+            say("raw-emit err=" + std::string(errno_name(errno)) + " closed=0");
+            return 0;
+        }
+        const auto header = request(kmes::wire::Op::emit, sizeof(kmes::wire::RequestHeader), 1);
+        kmes::wire::Reply reply{};
+        int err = EIO;
+        if (send(fd, &header, sizeof header, MSG_NOSIGNAL) == ssize_t(sizeof header) &&
+            recv(fd, &reply, sizeof reply, 0) == ssize_t(sizeof reply))
+            err = reply.error;
+        say("raw-emit err=" + std::string(errno_name(err)) + " closed=" + (closed_within(fd, number(arg1)) ? "1" : "0"));
+        close(fd);
     } else if (name == "ident") {
         say("ident pid=" + std::to_string(getpid()) + " uid=" + std::to_string(getuid()) +
             " euid=" + std::to_string(geteuid()));
@@ -195,6 +303,12 @@ int main(int argc, char** argv) {
     // A write-* step is expected to fault: no core file for it.
     const rlimit no_core{0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
+    // The hold step may keep more connections than the usual soft limit of 1024 descriptors.
+    rlimit files{};
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
     Attachment attachment;
     for (int i = 1; i < argc; ++i)
         if (int rc = run_step(argv[i], attachment); rc != 0) return rc;

@@ -9,7 +9,7 @@
 
 #include "emit_checks.hpp"
 #include "kmes/kmes.h"
-#include "probe_runner.hpp"
+#include "support/probe_runner.hpp"
 #include "support/shim_fixture.hpp"
 
 using namespace kmes::it;

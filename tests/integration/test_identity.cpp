@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "kmes/kmes.h"
-#include "probe_runner.hpp"
+#include "support/probe_runner.hpp"
 #include "ring_capture.hpp"
 #include "support/shim_fixture.hpp"
 

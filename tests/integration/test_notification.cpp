@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "probe_runner.hpp"
+#include "support/probe_runner.hpp"
 #include "ring_capture.hpp"
 #include "support/shim_fixture.hpp"
 #include "thread_state.hpp"

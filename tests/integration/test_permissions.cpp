@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "probe_runner.hpp"
+#include "support/probe_runner.hpp"
 #include "support/shim_fixture.hpp"
 
 using namespace kmes::it;
@@ -116,4 +116,36 @@ TEST_CASE("permissions: the consumer page is writable by a consumer", "[permissi
     INFO(run.output());
     CHECK(run.exited_cleanly());
     CHECK(run.has_line("write-consumer ok=1"));
+}
+
+// Issue 40, fair sockets (docs/KMES-SHIM.md "Connections").
+TEST_CASE("permissions: a connection that sends no request, or half of one, is closed after RequestTimeoutMs",
+          "[permissions]") {
+    auto shim = ShimProcess::start({.config = {{"RequestTimeoutMs", 500}, {"EmitGroup", kEmitGid}}, .cpus = 1});
+    const ProbeRun run = run_probe(as_nobody({kEmitGid}), {"silent", "partial"});
+    INFO(run.output());
+    REQUIRE(run.exited_cleanly());
+    for (const char* step : {"silent", "partial"}) {
+        INFO(step);
+        CHECK(run.get(step, "closed") == "1");
+        const int after_ms = std::stoi(run.get(step, "after_ms"));
+        CHECK(after_ms >= 450);
+        CHECK(after_ms < 10'000);  // the default would have been 10 s
+    }
+}
+
+TEST_CASE("permissions: an emit refused for want of the privilege ends its connection; another error does not",
+          "[permissions]") {
+    auto shim = ShimProcess::start(with_groups());
+    const ProbeRun outsider = run_probe(as_nobody(), {"raw-emit:5000"});
+    INFO(outsider.output());
+    CHECK(outsider.get("raw-emit", "err") == "EPERM");
+    CHECK(outsider.get("raw-emit", "closed") == "1");
+    // A member of EmitGroup whose request is wrong (no descriptor table): an answer, and the
+    // connection stays for the next request.
+    const ProbeRun member = run_probe(as_nobody({kEmitGid}), {"raw-emit:1000"});
+    INFO(member.output());
+    CHECK(member.get("raw-emit", "err") != "EPERM");
+    CHECK(member.get("raw-emit", "err") != "-");
+    CHECK(member.get("raw-emit", "closed") == "0");
 }

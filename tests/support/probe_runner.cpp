@@ -1,4 +1,4 @@
-#include "probe_runner.hpp"
+#include "support/probe_runner.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -62,9 +63,10 @@ ProbeRun collect(pid_t pid, int out_fd) {
 
 }  // namespace
 
-std::vector<std::string> as_nobody(const std::vector<gid_t>& groups) {
-    std::vector<std::string> prefix{"setpriv", "--reuid=" + std::to_string(kNobody),
-                                    "--regid=" + std::to_string(kNobody)};
+std::vector<std::string> as_nobody(const std::vector<gid_t>& groups) { return as_user(kNobody, groups); }
+
+std::vector<std::string> as_user(uid_t uid, const std::vector<gid_t>& groups) {
+    std::vector<std::string> prefix{"setpriv", "--reuid=" + std::to_string(uid), "--regid=" + std::to_string(uid)};
     if (groups.empty()) {
         prefix.push_back("--clear-groups");
     } else {
@@ -114,6 +116,11 @@ BackgroundProbe::BackgroundProbe(const std::vector<std::string>& prefix, const s
 
 BackgroundProbe::~BackgroundProbe() {
     if (pid_ > 0) (void)finish();
+}
+
+ProbeRun BackgroundProbe::terminate() {
+    if (pid_ > 0) kill(pid_, SIGTERM);
+    return finish();
 }
 
 ProbeRun BackgroundProbe::finish() {

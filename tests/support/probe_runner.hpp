@@ -1,4 +1,4 @@
-// Runs tests/integration/probe.cpp (kmes-probe, path in $KMES_PROBE) as another user or on
+// Runs tests/integration/probe.cpp (kmes-probe, path in $KMES_PROBE; the integration and eventd suites) as another user or on
 // another CPU and parses what it printed: one line per step, "STEP key=value …".
 #pragma once
 
@@ -18,6 +18,7 @@ inline constexpr uid_t kNobody = 65534;
 
 // Command prefixes placed before the probe.
 std::vector<std::string> as_nobody(const std::vector<gid_t>& groups = {});  // setpriv, real+effective ids
+std::vector<std::string> as_user(uid_t uid, const std::vector<gid_t>& groups = {});  // any uid, no passwd entry needed
 std::vector<std::string> on_cpu(unsigned cpu);                              // taskset -c CPU
 
 struct ProbeRun {
@@ -42,6 +43,7 @@ public:
     BackgroundProbe(const BackgroundProbe&) = delete;
     BackgroundProbe& operator=(const BackgroundProbe&) = delete;
     ProbeRun finish();
+    ProbeRun terminate();  // SIGTERM, then finish(): what it printed until then
 
 private:
     pid_t pid_ = -1;
