@@ -4,6 +4,7 @@
 #include <libaudit.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,18 +69,25 @@ std::string_view up_to_nul(std::string_view text) {
     return nul == std::string_view::npos ? text : text.substr(0, nul);
 }
 
-// Does `text` start as the kernel starts every record, "audit(SEC.MILLI:SERIAL):"?
-bool has_record_header(std::string_view text) {
+// The serial of a record that starts as the kernel starts every record,
+// "audit(SEC.MILLI:SERIAL):"; nullopt for any other text.
+std::optional<uint64_t> record_header_serial(std::string_view text) {
+    uint64_t value = 0;
     auto digits = [&](char end) {
         size_t n = 0;
-        while (n < text.size() && text[n] >= '0' && text[n] <= '9') ++n;
+        value = 0;
+        while (n < text.size() && text[n] >= '0' && text[n] <= '9') {
+            value = value * 10 + static_cast<uint64_t>(text[n] - '0');  // unsigned: 20 digits wrap, harmlessly
+            ++n;
+        }
         if (n == 0 || n > 20 || n >= text.size() || text[n] != end) return false;
         text.remove_prefix(n + 1);
         return true;
     };
-    if (text.substr(0, 6) != "audit(") return false;
+    if (text.substr(0, 6) != "audit(") return std::nullopt;
     text.remove_prefix(6);
-    return digits('.') && digits(':') && digits(')') && !text.empty() && text[0] == ':';
+    if (!digits('.') || !digits(':') || !digits(')') || text.empty() || text[0] != ':') return std::nullopt;
+    return value;  // of the last digits read: the serial
 }
 }  // namespace
 
@@ -87,7 +95,7 @@ void AuditAssembler::malformed(int type, std::string_view text) {
     if (malformed_) malformed_(type, text);
 }
 
-void AuditAssembler::feed_record(int type, std::string_view text) {
+std::optional<uint64_t> AuditAssembler::feed_record(int type, std::string_view text) {
     // The line auditd writes for it (log_format RAW): auparse parses exactly that.
     const char* name = audit_msg_type_to_name(type);
     std::string line = "type=";
@@ -96,16 +104,21 @@ void AuditAssembler::feed_record(int type, std::string_view text) {
     // The kernel's text may end in NULs or a newline: one record, one line.
     text = up_to_nul(text);
     while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-    if (!has_record_header(text)) return malformed(type, text);
+    const std::optional<uint64_t> serial = record_header_serial(text);
+    if (!serial) {
+        malformed(type, text);
+        return std::nullopt;
+    }
     line.append(text.data(), text.size());
     line += '\n';
     auparse_feed(au_, line.data(), line.size());
+    return serial;
 }
 
 void AuditAssembler::feed_line(std::string_view line) {
     line = up_to_nul(line);
     const size_t msg = line.find(" msg=");
-    if (line.substr(0, 5) != "type=" || msg == std::string_view::npos || !has_record_header(line.substr(msg + 5))) {
+    if (line.substr(0, 5) != "type=" || msg == std::string_view::npos || !record_header_serial(line.substr(msg + 5))) {
         return malformed(0, line);
     }
     std::string copy(line);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
@@ -37,8 +38,9 @@ public:
     AuditAssembler(const AuditAssembler&) = delete;
     AuditAssembler& operator=(const AuditAssembler&) = delete;
 
-    // One record as the kernel sends it: the netlink message type and its text.
-    void feed_record(int type, std::string_view text);
+    // One record as the kernel sends it: the netlink message type and its text. Returns the
+    // record's serial (nullopt: malformed, not fed).
+    std::optional<uint64_t> feed_record(int type, std::string_view text);
     // One line of audit.log ("type=SYSCALL msg=audit(…): …"), for tests and the fuzzer.
     void feed_line(std::string_view line);
     // Hand on events whose time is up (call now and then while records are quiet).

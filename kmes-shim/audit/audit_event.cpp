@@ -540,6 +540,28 @@ AuditEvent lost_event_with(uint64_t records, const char* source, const uint64_t*
 
 AuditEvent lost_event(uint64_t records, const char* source) { return lost_event_with(records, source, nullptr, nullptr); }
 
+AuditEvent serial_lost_event(std::span<const std::pair<uint32_t, uint32_t>> ranges) {
+    AuditEvent event;
+    event.type = "audit.lost";
+    for (const auto& [first, last] : ranges) event.lost_events += uint64_t{last} - first + 1;
+    Bytes& out = event.payload;
+    mp::put_map_header(out, 4);
+    mp::put_string(out, "events");
+    mp::put_unsigned(out, event.lost_events);
+    mp::put_string(out, "source");
+    mp::put_string(out, "serial");
+    mp::put_string(out, "noticed_time");
+    mp::put_signed(out, now_ns());
+    mp::put_string(out, "ranges");
+    mp::put_array_header(out, ranges.size());
+    for (const auto& [first, last] : ranges) {
+        mp::put_array_header(out, 2);
+        mp::put_unsigned(out, first);
+        mp::put_unsigned(out, last);
+    }
+    return event;
+}
+
 AuditEvent oversized_event(const AuditEvent& event, uint64_t max_event_bytes) {
     const int64_t now = now_ns();
     AuditEvent lost;

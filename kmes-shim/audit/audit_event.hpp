@@ -31,7 +31,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "msgpack/writer.hpp"
@@ -48,6 +50,7 @@ struct AuditEvent {
     std::optional<pid_t> pid;
     std::optional<int64_t> audit_time;  // the payload's audit_time (ns), when it has one
     uint64_t lost_records = 0;          // an audit.lost event's `records`
+    uint64_t lost_events = 0;           // an audit.lost event's `events` (source serial)
     std::optional<uint64_t> serial;     // the audit serial, when the event has one
     uint32_t records = 0;               // the records it was made of (EOE left out)
 };
@@ -79,6 +82,12 @@ std::string record_type_name(auparse_state_t* au);
 AuditEvent lost_event(uint64_t records, const char* source);
 AuditEvent lost_event(uint64_t records, const char* source, uint64_t serial,
                       const std::vector<std::string>& record_types);
+
+// An `audit.lost` with `source: "serial"` (issue 40 item 7): events the kernel numbered and the
+// reader never received — `events` in all, `ranges` of missing serials ([first, last] in the
+// kernel's numbers, at most kMaxSerialRanges: the caller splits longer lists).
+inline constexpr size_t kMaxSerialRanges = 512;
+AuditEvent serial_lost_event(std::span<const std::pair<uint32_t, uint32_t>> ranges);
 
 // What is written instead of an event the ring cannot take (larger than `max_event_bytes` even
 // with its arguments cut: records with huge fields, or a ring made smaller since it was

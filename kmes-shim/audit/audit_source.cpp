@@ -26,6 +26,7 @@
 
 #include "audit_assembler.hpp"
 #include "audit_rules.hpp"
+#include "serial_tracker.hpp"
 #include "base/durable_file.hpp"
 #include "base/sync_point.hpp"
 #include "base/thread_boundary.hpp"
@@ -466,6 +467,7 @@ void AuditSource::run() {
         [&](AuditEvent e) {
             if (e.type == "audit.lost") {
                 lost_.fetch_add(e.lost_records, std::memory_order_relaxed);
+                lost_events_.fetch_add(e.lost_events, std::memory_order_relaxed);
             } else {
                 events_.fetch_add(1, std::memory_order_relaxed);
             }
@@ -490,12 +492,25 @@ void AuditSource::run() {
         if (report_) report_("kmes.audit_malformed", {{"records", malformed}, {"first", first_malformed}});
         malformed = 0;
     };
+    // Issue 40 item 7: the kernel's serials as a sequence; a hole that stays open for
+    // EventTimeoutMs (the time an event's own records may take too) is events lost after the
+    // kernel numbered them, reported in the stream like every other loss.
+    SerialTracker serials(std::chrono::milliseconds(std::max<uint32_t>(settings_.event_timeout_ms, 1000)));
+    auto report_holes = [&](const std::vector<SerialTracker::Range>& holes) {
+        for (size_t at = 0; at < holes.size(); at += kMaxSerialRanges) {
+            const auto part = std::span(holes).subspan(at, std::min(kMaxSerialRanges, holes.size() - at));
+            AuditEvent e = serial_lost_event(part);
+            lost_events_.fetch_add(e.lost_events, std::memory_order_relaxed);
+            emit(std::move(e));
+        }
+    };
     auto next_check = Clock::now() + kCheckInterval;
     std::vector<RecordRound> rounds;
     for (;;) {
         rounds.clear();
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_check - Clock::now());
         if (!queue_->pop(rounds, std::max(wait, std::chrono::milliseconds(0)))) break;  // the reader ended
+        const auto arrived = Clock::now();
         for (const RecordRound& round : rounds) {
             for (const RecordRound::Message& m : round.messages()) {
                 const std::string_view data = round.payload(m);
@@ -511,7 +526,11 @@ void AuditSource::run() {
                 }
                 if (!is_audit_record(m.type)) continue;  // other control replies, acks
                 KMES_SYNC_POINT("AuditSource::run:record");
-                assembler.feed_record(m.type, data.substr(0, strnlen(data.data(), data.size())));
+                const auto serial = assembler.feed_record(m.type, data.substr(0, strnlen(data.data(), data.size())));
+                // An EOE only ends its event: one whose other records were all lost is an EOE
+                // alone, which libauparse hands on as nothing — that serial is a hole.
+                if (serial && *serial <= UINT32_MAX && m.type != AUDIT_EOE)
+                    serials.saw(static_cast<uint32_t>(*serial), arrived);
             }
         }
         // Records the queue refused (the mapping fell behind by ReceiveBufferBytes), and the
@@ -521,6 +540,7 @@ void AuditSource::run() {
         if (Clock::now() >= next_check) {
             next_check = Clock::now() + kCheckInterval;
             assembler.age();
+            report_holes(serials.expired(Clock::now()));
             report_malformed();
             // The socket's drops in both modes: a daemon socket that stays full loses records
             // too (the kernel's unicast fails for them), and a drop does not always surface as
@@ -531,8 +551,14 @@ void AuditSource::run() {
         flush_pending();
     }
     assembler.flush();
+    report_holes(serials.flush());
     flush_pending();
     report_malformed();
+    spdlog::info("audit: serials: {} event(s) lost in holes; a missing serial arrived at most {} behind the highest, "
+                 "{} ms after its hole opened; {} after its hole was reported",
+                 lost_events_.load(std::memory_order_relaxed), serials.max_lateness_serials(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(serials.max_lateness()).count(),
+                 serials.late_after_report());
 }
 
 }  // namespace kmes::audit

@@ -86,6 +86,7 @@ public:
     Mode mode() const { return mode_; }  // multicast or daemon
     uint64_t events() const { return events_.load(std::memory_order_relaxed); }
     uint64_t lost_records() const { return lost_.load(std::memory_order_relaxed); }
+    uint64_t lost_events() const { return lost_events_.load(std::memory_order_relaxed); }  // serial holes
 
 private:
     struct Kernel;
@@ -107,6 +108,7 @@ private:
     std::thread thread_;
     std::atomic<uint64_t> events_{0};
     std::atomic<uint64_t> lost_{0};
+    std::atomic<uint64_t> lost_events_{0};
 };
 
 }  // namespace kmes::audit
