@@ -1,5 +1,9 @@
 #include "nats/subject.hpp"
 
+#include <cstdio>
+
+#include "base/fnv1a.hpp"
+
 namespace eventd::nats {
 
 std::string escape_token(std::string_view text) {
@@ -29,7 +33,11 @@ std::string subject_for(const std::string& prefix, const std::string& host, cons
         if (dot == std::string::npos) break;
         start = dot + 1;
     }
-    return subject;
+    if (subject.size() <= kMaxSubjectBytes) return subject;
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx",
+                  static_cast<unsigned long long>(base::fnv1a64(base::kFnv1aOffsetBasis, event_type)));
+    return prefix + "." + escape_token(host) + ".%LONG." + hash;
 }
 
 }  // namespace eventd::nats

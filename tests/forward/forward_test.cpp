@@ -109,6 +109,17 @@ TEST_CASE("forward: subjects escape every token; message ids are stable", "[forw
     CHECK(subject_for("eventd", "h", "kacs.access_denied") == "eventd.h.kacs.access_denied");
     CHECK(subject_for("eventd", "h", "a..b") == "eventd.h.a.%.b");
     CHECK(subject_for("fleet.eu", "h", "x y") == "fleet.eu.h.x%20y");
+    // Issue 40: a subject nats-server would refuse (its control line) is never made: a long type
+    // goes under a bounded subject naming its hash; each type its own, every time the same.
+    const std::string long_type = "app." + std::string(5000, '%');
+    const std::string long_subject = subject_for("eventd", "h", long_type);
+    CHECK(long_subject.rfind("eventd.h.%LONG.", 0) == 0);
+    CHECK(long_subject.size() == std::string("eventd.h.%LONG.").size() + 16);
+    CHECK(subject_for("eventd", "h", long_type) == long_subject);
+    CHECK(subject_for("eventd", "h", long_type + "x") != long_subject);
+    const std::string just_fits = "app." + std::string(1024 - std::string("eventd.h.app.").size(), 'x');
+    CHECK(subject_for("eventd", "h", just_fits) == "eventd.h." + just_fits);
+    CHECK(subject_for("eventd", "h", just_fits + "x").rfind("eventd.h.%LONG.", 0) == 0);
 
     const auto kmes = json::to_msgpack(json{{"event_type", "app.login"},
                                             {"boot_id", "b0000000-0000-4000-8000-000000000001"},

@@ -19,6 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/guid_text.hpp"
+#include "nats/subject.hpp"
 #include "support/accounting.hpp"
 #include "support/eventctl_runner.hpp"
 #include "support/eventd_fixture.hpp"
@@ -397,8 +398,11 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     test_support::TempDir nats_dir;
     NatsServer nats(nats_dir.str());
     // 5 s of the host's records: most of them are published after the refused messages.
+    // A type whose subject nats-server would refuse (issue 40: it stalled the forwarder for ever)
+    // among them: published under a bounded subject, stored exactly once like the rest.
+    const std::string long_type = "app." + std::string(6000, 'x');
     QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
-                   .generate = "rate=100,payload=32,count=500,types=app.login:1"});
+                   .generate = "rate=100,payload=32,count=500,types=app.login:20+" + long_type + ":1"});
     Forwarder forward(host, nats, {{"HostName", "host-a"}});
     CollectorEventd collector(nats);
     forward.start();
@@ -513,6 +517,16 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
         records_after += records.is_array() ? records.size() : 1;
     }
     CHECK(records_after >= 200);
+    // The long type's records: under their bounded subject, stored with their whole type.
+    const std::string long_subject = nats::subject_for("eventd", "host-a", long_type);
+    CHECK(long_subject.size() <= nats::kMaxSubjectBytes);
+    size_t long_messages = 0;
+    for (const StoredMessage& m : nats.messages("EVENTD")) long_messages += m.subject == long_subject;
+    CHECK(long_messages > 0);
+    const std::string of_long_type = "EVENTS app.* WHERE event_type != \"app.login\"";  // (a query of 6 KB is refused)
+    const int64_t long_records = count(host, of_long_type + " COUNT");
+    CHECK(long_records > 0);
+    CHECK(collector.count(of_long_type) == long_records);
     std::string reasons;
     for (const json& r : rejections) reasons += r["reason"].get<std::string>() + "\n";
     INFO(reasons);
