@@ -61,9 +61,10 @@ base::Result<std::optional<Shard>> open_shard(const ShardFile& file, const Plan&
     }
     auto cursor = (*snapshot)->run(plan.read);
     if (!cursor) {
-        // A query SQLite refuses for its size (EINVAL) is the query's problem, not eventd's.
+        // A query SQLite refuses for its size (EINVAL) is the query's problem, not eventd's: the
+        // caller gets the error; the log only at debug level (any user can send such queries).
         if (cursor.error().code == base::ErrorCode::invalid) {
-            spdlog::info("query refused by SQLite: {}", cursor.error().message);
+            spdlog::debug("query refused by SQLite: {}", cursor.error().message);
         } else {
             spdlog::error("query: {}", cursor.error().message);
         }

@@ -19,6 +19,7 @@
 #include "eventd/access/caller.hpp"
 #include "eventd/access/policy.hpp"
 #include "eventd/server/admissions.hpp"
+#include "eventd/server/caller_log.hpp"
 #include "eventd/server/commit_signal.hpp"
 #include "store/cursor_key.hpp"
 
@@ -54,6 +55,7 @@ struct ServerShared {
     // record per file (daemon_status.cpp). Null: not available.
     std::function<base::Result<std::vector<nlohmann::json>>(const std::string& key)> verify_store;
     IndexHooks index;
+    CallerLog caller_log;  // what callers trigger, logged within a budget per uid
 
     ServerLimits limits() const {
         std::lock_guard lock(limits_mutex);

@@ -8,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/display_escape.hpp"
+
 #include "eventd/query_language/errors.hpp"
 #include "eventd/query/executor.hpp"
 #include "eventd/query/live_feed.hpp"
@@ -136,12 +138,14 @@ bool Session::send_live(const std::vector<uint8_t>& frame) {
             // the socket still takes one.
             shared_.counters.dropped_streams.fetch_add(1, std::memory_order_relaxed);
             channel_.send_now(protocol::error_frame("stream dropped: client is not reading fast enough"));
-            spdlog::info("stream of {} dropped: the client is not reading fast enough", caller_.user_name());
+            shared_.caller_log.info(caller_.uid,
+                                    "stream of " + caller_.user_name() + " dropped: the client is not reading fast enough");
             return false;
         case Sent::torn:
             shared_.counters.dropped_streams.fetch_add(1, std::memory_order_relaxed);
-            spdlog::info("stream of {} dropped: the client is not reading fast enough (frame cut, connection closed)",
-                         caller_.user_name());
+            shared_.caller_log.info(caller_.uid, "stream of " + caller_.user_name() +
+                                                     " dropped: the client is not reading fast enough (frame cut, "
+                                                     "connection closed)");
             return false;
         default:
             return false;  // the client left
@@ -175,8 +179,8 @@ void Session::run_index(const query::Query& q) {
             shared_.counters.errors.fetch_add(1, std::memory_order_relaxed);
         }
         if (s.error().code == base::ErrorCode::access_denied)
-            spdlog::info("EVENTS INDEX {} refused for {}: not an administrator", q.index_field->name,
-                         caller_.user_name());
+            shared_.caller_log.info(caller_.uid, "EVENTS INDEX " + base::display_escaped(q.index_field->name) +
+                                                     " refused for " + caller_.user_name() + ": not an administrator");
         return fail(s.error().message);
     }
     send_final(protocol::end_frame());

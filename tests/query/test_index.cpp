@@ -257,6 +257,22 @@ TEST_CASE(
     CHECK_THAT(env.eventd().log(), Catch::Contains("admin_sd: not JSON"));
 }
 
+// Issue 40: what a caller triggers is logged within a budget of its own — nobody's flood of
+// refused requests leaves ten lines and a count, and another user's line still gets through.
+TEST_CASE("EVENTS INDEX refused 30 times for nobody: ten log lines, another user's refusal still logged", "[index]") {
+    ensure_test_users();
+    QueryEnv env;
+    for (int i = 0; i < 30; ++i) REQUIRE(index_as(env, "f" + std::to_string(i), "nobody").exit_code == 1);
+    REQUIRE(index_as(env, "g0", "eventd-auditor").exit_code == 1);
+    const std::string log = env.eventd().log();
+    INFO(log);
+    size_t nobody_lines = 0;
+    for (size_t at = log.find("refused for nobody"); at != std::string::npos; at = log.find("refused for nobody", at + 1))
+        ++nobody_lines;
+    CHECK(nobody_lines == 10);
+    CHECK_THAT(log, Catch::Contains("EVENTS INDEX g0 refused for eventd-auditor: not an administrator"));
+}
+
 TEST_CASE("a corrupt or unknown-version eventd-meta.db is set aside and recreated; shards and ingestion carry on",
           "[index]") {
     QueryEnv env;
