@@ -75,6 +75,11 @@ public:
     void dump_diagnostics() const;
     // Called about every 200 ms by main: samples the event counters for the rates in STATUS.
     void tick();
+    // The watchdog's question (issue 40), asked by main before each WATCHDOG=1: what has made
+    // no progress for `limit` although it had work — a shard writer whose loop stands still
+    // while it is not waiting for work (a commit that never returns), or the query server's
+    // thread, which accepts every connection, not running a probe. nullopt: healthy.
+    std::optional<std::string> stalled(std::chrono::steady_clock::duration limit);
     // STATUS records (daemon_status.cpp): daemon, ring per CPU, shard per writer, rates. The
     // query server adds its own {kind:"queries"}. Runs on a query worker thread.
     std::vector<nlohmann::json> status_records() const;
@@ -142,6 +147,11 @@ private:
     bool query_socket_bound_ = false;  // ours to unlink at shutdown
     std::unique_ptr<access::PolicyHolder> policy_;
     std::unique_ptr<server::QueryServer> server_;  // lives until the writers are gone (on_commit)
+    struct WriterProgress {  // stalled(), main thread only
+        uint64_t turns = 0;
+        std::chrono::steady_clock::time_point since{};
+    };
+    std::vector<WriterProgress> writer_progress_;
     // Rates for STATUS: (time, events drained, rows committed) samples of the last ~10 s.
     struct RateSample {
         std::chrono::steady_clock::time_point at;

@@ -67,6 +67,28 @@ void Daemon::tick() {
     while (rate_samples_.size() > 2 && s.at - rate_samples_[1].at >= kRateWindow) rate_samples_.pop_front();
 }
 
+std::optional<std::string> Daemon::stalled(Clock::duration limit) {
+    if (!ready_.load()) return std::nullopt;  // starting: systemd's start timeout covers it
+    const auto now = Clock::now();
+    auto seconds = [](Clock::duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()); };
+    writer_progress_.resize(writers_.size());
+    for (size_t i = 0; i < writers_.size(); ++i) {
+        WriterProgress& p = writer_progress_[i];
+        const uint64_t turns = writers_[i]->turns();
+        if (turns != p.turns || writers_[i]->waiting_for_work() || p.since == Clock::time_point{}) {
+            p = {turns, now};
+        } else if (now - p.since >= limit) {
+            return "shard writer " + std::to_string(i) + " has made no progress for " + seconds(now - p.since) + " s";
+        }
+    }
+    if (server_) {
+        server_->probe();
+        if (const auto waited = server_->probe_unanswered_for(); waited >= limit)
+            return "the query server's thread has not run for " + seconds(waited) + " s";
+    }
+    return std::nullopt;
+}
+
 std::vector<json> Daemon::status_records() const {
     std::vector<json> out;
     if (!ready_.load()) return out;  // still starting: source_ and writers_ are being built

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
     const int tick_ms = watchdog ? static_cast<int>(std::max<uint64_t>(watchdog_usec / 2000, 10)) : 1000;
 
     bool dump = false;
+    std::string stalled_why;  // why the watchdog pings stopped; empty while they go on
     bool source_gone = false;  // its watch hung up: polled no more (it would stay readable)
     for (bool running = true; running;) {
         pollfd fds[4] = {{signal_fd, POLLIN, 0},
@@ -89,7 +90,20 @@ int main(int argc, char** argv) {
         source_gone = source_gone || (fds[3].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
         // Repeated every tick: a drain's own attachment can hang up a moment after the watch.
         if (source_gone) (*daemon)->source_hung_up();
-        if (watchdog) sd_notify(0, "WATCHDOG=1");
+        if (watchdog) {
+            // Issue 40: pinged only while eventd makes progress — a stuck writer or query thread
+            // stops the pings, and systemd restarts eventd WatchdogSec later.
+            const auto stall = (*daemon)->stalled(std::chrono::microseconds(watchdog_usec / 2));
+            if (!stall) {
+                sd_notify(0, "WATCHDOG=1");
+                if (!stalled_why.empty()) spdlog::warn("watchdog: progress again; pings resumed");
+                stalled_why.clear();
+            } else if (stalled_why.empty()) {
+                stalled_why = *stall;
+                spdlog::critical("watchdog: {}: WATCHDOG=1 no longer sent (systemd restarts eventd)", stalled_why);
+                sd_notifyf(0, "STATUS=stalled: %s", stalled_why.c_str());
+            }
+        }
         if ((*daemon)->failed()) break;
         (*daemon)->tick();  // rates for STATUS
         if (fds[1].revents & POLLIN && watch.changed()) (*daemon)->reload(config_path);

@@ -64,6 +64,7 @@ ShardWriter::ShardWriter(std::unique_ptr<store::ShardDb> db, const kmes::Guid& b
     // Asked on this writer's thread during an index build: half the handoff is already
     // MaxBatchSize / 2 events kept waiting for it (§3.3.3 "its shard's handoff backs up").
     indexes_ = std::make_unique<ShardIndexMaintenance>(*db_, db_mutex_, settings_, *desired, [this] {
+        turns_.fetch_add(1, std::memory_order_relaxed);  // a long build goes on: progress (the watchdog)
         return finishing_.load(std::memory_order_relaxed) || handoff_.size() * 2 >= channel_capacity_;
     });
 }
@@ -181,10 +182,16 @@ void ShardWriter::run() {
         }
         // batch_count_ still counts the last committed batch until the next one begins.
         const size_t room = !in_transaction_ ? max_batch : batch_count_ < max_batch ? max_batch - batch_count_ : 0;
-        if (items.empty())
+        turns_.fetch_add(1, std::memory_order_relaxed);
+        if (items.empty()) {
+            // Waiting for work (or for the latency bound inside a batch, at most 2 ms): healthy
+            // however long, so the watchdog does not take an idle writer for a stuck one.
+            waiting_for_work_.store(!in_transaction_, std::memory_order_relaxed);
             handoff_.pop(items, room, timeout);
-        else
+            waiting_for_work_.store(false, std::memory_order_relaxed);
+        } else {
             handoff_.pop(items, room, std::chrono::milliseconds(0));
+        }
 
         // §11.1: what failed batches left behind (lost ranges, daemon-wide records) is retried
         // when idle too — every kRetryWait (idle_wait) — so it is recorded once space

@@ -81,6 +81,12 @@ public:
     void finish();
     const WriterStats& stats() const { return stats_; }
 
+    // For the watchdog (issue 40; Daemon::stalled): the writer's loop turns, and whether it is
+    // waiting for work now. A writer that is not waiting and whose turns stand still is stuck
+    // (a commit that never returns, a lock never released). Any thread.
+    uint64_t turns() const { return turns_.load(std::memory_order_relaxed); }
+    bool waiting_for_work() const { return waiting_for_work_.load(std::memory_order_relaxed); }
+
     // Ring pressure from a drain thread feeding this shard, at every look at its ring
     // (ShardIndexMaintenance::report_ring_fill).
     void report_ring_fill(uint64_t fill, uint64_t capacity);
@@ -132,6 +138,8 @@ private:
     std::thread thread_;
     std::atomic<bool> finishing_{false};
     uint32_t channel_capacity_ = 0;
+    std::atomic<uint64_t> turns_{0};           // relaxed: a progress sample, nothing published with it
+    std::atomic<bool> waiting_for_work_{false};
     WriterStats stats_;
 
     // The open batch.

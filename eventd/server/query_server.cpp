@@ -88,6 +88,7 @@ struct QueryServer::Impl {
     asio::steady_timer accept_retry;
     asio::executor_work_guard<asio::io_context::executor_type> work;
     std::thread io_thread;
+    std::atomic<int64_t> probe_posted_ns{0};  // QueryServer::probe(): steady clock, 0 = answered
     std::set<std::shared_ptr<Pending>> pending;  // io thread only
     std::mutex workers_mutex;
     std::list<Worker> workers;
@@ -353,6 +354,20 @@ void QueryServer::policy_changed() {
 }
 
 nlohmann::json QueryServer::queries_record() const { return impl_->shared.queries_record(); }
+
+void QueryServer::probe() {
+    // One probe at a time: pending until the io thread has run it. The io thread's store of 0
+    // and the next load here are on one atomic (seq_cst): a probe is never left unposted.
+    if (impl_->probe_posted_ns.load() != 0) return;
+    impl_->probe_posted_ns.store(std::chrono::steady_clock::now().time_since_epoch().count());
+    asio::post(impl_->io, [impl = impl_.get()] { impl->probe_posted_ns.store(0); });
+}
+
+std::chrono::steady_clock::duration QueryServer::probe_unanswered_for() const {
+    const int64_t posted = impl_->probe_posted_ns.load();
+    if (posted == 0) return {};
+    return std::chrono::steady_clock::now().time_since_epoch() - std::chrono::steady_clock::duration(posted);
+}
 
 void QueryServer::stop() {
     Impl& d = *impl_;

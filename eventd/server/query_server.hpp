@@ -62,6 +62,12 @@ public:
 
     nlohmann::json queries_record() const;
 
+    // The watchdog (issue 40; Daemon::stalled): probe() posts a no-op to the io thread, which
+    // accepts and serves every connection; probe_unanswered_for() is how long the oldest
+    // probe has waited (zero when answered). Main thread.
+    void probe();
+    std::chrono::steady_clock::duration probe_unanswered_for() const;
+
 private:
     struct Impl;
     explicit QueryServer(std::unique_ptr<Impl> impl);

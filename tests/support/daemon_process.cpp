@@ -106,6 +106,7 @@ DaemonProcess::DaemonProcess(DaemonCommand command) : command_(std::move(command
     for (char** e = environ; *e; ++e)
         if (std::strncmp(*e, "NOTIFY_SOCKET=", 14) != 0 && !starts_with_any(*e, command_.withheld_env))
             env_storage.emplace_back(*e);
+    for (const std::string& e : command_.extra_env) env_storage.push_back(e);
     std::vector<char*> envp;
     for (std::string& e : env_storage) envp.push_back(e.data());
     envp.push_back(nullptr);

@@ -28,6 +28,7 @@ struct DaemonCommand {
     // Prefixes of environment variables not passed on ("KMES_SOCKET=", "WATCHDOG_"); the
     // daemon's NOTIFY_SOCKET is always notify_path, never this process's own.
     std::vector<std::string> withheld_env;
+    std::vector<std::string> extra_env;  // "NAME=value" added after the withholding (WATCHDOG_USEC)
     std::chrono::milliseconds ready_timeout;  // wait_ready()
     std::chrono::milliseconds stop_timeout;   // terminate(): SIGKILL after this
 };

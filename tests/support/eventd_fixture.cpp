@@ -58,6 +58,16 @@ void write_json_file(const std::string& path, const nlohmann::json& config) {
 EventdProcess::EventdProcess(const std::string& dir, const std::string& config_path)
     : DaemonProcess(eventd_command(dir, config_path)) {}
 
+namespace {
+kmes::it::DaemonCommand with_watchdog(kmes::it::DaemonCommand command, std::chrono::microseconds watchdog) {
+    command.extra_env.push_back("WATCHDOG_USEC=" + std::to_string(watchdog.count()));
+    return command;
+}
+}  // namespace
+
+EventdProcess::EventdProcess(const std::string& dir, const std::string& config_path, std::chrono::microseconds watchdog)
+    : DaemonProcess(with_watchdog(eventd_command(dir, config_path), watchdog)) {}
+
 std::unique_ptr<EventdProcess> EventdProcess::start(const std::string& dir, const std::string& config_path) {
     auto eventd = std::make_unique<EventdProcess>(dir, config_path);
     std::string why;

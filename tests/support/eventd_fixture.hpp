@@ -7,6 +7,7 @@
 // The binary is taken from $EVENTD (set by the meson.build of each suite that starts one).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,9 @@ public:
     // wait_ready() waits 30 s; terminate() sends SIGKILL after 60 s. This test's NOTIFY_SOCKET,
     // KMES_SOCKET and WATCHDOG_* are not passed on: eventd learns everything from its configuration.
     EventdProcess(const std::string& dir, const std::string& config_path);
+    // The same with systemd's watchdog on (WATCHDOG_USEC, as systemd sets it for WatchdogSec):
+    // eventd sends WATCHDOG=1 on the test's NOTIFY_SOCKET (notified()).
+    EventdProcess(const std::string& dir, const std::string& config_path, std::chrono::microseconds watchdog);
     // Spawn and REQUIRE readiness.
     static std::unique_ptr<EventdProcess> start(const std::string& dir, const std::string& config_path);
 };
