@@ -1,5 +1,7 @@
 #include "eventd/index/meta_db.hpp"
 
+#include "base/durable_file.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -53,7 +55,8 @@ base::Status move_aside(const fs::path& path, const fs::path& to) {
     }
     fs::rename(path, to, ec);
     if (ec) return base::errno_error(ec.value(), "cannot rename " + path.string() + " to " + to.string());
-    return {};
+    // Durable before a new eventd-meta.db takes the name (issue 40: every fsync checked).
+    return base::sync_directory(to.parent_path());
 }
 
 void remove_with_side_files(const fs::path& path) {
