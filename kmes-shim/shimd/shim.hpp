@@ -71,6 +71,10 @@ private:
     wire::Reply attach(const PeerCredentials& peer, uint32_t cpu, std::shared_ptr<ProducerRing>& attached);
     void map(int fd, std::span<const uint8_t> body, const std::shared_ptr<ProducerRing>& attached);
 
+    // shim_audit.cpp: the ring an emitter on `cpu` writes — its CPU's, except that ring 0 is the
+    // kernel source's own while one runs (and there is another ring): then 1 + cpu % (rings − 1).
+    uint32_t emit_ring(uint32_t cpu) const;
+
     // shim_emit.cpp
     wire::Reply emit(int fd, const PeerCredentials& peer, const Identity& identity, const wire::RequestHeader& header,
                      std::vector<uint8_t>& message);
@@ -116,6 +120,9 @@ private:
     void write_audit_events(std::span<const audit::AuditEvent> events);  // one ring write
     std::mutex audit_mutex_;  // apply_audit (main thread) against stop()
     std::unique_ptr<audit::AuditSource> audit_;
+    // Set while an audit source runs (apply_audit); read on every emit (relaxed: a request racing
+    // a change lands in either ring, both valid).
+    std::atomic<bool> kernel_ring_reserved_{false};
     std::optional<audit::AuditSettings> audit_applied_;  // what apply_audit last acted on
 };
 

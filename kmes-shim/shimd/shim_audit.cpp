@@ -50,7 +50,9 @@ std::optional<uint64_t> subject_start_time(const audit::AuditEvent& event) {
 // and the CPU the source's thread happens to run on means nothing; one ring keeps the audit
 // events in one sequence, in the kernel's order, and gives eventd one shard's batches to commit
 // instead of two half as large (PERFORMANCE §14, "What each design step is worth": 2.12× →
-// 1.91× auditd RAW at 1,000 execs/s with CommitDelayMs 20).
+// 1.91× auditd RAW at 1,000 execs/s with CommitDelayMs 20). Issue 40: while the source runs,
+// emitters write the other rings (emit_ring), so no emitter can overwrite audit events and a
+// gap in this ring is the kernel source's loss alone.
 constexpr uint32_t kAuditRing = 0;
 
 // One ring write holds at most this share of the ring: a write is published at once, so the
@@ -74,6 +76,7 @@ void Shim::apply_audit(const audit::AuditSettings& wanted) {
     if (audit_applied_ && *audit_applied_ == settings) return;
     audit_applied_ = settings;
     audit_.reset();  // a running source gives everything back before a new one starts
+    kernel_ring_reserved_.store(false, std::memory_order_relaxed);
     if (settings.mode == audit::Mode::off) return;
     auto started = audit::AuditSource::start(
         settings, [this](std::span<const audit::AuditEvent> events) { write_audit_events(events); },
@@ -98,6 +101,13 @@ void Shim::apply_audit(const audit::AuditSettings& wanted) {
         return;
     }
     audit_ = std::move(*started);
+    kernel_ring_reserved_.store(true, std::memory_order_relaxed);
+}
+
+uint32_t Shim::emit_ring(uint32_t cpu) const {
+    const uint32_t rings = rings_->cpu_count();
+    if (rings < 2 || !kernel_ring_reserved_.load(std::memory_order_relaxed)) return cpu % rings;
+    return 1 + cpu % (rings - 1);
 }
 
 // A receive round's events in as few ring writes as the ring's size allows: each write wakes

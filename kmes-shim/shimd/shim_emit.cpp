@@ -163,7 +163,7 @@ wire::Reply Shim::emit(int fd, const PeerCredentials& peer, const Identity& iden
                        std::span<const uint8_t>(message.data() + a.offset + a.type_len, a.payload_len)});
     }
     // Write phase: origin class 0, the ring of the CPU the caller ran on (DESIGN.md §2).
-    if (!events.empty()) rings_->write(header.cpu, KMES_ORIGIN_USERSPACE, events, identity);
+    if (!events.empty()) rings_->write(emit_ring(header.cpu), KMES_ORIGIN_USERSPACE, events, identity);
     if (limited) limiter_.refund(process, count - static_cast<uint32_t>(events.size()));
     reply.error = failure;
     reply.emitted = static_cast<uint32_t>(events.size());

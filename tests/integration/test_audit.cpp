@@ -26,6 +26,7 @@
 #include <catch2/catch.hpp>
 
 #include "ring_capture.hpp"
+#include "support/probe_runner.hpp"
 #include "support/eventually.hpp"
 #include "support/kernel_audit_state.hpp"
 #include "support/shim_fixture.hpp"
@@ -484,6 +485,38 @@ TEST_CASE("nothing lost silently: execs the kernel numbered and never delivered 
     CHECK(stored < execs);
     CHECK(coverage.received + coverage.hole_events >= execs);
     CHECK(stored + coverage.hole_events <= execs + (coverage.received - stored));
+    CHECK(shim->terminate() == 0);
+}
+
+// Issue 40 item 6: ring 0 is the audit source's own while it runs. Before, 12 emitters pinned
+// to CPU 0 overwrote 22 of 100 exec events of ring 0 (an anonymous gap). Now an emitter on CPU
+// 0 writes ring 1: a flood of many times the ring's size leaves every exec event in ring 0, and
+// a gap there would be the kernel source's loss alone.
+TEST_CASE("audit events keep ring 0 to themselves: a flood from CPU 0 goes to ring 1 and overwrites none", "[audit]") {
+    KernelAuditState before;
+    test_support::TempDir files;
+    const std::string key = "kmes-ring0-" + std::to_string(getpid());
+    constexpr uint32_t kCpus = 2;
+    auto shim = ShimProcess::start(ShimOptions{
+        .config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}}, {"BufferCapacity", 1 << 20}},
+        .cpus = kCpus});
+    REQUIRE(shim->wait_log("audit: daemon mode", std::chrono::seconds(10)));
+    constexpr int kExecs = 100;
+    {
+        // 40,000 events of ~60 bytes from CPU 0 (root: no rate limit): twice the 1 MiB ring.
+        BackgroundProbe flood(on_cpu(0), {"emit:40000:flood.cpu0"});
+        run_true(key, kExecs, 0);
+        const ProbeRun run = flood.finish();
+        INFO(run.output());
+        REQUIRE(run.get("emit", "ok") == "40000");
+    }
+    std::vector<json> events;
+    CHECK(eventually([&] { return (events = audit_events(kCpus, key)).size() == kExecs; }, seconds(10)));
+    const auto rings = capture_rings(kCpus);
+    size_t flood_in_ring0 = 0;
+    for (const CapturedEvent& e : rings.at(0)) flood_in_ring0 += e.type() == "flood.cpu0";
+    CHECK(flood_in_ring0 == 0);
+    CHECK(of_type(rings.at(1), "flood.cpu0").size() > 0);
     CHECK(shim->terminate() == 0);
 }
 
