@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "base/display_escape.hpp"
 #include "base/durable_file.hpp"
 #include "base/jittered_backoff.hpp"
 #include "base/sync_point.hpp"
@@ -315,7 +316,8 @@ public:
         if (auto sent = conn->send_frame(body); !sent) return sent.error();
         state_.set_state("forwarding");
 
-        Packer packer(pack_limits((*js)->max_payload()), *this);
+        max_payload_ = (*js)->max_payload();
+        Packer packer(pack_limits(max_payload_), *this);
         std::vector<uint8_t> frame;
         for (;;) {
             // The next frame, or the moment the oldest open message is due (MaxMessageDelayMs).
@@ -368,6 +370,11 @@ private:
     // PackerSink: a packed message (or one record) to JetStream; a frame's cursor, once every
     // record before it is published, to the ack window.
     base::Status publish(const PackedMessage& m) override {
+        // Issue 40: a record the server must refuse (larger than its max_payload: only a record
+        // alone can be, packing stays under it) would be retried for ever, every later record
+        // stuck behind it. It is published as its synthetic.forward_rejected instead.
+        if (m.records == 1 && max_payload_ > kHeaderRoom && int64_t(m.body.size()) > max_payload_ - kHeaderRoom)
+            return publish_rejected(m);
         // Records come in runs of one type: the subject is escaped once per run.
         if (m.event_type != subject_type_) {
             subject_type_ = m.event_type;
@@ -380,6 +387,36 @@ private:
         return js_->publish(subject_.c_str(), m.msg_id.c_str(), headers, m.body, m.records);
     }
     void checkpoint(const PersistPoint& point) override { window_.checkpoint(point.cursor, point.newest_event_ns); }
+
+    // The record's place kept, its content not (docs/FORWARD.md "Records too large"): its keys
+    // (boot, timestamp, cpu, sequence: the collector accounts for its sequence, so the fleet's
+    // audit stays exact), its type, its size and the server's limit, under the same message id.
+    base::Status publish_rejected(const PackedMessage& m) {
+        json record = json::from_msgpack(m.body, true, false);
+        if (record.is_array() && record.size() == 1) record = record.at(0);
+        if (!record.is_object()) return base::Error{EPROTO, "a record too large to publish is not a msgpack map"};
+        json out = json::object();
+        for (const char* key : {"boot_id", "timestamp", "cpu_id", "sequence"})
+            if (record.contains(key)) out[key] = record[key];
+        out["event_type"] = "synthetic.forward_rejected";
+        out["rejected_event_type"] = m.event_type;
+        out["rejected_bytes"] = m.body.size();
+        out["max_payload"] = max_payload_;
+        out["reason"] = "larger than the NATS server's max_payload";
+        const std::vector<uint8_t> body = json::to_msgpack(out);
+        const JetStream::Header headers[] = {{"Eventd-Host", config_.host_name.c_str()},
+                                             {"Eventd-Boot", m.boot_id.c_str()},
+                                             {"Eventd-Records", "1"}};
+        spdlog::warn("record {} ({}, {} bytes) is larger than the NATS server takes ({} bytes): published as "
+                     "synthetic.forward_rejected",
+                     m.msg_id, base::display_escaped(m.event_type), m.body.size(), max_payload_);
+        state_.update([&](ForwardStatus& s) {
+            ++s.rejected;
+            s.last_rejected = m.event_type + " " + m.msg_id;
+        });
+        return js_->publish(subject_for(config_.subject_prefix, config_.host_name, "synthetic.forward_rejected").c_str(),
+                            m.msg_id.c_str(), headers, body, 1);
+    }
 
     base::Status publish_gap(const std::vector<uint8_t>& record, const std::string& id) {
         const JetStream::Header headers[] = {{"Eventd-Host", config_.host_name.c_str()}};
@@ -421,6 +458,7 @@ private:
     std::string subject_type_;  // the event type subject_ was made for
     std::string subject_;
     bool warned_max_payload_ = false;
+    int64_t max_payload_ = 0;  // the server's, as of this session
     // The newest event time read so far: a checkpoint covers every record before it, and the
     // ack window may pass several checkpoints at once.
     int64_t newest_ = 0;

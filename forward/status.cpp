@@ -1,5 +1,7 @@
 #include "forward/status.hpp"
 
+#include "base/display_escape.hpp"
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -68,6 +70,9 @@ base::Result<std::string> status_text(const std::string& dir, int64_t now_ns) {
     line("duplicates", std::to_string(s.duplicates) + " (JetStream already held them: replays)");
     line("reconnects", std::to_string(s.reconnects));
     line("gaps", std::to_string(s.gaps) + " synthetic.forward_gap records");
+    line("rejected", std::to_string(s.rejected) + " records too large for the NATS server, each published as a "
+                                                   "synthetic.forward_rejected record" +
+                         (s.last_rejected.empty() ? "" : " (last: " + base::display_escaped(s.last_rejected) + ")"));
     line("cursor saved", seconds_since(s.cursor_saved_ns));
     return text.str();
 }

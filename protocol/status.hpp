@@ -232,6 +232,8 @@ struct Forwarder {
     int64_t backlog_ns = 0;               // wall clock of that count
     uint64_t reconnects = 0;              // sessions started after the first
     uint64_t gaps = 0;                    // synthetic.forward_gap records published
+    uint64_t rejected = 0;                // records too large for the server: synthetic.forward_rejected instead
+    std::string last_rejected;            // the last of them: its type and id
     int64_t last_acked_timestamp_ns = 0;  // event time of the newest acknowledged record
     int64_t cursor_saved_ns = 0;          // wall clock of the last cursor persisted
     int64_t updated_ns = 0;               // wall clock of this status
@@ -275,7 +277,8 @@ struct Key {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Forwarder, state, last_error, last_error_ns, caught_up, published, messages,
                                                 acked, duplicates, pending, backlog, backlog_ns, reconnects, gaps,
-                                                last_acked_timestamp_ns, cursor_saved_ns, updated_ns, pid)
+                                                rejected, last_rejected, last_acked_timestamp_ns, cursor_saved_ns,
+                                                updated_ns, pid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DesiredIndex, field, priority, is_expression, manual)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FieldCount, field, query_count, window_start_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IndexPolicy, last_recompute_ns, interval_s, window_s, create_threshold,

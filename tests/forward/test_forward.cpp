@@ -244,6 +244,48 @@ TEST_CASE("records retention deleted before they were forwarded become one synth
     forwarder.stop();
 }
 
+// Issue 40: a record nats-server must refuse (beyond its max_payload, 1 MiB by default) was
+// retried for ever, every later record stuck behind it. It goes out as its
+// synthetic.forward_rejected (its keys kept), and the rest flows.
+TEST_CASE("a record larger than the server takes goes out as synthetic.forward_rejected; the rest flows",
+          "[forward]") {
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
+    const json big = {{"Rate", 10}, {"PayloadSize", 1048576}, {"Count", 1}, {"Types", {{"app.big", 1}}}};
+    QueryEnv env({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
+                  .generate = "rate=200,payload=32,count=200,types=app.login:1",
+                  .kmes_config = {{"Generators", json::array({big})}}});
+    Forwarder forwarder(env, nats);
+    forwarder.start();
+    INFO(forwarder.log());
+    // Every record of the host: 200 small and 1 big per CPU (2 CPUs), the startup record.
+    const int64_t total = await_count(env, "EVENTS COUNT", 403, seconds(30));
+    REQUIRE(total == 403);
+    const std::string settled = forwarder.await_status({"caught up, nothing pending"}, seconds(60));
+    INFO(settled);
+    REQUIRE(settled.find("caught up, nothing pending") != std::string::npos);
+    std::vector<json> rejected;
+    size_t small = 0;
+    for (const StreamRecord& r : records_in(nats.messages("EVENTD"))) {
+        const json record = json::from_msgpack(r.bytes, true, false);
+        if (record.value("event_type", "") == "synthetic.forward_rejected") rejected.push_back(record);
+        small += record.value("event_type", "") == "app.login";
+    }
+    CHECK(small == 400);
+    REQUIRE(rejected.size() == 2);
+    for (const json& r : rejected) {
+        INFO(r.dump());
+        CHECK(r.at("rejected_event_type") == "app.big");
+        CHECK(r.at("rejected_bytes").get<uint64_t>() > 1048576);
+        CHECK(r.at("max_payload").get<int64_t>() == 1048576);
+        CHECK(r.at("sequence").is_number_unsigned());  // its place kept: the collector accounts for it
+        CHECK(r.at("cpu_id").is_number_unsigned());
+    }
+    CHECK_THAT(forwarder.status(), Catch::Contains("rejected"));
+    CHECK_THAT(forwarder.status(), Catch::Contains("2 records too large for the NATS server"));
+    forwarder.stop();
+}
+
 TEST_CASE("eventd-forward over TLS trusts only the configured CA", "[forward]") {
     QueryEnv env(fast_commits());
     const std::string d = env.dir();
