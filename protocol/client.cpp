@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,6 +13,9 @@
 
 namespace protocol {
 namespace {
+
+// A reply body's first read: one frame of eventd's (about QueryResponseTargetBytes, 64 KiB).
+constexpr std::size_t kFirstBodyChunk = 64 * 1024;
 
 std::string connect_advice(int code) {
     switch (code) {
@@ -94,7 +98,7 @@ base::Result<ReadResult> Connection::send_frame(std::span<const uint8_t> body) {
     return ReadResult::frame;
 }
 
-base::Result<ReadResult> Connection::read_exact(std::span<uint8_t> out) {
+base::Result<ReadResult> Connection::read_exact(std::span<uint8_t> out, std::size_t before, std::size_t total) {
     std::size_t done = 0;
     while (done < out.size()) {
         if (!wait_for(fd_, POLLIN)) return ReadResult::interrupted;
@@ -104,10 +108,11 @@ base::Result<ReadResult> Connection::read_exact(std::span<uint8_t> out) {
             continue;
         }
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n == 0 && done == 0) return ReadResult::closed;
+        if (n == 0 && before + done == 0) return ReadResult::closed;
         if (n == 0) {
             return base::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (" +
-                                           std::to_string(done) + " of " + std::to_string(out.size()) + " bytes)"};
+                                           std::to_string(before + done) + " of " +
+                                           std::to_string(total ? total : out.size()) + " bytes)"};
         }
         return base::Error{errno, "reading from eventd at " + path_ + " failed: " + std::strerror(errno)};
     }
@@ -124,8 +129,18 @@ base::Result<ReadResult> Connection::read_frame(std::vector<uint8_t>& body) {
                                        " bytes, over the client's limit of " + std::to_string(kMaxReplyFrameBytes) +
                                        "; is that really eventd's query socket?"};
     }
-    body.resize(len);
-    got = read_exact(body);
+    // The length is the peer's word (issue 40 item 1): the body grows with the bytes that came
+    // — kFirstBodyChunk, then twice what arrived — so 4 bytes announcing 256 MiB cost no more
+    // than the first chunk, not 256 MiB allocated and zeroed before a byte of body.
+    body.clear();
+    std::size_t received = 0;
+    do {
+        const std::size_t until = std::min<std::size_t>(len, std::max(kFirstBodyChunk, 2 * received));
+        body.resize(until);
+        got = read_exact(std::span(body).subspan(received), received, len);
+        if (!got || got.value() != ReadResult::frame) break;
+        received = until;
+    } while (received < len);
     if (got && got.value() == ReadResult::closed) {
         return base::Error{EPROTO, "eventd at " + path_ + " closed the connection in the middle of a reply (0 of " +
                                        std::to_string(len) + " bytes)"};

@@ -40,7 +40,8 @@ public:
 private:
     Connection(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
     // Fills exactly out.size() bytes. kClosed if the peer closed before the first byte.
-    base::Result<ReadResult> read_exact(std::span<uint8_t> out);
+    // `before` bytes of a `total` (0: out.size()) were read already: an error counts them.
+    base::Result<ReadResult> read_exact(std::span<uint8_t> out, std::size_t before = 0, std::size_t total = 0);
 
     int fd_ = -1;
     std::string path_;

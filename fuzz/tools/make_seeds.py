@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed inputs of every fuzz target into fuzz/corpus/<target>/seed-*.
 
-Run once when a target is added (or its input layout changes): `python3 fuzz/tools/make_seeds.py`.
+Run once when a target is added (or its input layout changes): `python3 fuzz/tools/make_seeds.py`,
+or `python3 fuzz/tools/make_seeds.py TARGET...` to write only those targets' seeds.
 Seeds are small, valid-ish inputs that reach each parser's main paths quickly; what fuzzing
 finds beyond them is merged in by `./scripts/fuzz --merge` under libFuzzer's hash names.
 """
@@ -9,12 +10,18 @@ import glob
 import json
 import os
 import struct
+import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CORPUS = os.path.join(ROOT, "fuzz", "corpus")
 
 
+ONLY = set(sys.argv[1:])  # the targets named on the command line; none: every target
+
+
 def write(target, name, data):
+    if ONLY and target not in ONLY:
+        return
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
     if isinstance(data, str):
@@ -44,14 +51,23 @@ def pack(v):
         return b"\xcb" + struct.pack(">d", v)
     if isinstance(v, str):
         b = v.encode()
-        return (bytes([0xa0 | len(b)]) if len(b) < 32 else b"\xd9" + bytes([len(b)])) + b
+        if len(b) < 32:
+            return bytes([0xa0 | len(b)]) + b
+        return (b"\xd9" + bytes([len(b)]) if len(b) < 256 else b"\xda" + struct.pack(">H", len(b))) + b
     if isinstance(v, bytes):
-        return b"\xc4" + bytes([len(v)]) + v
+        return (b"\xc4" + bytes([len(v)]) if len(v) < 256 else b"\xc5" + struct.pack(">H", len(v))) + v
     if isinstance(v, (list, tuple)):
-        return bytes([0x90 | len(v)]) + b"".join(pack(x) for x in v)
+        return container_header(0x90, 0xdc, len(v)) + b"".join(pack(x) for x in v)
     if isinstance(v, dict):
-        return bytes([0x80 | len(v)]) + b"".join(pack(k) + pack(x) for k, x in v.items())
+        return container_header(0x80, 0xde, len(v)) + b"".join(pack(k) + pack(x) for k, x in v.items())
     raise TypeError(v)
+
+
+def container_header(fix, tag16, n):
+    """An array's (fix 0x90, tag16 0xdc) or a map's (0x80, 0xde) header in its smallest form."""
+    if n < 16:
+        return bytes([fix | n])
+    return (bytes([tag16]) + struct.pack(">H", n)) if n < 2**16 else bytes([tag16 + 1]) + struct.pack(">I", n)
 
 
 # Payload shapes shared by the msgpack targets.
@@ -194,3 +210,88 @@ big = event(1, b"big", b"\x00" * 300)
 write("ring_reader", "regression-overread", ring(1 << 20, 0, big + struct.pack("<II", 8000, 29) + b"\x00" * 64))
 write("ring_reader", "far-ahead", ring(1 << 40, 0, events))
 write("ring_reader", "bad-size", ring(64, 0, struct.pack("<II", 0xffffffff, 29) + b"\x00" * 56))
+
+# ---- collector_message: message bodies as eventd-forward publishes them ----
+# A record is what a host's eventd serves (PSD-008 §8.8; eventd/query/row_encoder.cpp): the
+# header columns in store/event_columns.hpp's order (GUIDs as text, NULL as nil), then the stored
+# payload's pairs as they are stored — or, through the tree encoder (a restricted caller, a
+# SELECT, a payload the direct way cannot copy), one map with its keys sorted, floats as float64.
+# eventd-forward (forward/packer.cpp) publishes one record as the body (MaxRecordsPerMessage 1) or
+# packs records of one event_type and one boot into an array in the smallest header form.
+BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+BOOT2 = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+TOKEN = "3b241101-e2bb-4255-8caf-4136c566a962"
+TRUE_TOKEN = "a1b2c3d4-0000-4000-8000-00000000beef"
+PROCESS = "e4d909c2-90d0-4b0e-a0c3-6a0c3e0f1f01"
+T0 = 1763830522678123456
+
+
+def served(event_type, payload=None, boot=BOOT, timestamp=T0, cpu=1, sequence=1, origin=0, tokens=True):
+    """A record by the direct encoder: header columns in order, then the payload's pairs."""
+    header = {"boot_id": boot, "timestamp": timestamp, "cpu_id": cpu, "sequence": sequence, "origin_class": origin,
+              "event_type": event_type, "effective_token_guid": TOKEN if tokens else None,
+              "true_token_guid": TRUE_TOKEN if tokens else None, "process_guid": PROCESS if tokens else None}
+    pairs = [(k, v) for k, v in (payload or {}).items() if k not in header]  # a header name wins
+    return (container_header(0x80, 0xde, len(header) + len(pairs)) + b"".join(pack(k) + pack(v) for k, v in header.items())
+            + b"".join(pack(k) + (v if isinstance(v, RawValue) else pack(v)) for k, v in pairs))
+
+
+class RawValue(bytes):
+    """A payload value's stored bytes, copied as they are (a kernel emitter's map with integer keys)."""
+
+
+def tree_served(fields):
+    """A record by the tree encoder: nlohmann's object, keys sorted."""
+    return pack(dict(sorted(fields.items())))
+
+
+def packed(records):
+    return container_header(0x90, 0xdc, len(records)) + b"".join(records)
+
+
+login = lambda seq, user="alice", boot=BOOT: served(
+    "app.login", {"user": user, "attempts": seq % 5, "ok": seq % 3 != 0, "ratio": seq / 8,
+                  "source": {"name": "ssh", "ip": "10.0.0.%d" % seq}, "tags": ["a", "b"][: seq % 3]},
+    boot=boot, timestamp=T0 + seq * 1000, sequence=seq, cpu=seq % 2)
+execve = served("audit.syscall", {
+    "serial": 42, "audit_time": 1700000000123000000, "syscall": "execve", "syscall_nr": 59, "arch": "x86_64",
+    "success": "yes", "exit": 0, "pid": 101, "ppid": 100, "auid": 1000, "uid": 0, "uid_name": "root", "ses": 3,
+    "comm": "true", "exe": "/usr/bin/true", "key": "exec", "a0": "55d5", "cwd": "/home/alice",
+    "paths": [{"item": 0, "name": "/bin/true", "inode": 1234, "mode": "0100755", "nametype": "NORMAL"},
+              {"item": 1, "name": "/lib64/ld-linux-x86-64.so.2", "inode": 99, "mode": "0100755"}],
+    "proctitle": "/bin/true", "record_types": ["SYSCALL", "EXECVE", "CWD", "PATH", "PATH", "PROCTITLE"],
+    "argc": 2, "argv": ["/bin/true", b"hello\xffworld"]}, origin=4, sequence=7)
+gap = lambda first, last: served(
+    "synthetic.gap", {"cpu_id": 1, "first_sequence": first, "last_sequence": last, "count": last - first + 1,
+                      "last_seen_timestamp": T0, "revealing_timestamp": T0 + 5},
+    sequence=None, origin=None, tokens=False)
+startup = served("synthetic.startup", {"boot_id": BOOT, "os_boot_id": BOOT2, "restart": False, "shard_count": 4,
+                                       "resume_points": [{"cpu_id": 0, "sequence": 10}, {"cpu_id": 1, "sequence": 12}]},
+                 cpu=None, sequence=None, origin=None, tokens=False)
+kacs = served("kacs.token_adjusted", {"privileges": ["SeTcbPrivilege"], "delta": -70000, "big": 2**64 - 1,
+                                      "blob": b"\x00\x01\xff", "ext": RawValue(b"\xd4\x05\x07"),
+                                      "intkeys": RawValue(b"\x82\x01\xa1x\xa1k\x81\x02\x03"), "empty": {}, "n": None},
+              origin=2, sequence=2**40, cpu=65535)
+hosted = served("app.relay", {"host": "web-3", "path": "/x"}, sequence=9)  # the collector renames host
+bare = served("app.ping", None, sequence=3)  # a NULL payload: the header alone
+tree_record = tree_served({"boot_id": BOOT, "timestamp": T0, "cpu_id": 0, "sequence": 11, "origin_class": 0,
+                           "event_type": "app.login", "user": "bob", "ratio": 0.25, "effective_token_guid": TOKEN})
+not_a_map = tree_served({"boot_id": BOOT, "timestamp": T0, "cpu_id": 0, "sequence": 12, "origin_class": 0,
+                         "event_type": "app.blob", "payload": b"\x93\x01\x02\x03"})  # a payload that was not a map
+forward_gap = pack(dict(sorted({"event_type": "synthetic.forward_gap", "timestamp": T0, "boot_id": "0" * 8 + "-0000-0000-0000-" + "0" * 12,
+                                "host": "web-3", "lost": None, "detail": "retention deleted 12 records",
+                                "resumed_after": "c1.AAAA"}.items())))
+
+for name, record in [("execve", execve), ("gap", gap(100, 120)), ("startup", startup), ("kacs", kacs),
+                     ("host-renamed", hosted), ("no-payload", bare), ("tree", tree_record),
+                     ("payload-not-a-map", not_a_map), ("forward-gap", forward_gap), ("login", login(1))]:
+    write("collector_message", "record-" + name, record)
+write("collector_message", "packed-3", packed([login(i) for i in range(1, 4)]))
+write("collector_message", "packed-16", packed([login(i, user="u%d" % i) for i in range(1, 17)]))  # array 16
+write("collector_message", "packed-gaps", packed([gap(1, 5), gap(9, 9), gap(20, 2**40)]))
+write("collector_message", "packed-execve", packed([execve, execve]))
+write("collector_message", "packed-second-boot", packed([login(i, boot=BOOT2) for i in range(1, 3)]))
+write("collector_message", "packed-tree", packed([tree_record, not_a_map]))
+write("collector_message", "packed-cut", packed([login(i) for i in range(1, 4)])[:-7])
+write("collector_message", "packed-trailing", packed([login(1)]) + b"\xc0")
+write("collector_message", "array32", b"\xdd\x00\x00\x00\x02" + login(1) + kacs)

@@ -257,34 +257,37 @@ struct ExecArgs {
     void write_to(PayloadMap& payload, uint64_t max_bytes, uint64_t max_encoded) const {
         const uint64_t count = argc.value_or(pieces.empty() ? 0 : pieces.rbegin()->first + 1);
         std::vector<std::string> argv;
-        uint64_t bytes = 0, cut_bytes = 0, encoded = kPairsBytes;
-        bool stopped = false;
+        uint64_t bytes = 0, encoded = kPairsBytes;
+        // Whole arguments from a0 on: each one taken is in the records, so this loop is bounded by
+        // their bytes; it stops at the first argument missing, incomplete or over a limit.
         for (uint64_t i = 0; i < count; ++i) {
             const auto found = pieces.find(i);
+            if (found == pieces.end()) break;
             std::string arg;
-            bool complete = found != pieces.end();
-            if (complete) {
-                uint64_t next = 0;
-                for (const auto& [k, piece] : found->second) {
-                    complete &= k == next++;  // a piece missing: the argument is not whole
-                    arg += piece;
-                }
-                if (const auto len = declared_length.find(i); len != declared_length.end())
-                    complete &= arg.size() == bytes_of(i, len->second);
+            bool complete = true;
+            uint64_t next = 0;
+            for (const auto& [k, piece] : found->second) {
+                complete &= k == next++;  // a piece missing: the argument is not whole
+                arg += piece;
             }
-            const uint64_t element = arg.size() + kElementHeaderBytes;
-            if (!stopped && complete && bytes + arg.size() <= max_bytes && encoded + element <= max_encoded) {
-                bytes += arg.size();
-                encoded += element;
-                argv.push_back(std::move(arg));
-                continue;
-            }
-            stopped = true;  // arguments stay in order: nothing after a cut one
             if (const auto len = declared_length.find(i); len != declared_length.end())
-                cut_bytes += bytes_of(i, len->second);
-            else if (found != pieces.end())
-                cut_bytes += arg.size();
+                complete &= arg.size() == bytes_of(i, len->second);
+            const uint64_t element = arg.size() + kElementHeaderBytes;
+            if (!complete || bytes + arg.size() > max_bytes || encoded + element > max_encoded) break;
+            bytes += arg.size();
+            encoded += element;
+            argv.push_back(std::move(arg));
         }
+        // The bytes of the arguments cut (from argv.size() to argc, in order: nothing after a cut
+        // one), counted over what the records hold or declare — never a loop to argc, which is
+        // the record's word (issue 40 item 1: argc=10^18 in one line would have looped for ever).
+        uint64_t cut_bytes = 0;
+        for (auto it = pieces.lower_bound(argv.size()); it != pieces.end() && it->first < count; ++it) {
+            if (declared_length.count(it->first)) continue;  // counted below
+            for (const auto& [k, piece] : it->second) cut_bytes += piece.size();
+        }
+        for (auto it = declared_length.lower_bound(argv.size()); it != declared_length.end() && it->first < count; ++it)
+            cut_bytes += bytes_of(it->first, it->second);
         payload.add_reserved("argc");
         mp::put_unsigned(payload.value(), count);
         payload.add_reserved("argv");

@@ -196,6 +196,32 @@ TEST_CASE("argv: beyond Audit.ArgvMaxBytes, or with records missing, the cut is 
     }
 }
 
+// Issue 40 item 1: argc and an argument's index are the record's word, not a loop bound. Both
+// inputs below ran the cut-bytes loop once per declared argument — 10^18 and 2^40 rounds.
+TEST_CASE("argv: a count no record backs is counted, not walked: argc=10^18 or an index of 2^40 maps at once",
+          "[audit]") {
+    SECTION("argc far beyond the arguments the records hold") {
+        const auto events = assemble(exec_event(
+            {"argc=1000000000000000000 a0=\"/bin/true\" a1=\"one\" a3=\"xyz\" a7_len=20 a7[0]=\"0123456789\""}));
+        REQUIRE(events.size() == 1);
+        const json& p = events[0].payload;
+        CHECK(p["argc"] == uint64_t{1000000000000000000});
+        CHECK(p["argv"] == json::array({"/bin/true", "one"}));
+        CHECK(p["argv_truncated"] == true);
+        CHECK(p["argv_cut_args"] == uint64_t{1000000000000000000} - 2);
+        CHECK(p["argv_cut_bytes"] == 3 + 20);  // a3's bytes and a7's declared length
+    }
+    SECTION("no argc, and an argument numbered 2^40 - 1") {
+        const auto events = assemble(exec_event({"a0=\"/bin/true\" a1099511627775=\"last\""}));
+        REQUIRE(events.size() == 1);
+        const json& p = events[0].payload;
+        CHECK(p["argc"] == uint64_t{1} << 40);
+        CHECK(p["argv"] == json::array({"/bin/true"}));
+        CHECK(p["argv_cut_args"] == (uint64_t{1} << 40) - 1);
+        CHECK(p["argv_cut_bytes"] == 4);
+    }
+}
+
 // Issue 39 part 6: what the kernel recorded, byte for byte — not auparse's "\ooo" text.
 TEST_CASE("exact strings: a real ESC and the text \\033 stay distinct; bytes that are not UTF-8 are bin",
           "[audit]") {
