@@ -1,10 +1,12 @@
 #include "support/kernel_audit_state.hpp"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -75,6 +77,45 @@ int take_kernel_audit_lock() {
     return fd;
 }
 
+// A test killed by a signal runs no destructor: meson's timeout sends SIGTERM, Ctrl-C SIGINT.
+// While a KernelAuditState lives, those signals first put the kernel back as it was taken — a
+// shell script built at construction (every rule deleted, the rules found then added back, the
+// settings set back: the script needs no allocation in the handler, only fork and exec, which
+// are async-signal-safe) — then go on to the handler that was there before (Catch2's report).
+struct SignalRescue {
+    std::string script;
+    struct sigaction previous_term {};
+    struct sigaction previous_int {};
+};
+SignalRescue* rescue = nullptr;  // the live one, if any (kernel-audit tests run one at a time)
+
+void restore_on_signal(int signo) {
+    if (rescue) {
+        const pid_t child = fork();
+        if (child == 0) {
+            execl("/bin/sh", "sh", "-c", rescue->script.c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        if (child > 0) {
+            int status = 0;
+            while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    if (!rescue) {
+        signal(signo, SIG_DFL);
+        raise(signo);
+        return;
+    }
+    const struct sigaction& previous = signo == SIGTERM ? rescue->previous_term : rescue->previous_int;
+    if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && !(previous.sa_flags & SA_SIGINFO)) {
+        previous.sa_handler(signo);
+        return;
+    }
+    signal(signo, SIG_DFL);
+    raise(signo);
+}
+
 }  // namespace
 
 KernelAuditState::KernelAuditState()
@@ -86,9 +127,26 @@ KernelAuditState::KernelAuditState()
     INFO("another audit daemon is registered (auditctl -s pid " << (status_.count("pid") ? status_.at("pid") : "missing")
                                                                 << "): these tests need the role (stop auditd first)");
     REQUIRE(role_free);
+    // Killed by a signal (meson's timeout): the kernel is put back all the same (SignalRescue).
+    static SignalRescue armed;
+    armed.script = "auditctl -D >/dev/null 2>&1";
+    for (const std::string& rule : rules_) armed.script += "; auditctl" + quoted_words(rule) + " >/dev/null 2>&1";
+    armed.script += "; auditctl -b " + status_["backlog_limit"] + " --backlog_wait_time " +
+                    status_["backlog_wait_time"] + " -e " + status_["enabled"] + " >/dev/null 2>&1";
+    struct sigaction on_signal {};
+    on_signal.sa_handler = restore_on_signal;
+    sigemptyset(&on_signal.sa_mask);
+    sigaction(SIGTERM, &on_signal, &armed.previous_term);
+    sigaction(SIGINT, &on_signal, &armed.previous_int);
+    rescue = &armed;
 }
 
 KernelAuditState::~KernelAuditState() {
+    if (rescue) {  // a signal from here on finds the kernel being put back by this destructor
+        sigaction(SIGTERM, &rescue->previous_term, nullptr);
+        sigaction(SIGINT, &rescue->previous_int, nullptr);
+        rescue = nullptr;
+    }
     const std::set<std::string> before(rules_.begin(), rules_.end());
     std::vector<std::string> now = audit_rules();
     for (auto it = now.rbegin(); it != now.rend(); ++it) {
