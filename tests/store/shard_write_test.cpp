@@ -300,4 +300,16 @@ TEST_CASE("a collector's duplicate check of a record without a sequence: an iden
     CHECK_FALSE(same(other));
     other.payload = std::vector<uint8_t>{};  // empty, not NULL
     CHECK_FALSE(same(other));
+    // Issue 40: the collector's record of a rejected message names the run that rejected it; a
+    // redelivery after a crash comes to another run, and is the same record all the same.
+    other = row;
+    other.boot_id = guid(0xb2);
+    CHECK_FALSE(same(other));
+    auto found = db->contains_same(other, /*any_boot=*/true);
+    REQUIRE(found);
+    CHECK(*found);
+    other.timestamp += 1;  // another message (its own stream time): not the same
+    found = db->contains_same(other, true);
+    REQUIRE(found);
+    CHECK_FALSE(*found);
 }
