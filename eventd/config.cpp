@@ -115,6 +115,7 @@ base::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     r.number("MaxStreamingQueriesPerUser", c.max_streaming_queries_per_user, 1, 1024,
              k.max_streaming_queries_per_user);
     r.number("AdminReservedQueries", c.admin_reserved_queries, 0, 256, k.admin_reserved_queries);
+    r.number("UserQueryNice", c.user_query_nice, 0, 19, k.user_query_nice);
     r.number("MaxQueryMessageBytes", c.max_query_message_bytes, 1024, 16777216, k.max_query_message_bytes);
     r.number("QueryResponseTargetBytes", c.query_response_target_bytes, 1024, 16777216, k.query_response_target_bytes);
     if (document.contains("Security")) {
@@ -168,6 +169,7 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
     tuning("MaxQueriesPerUser", f.max_queries_per_user, t.max_queries_per_user);
     tuning("MaxStreamingQueriesPerUser", f.max_streaming_queries_per_user, t.max_streaming_queries_per_user);
     tuning("AdminReservedQueries", f.admin_reserved_queries, t.admin_reserved_queries);
+    tuning("UserQueryNice", f.user_query_nice, t.user_query_nice);
     tuning("MaxQueryMessageBytes", f.max_query_message_bytes, t.max_query_message_bytes);
     tuning("QueryResponseTargetBytes", f.query_response_target_bytes, t.query_response_target_bytes);
     if (f.security != t.security || from.present.count("Security") != to.present.count("Security"))

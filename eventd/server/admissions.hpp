@@ -23,6 +23,7 @@ struct ServerLimits {
     // Of MaxConcurrentQueries and of MaxStreamingQueries, the slots unprivileged callers
     // together leave free: an administrator can always connect and stream (issue 23 item 5).
     uint32_t admin_reserved_queries = 4;
+    uint32_t user_query_nice = 19;  // a non-administrator's query thread runs at this nice (0: as root's)
     uint32_t max_query_message_bytes = 65536;
     uint32_t query_response_target_bytes = 65536;
 };

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -268,6 +269,15 @@ void QueryServer::Impl::hand_off(const std::shared_ptr<Pending>& p, protocol::Re
         workers.push_back(Worker{fd, done,
                                  std::thread([this, fd, done, caller = std::move(p->caller),
                                               request = std::move(request), ticket = std::move(p->ticket)]() mutable {
+                                     // Issue 40: a caller who is not an administrator queries at
+                                     // a lower CPU priority, UserQueryNice (this thread's nice,
+                                     // never raised back: the thread ends with the query). With
+                                     // nice 19 CFS gives root's query thread (weight 1024) about
+                                     // 68 times the share of each such thread (15), and the
+                                     // drains and writers keep theirs.
+                                     if (!(shared.policy && shared.policy->get()->is_admin(caller)))
+                                         ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()),
+                                                       static_cast<int>(shared.limits().user_query_nice));
                                      // Only this query fails; the client is told if it can be.
                                      base::run_guarded(
                                          "query worker", [&] { run_session(shared, fd, caller, request, ticket); },
