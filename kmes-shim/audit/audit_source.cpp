@@ -467,7 +467,6 @@ void AuditSource::run() {
         [&](AuditEvent e) {
             if (e.type == "audit.lost") {
                 lost_.fetch_add(e.lost_records, std::memory_order_relaxed);
-                lost_events_.fetch_add(e.lost_events, std::memory_order_relaxed);
             } else {
                 events_.fetch_add(1, std::memory_order_relaxed);
             }

@@ -128,6 +128,14 @@ private:
     pid_t pid_ = -1;
 };
 
+// Rules that audit uname(2) of this test process only, tagged `key`: audited events as fast as
+// the test makes them, each a SYSCALL, a PROCTITLE and an EOE record.
+std::string uname_rules_file(const test_support::TempDir& dir, const std::string& key) {
+    const std::string path = dir / "uname.rules";
+    std::ofstream(path) << "-a always,exit -F arch=b64 -S uname -F pid=" << getpid() << " -k " << key << "\n";
+    return path;
+}
+
 std::string rules_file(const test_support::TempDir& dir, const std::string& key) {
     const std::string path = dir / "audit.rules";
     std::ofstream(path) << "# the test's rules: every execve of /bin/true, nothing else\n"
@@ -520,15 +528,13 @@ TEST_CASE("audit events keep ring 0 to themselves: a flood from CPU 0 goes to ri
     CHECK(shim->terminate() == 0);
 }
 
-// No hole where nothing was lost: 10,000 execs read as they come, every serial received.
+// No hole where nothing was lost: 10,000 audited syscalls read as they come, every serial received.
 TEST_CASE("nothing reported lost when nothing was: 10,000 audited syscalls on two CPUs, no serial hole", "[audit]") {
     KernelAuditState before;
     test_support::TempDir files;
     const std::string key = "kmes-quiet-" + std::to_string(getpid());
-    const std::string rules = files / "audit.rules";
-    // uname(2) of this process: audited events as fast as two CPUs make them (execs would take a
-    // minute for as many), each a SYSCALL, a PROCTITLE and an EOE record.
-    std::ofstream(rules) << "-a always,exit -F arch=b64 -S uname -F pid=" << getpid() << " -k " << key << "\n";
+    // uname(2) of this process: as fast as two CPUs make them (execs would take a minute).
+    const std::string rules = uname_rules_file(files, key);
     constexpr uint32_t kCpus = 2;
     auto shim = ShimProcess::start(ShimOptions{
         .config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules}}}, {"BufferCapacity", 64 << 20}}, .cpus = kCpus});
@@ -762,9 +768,8 @@ TEST_CASE("an audit event of a process that still runs carries its process GUID:
     KernelAuditState before;
     test_support::TempDir files;
     const std::string key = "kmes-join-" + std::to_string(getpid());
-    const std::string path = files / "join.rules";
     // uname(2) by this very process, which also emits through libkmes.
-    std::ofstream(path) << "-a always,exit -F arch=b64 -S uname -F pid=" << getpid() << " -k " << key << "\n";
+    const std::string path = uname_rules_file(files, key);
     constexpr uint32_t kCpus = 2;
     auto shim = ShimProcess::start(
         ShimOptions{.config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", path}}}}, .cpus = kCpus});
