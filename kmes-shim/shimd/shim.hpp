@@ -65,6 +65,7 @@ private:
     void reap_connections();  // connections_mutex_ held
     // The connection's acceptance (issue 40, fair sockets): nullopt to accept it, else why not.
     std::optional<std::string> refusal_of(const PeerCredentials& peer, bool privileged);  // connections_mutex_ held
+    void report_unlogged_refusals(uint64_t unlogged);  // refusal_log_'s count of a minute, when not 0
     void serve(int fd, PeerCredentials peer);
     bool may_attach(const PeerCredentials& peer) const;  // root or AttachGroup
     bool may_emit(const PeerCredentials& peer) const;    // root or EmitGroup (SeAuditPrivilege)

@@ -66,6 +66,8 @@ void Shim::accept_loop() {
         if (poll(&waiting, 1, kReapIntervalMs) == 0) {
             std::lock_guard lock(connections_mutex_);
             reap_connections();
+            // The count of a minute's unlogged refusals, even when no refusal follows it.
+            report_unlogged_refusals(refusal_log_.take_unlogged());
             continue;
         }
         int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -94,8 +96,7 @@ void Shim::accept_loop() {
             close(fd);
             uint64_t overdue = 0;
             const bool log = refusal_log_.take(overdue);
-            if (overdue > 0)
-                spdlog::warn("{} more connection(s) refused within a minute, not logged one by one", overdue);
+            report_unlogged_refusals(overdue);
             if (log) spdlog::warn("connection of pid {} (uid {}) refused: {}", peer->pid, peer->euid, *refusal);
             continue;
         }
@@ -124,6 +125,10 @@ void Shim::accept_loop() {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
     }
+}
+
+void Shim::report_unlogged_refusals(uint64_t unlogged) {
+    if (unlogged > 0) spdlog::warn("{} more connection(s) refused within a minute, not logged one by one", unlogged);
 }
 
 std::optional<std::string> Shim::refusal_of(const PeerCredentials& peer, bool privileged) {
