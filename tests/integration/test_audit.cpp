@@ -506,13 +506,19 @@ TEST_CASE("audit events keep ring 0 to themselves: a flood from CPU 0 goes to ri
     const std::string key = "kmes-ring0-" + std::to_string(getpid());
     constexpr uint32_t kCpus = 2;
     auto shim = ShimProcess::start(ShimOptions{
-        .config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}}, {"BufferCapacity", 1 << 20}},
+        .config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", rules_file(files, key)}}},
+                   {"BufferCapacity", 1 << 20},
+                   {"EmitGroup", kEmitGid},
+                   {"MaxEmitRatePerProcess", 1000000}},
         .cpus = kCpus});
     REQUIRE(shim->wait_log("audit: daemon mode", std::chrono::seconds(10)));
     constexpr int kExecs = 100;
     {
-        // 40,000 events of ~60 bytes from CPU 0 (root: no rate limit): twice the 1 MiB ring.
-        BackgroundProbe flood(on_cpu(0), {"emit:40000:flood.cpu0"});
+        // 40,000 events of ~60 bytes from CPU 0, twice the 1 MiB ring, by a real user of the
+        // emit group (nobody with EmitGroup), as the issue's emitters were.
+        std::vector<std::string> prefix = on_cpu(0);
+        for (const std::string& word : as_nobody({kEmitGid})) prefix.push_back(word);
+        BackgroundProbe flood(prefix, {"emit:40000:flood.cpu0"});
         run_true(key, kExecs, 0);
         const ProbeRun run = flood.finish();
         INFO(run.output());
