@@ -116,6 +116,10 @@ const std::vector<Metric>& metrics() {
          "Query connections refused, by the limit that refused them.", "", 1, "reason=\"per_user\""},
         {K(Queries, refused_streaming_per_user), "eventd_queries_refused_total", "counter",
          "Query connections refused, by the limit that refused them.", "", 1, "reason=\"streaming_per_user\""},
+        {K(Queries, waited_running_per_user), "eventd_queries_waited_total", "counter",
+         "Queries that waited for another query of their user to end (MaxRunningQueriesPerUser)."},
+        {K(Queries, over_group_budget), "eventd_queries_over_group_budget_total", "counter",
+         "Aggregate queries ended because their groups passed MaxQueryGroupBytes."},
         {K(Queries, timeouts), "eventd_query_timeouts_total", "counter", "Queries ended by QueryTimeoutMs."},
         {K(Queries, dropped_streams), "eventd_streams_dropped_total", "counter",
          "Streams ended because their client did not keep up."},
@@ -133,7 +137,8 @@ const std::vector<Metric>& metrics() {
         {K(Collector, acked), "eventd_collector_acknowledged_total", "counter",
          "Messages acknowledged after the commit of all their records."},
         {K(Collector, refused), "eventd_collector_refused_total", "counter",
-         "Messages refused (not a host's own eventd records) and terminated, each kept as a synthetic.collector_rejected record."},
+         "Messages refused (not a host's own eventd records) and terminated, each kept as a "
+         "synthetic.collector_rejected record."},
         {K(Collector, sessions), "eventd_collector_sessions_total", "counter", "NATS sessions started."},
     };
     return kMetrics;

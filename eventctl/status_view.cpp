@@ -226,6 +226,8 @@ const std::vector<Line>& query_lines() {
         {K(Queries, refused_streaming).key, "refused: MaxStreamingQueries", plain},
         {K(Queries, refused_per_user).key, "refused: MaxQueriesPerUser", plain},
         {K(Queries, refused_streaming_per_user).key, "refused: MaxStreamingQueriesPerUser", plain},
+        {K(Queries, waited_running_per_user).key, "waited: MaxRunningQueriesPerUser", plain},
+        {K(Queries, over_group_budget).key, "ended: MaxQueryGroupBytes", plain},
         {K(Queries, timeouts).key, "timed out", plain},
         {K(Queries, dropped_streams).key, "streams dropped (slow reader)", plain},
     };

@@ -116,6 +116,8 @@ base::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
              k.max_streaming_queries_per_user);
     r.number("AdminReservedQueries", c.admin_reserved_queries, 0, 256, k.admin_reserved_queries);
     r.number("UserQueryNice", c.user_query_nice, 0, 19, k.user_query_nice);
+    r.number("MaxRunningQueriesPerUser", c.max_running_queries_per_user, 1, 4096, k.max_running_queries_per_user);
+    r.number("MaxQueryGroupBytes", c.max_query_group_bytes, 1048576, 68719476736ULL, k.max_query_group_bytes);
     r.number("MaxQueryMessageBytes", c.max_query_message_bytes, 1024, 16777216, k.max_query_message_bytes);
     r.number("QueryResponseTargetBytes", c.query_response_target_bytes, 1024, 16777216, k.query_response_target_bytes);
     if (document.contains("Security")) {
@@ -170,6 +172,8 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
     tuning("MaxStreamingQueriesPerUser", f.max_streaming_queries_per_user, t.max_streaming_queries_per_user);
     tuning("AdminReservedQueries", f.admin_reserved_queries, t.admin_reserved_queries);
     tuning("UserQueryNice", f.user_query_nice, t.user_query_nice);
+    tuning("MaxRunningQueriesPerUser", f.max_running_queries_per_user, t.max_running_queries_per_user);
+    tuning("MaxQueryGroupBytes", f.max_query_group_bytes, t.max_query_group_bytes);
     tuning("MaxQueryMessageBytes", f.max_query_message_bytes, t.max_query_message_bytes);
     tuning("QueryResponseTargetBytes", f.query_response_target_bytes, t.query_response_target_bytes);
     if (f.security != t.security || from.present.count("Security") != to.present.count("Security"))

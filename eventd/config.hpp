@@ -57,6 +57,8 @@ struct EventdConfig {
     uint32_t max_streaming_queries_per_user = 8;  // ours: streams per uid, root exempt
     uint32_t admin_reserved_queries = 4;  // ours: connection and stream slots only administrators take
     uint32_t user_query_nice = 19;        // ours (issue 40): the CPU priority of a non-administrator's query
+    uint32_t max_running_queries_per_user = 2;  // ours (issue 40): a non-administrator's queries reading at once
+    uint64_t max_query_group_bytes = 67108864;  // ours (issue 40): one aggregate query's groups (64 MiB)
     uint32_t max_query_message_bytes = 65536;
     uint32_t query_response_target_bytes = 65536;  // ours: records per "ok" frame ≈ this size
     // Access policy (DESIGN.md §2, PSD-008 §9): the `Security` object as written, parsed by

@@ -185,6 +185,8 @@ server::ServerLimits query_limits(const EventdConfig& c) {
     l.max_streaming_queries_per_user = c.max_streaming_queries_per_user;
     l.admin_reserved_queries = c.admin_reserved_queries;
     l.user_query_nice = c.user_query_nice;
+    l.max_running_queries_per_user = c.max_running_queries_per_user;
+    l.max_query_group_bytes = c.max_query_group_bytes;
     l.max_query_message_bytes = c.max_query_message_bytes;
     l.query_response_target_bytes = c.query_response_target_bytes;
     return l;

@@ -154,6 +154,8 @@ struct Queries {
     uint64_t refused_streaming = 0;
     uint64_t refused_per_user = 0;
     uint64_t refused_streaming_per_user = 0;
+    uint64_t waited_running_per_user = 0;  // queries that waited for MaxRunningQueriesPerUser
+    uint64_t over_group_budget = 0;        // queries ended by MaxQueryGroupBytes
     uint64_t timeouts = 0;
     uint64_t dropped_streams = 0;
     uint64_t errors = 0;
@@ -162,6 +164,8 @@ struct Queries {
     uint32_t max_queries_per_user = 0;
     uint32_t max_streaming_queries_per_user = 0;
     uint32_t admin_reserved_queries = 0;
+    uint32_t max_running_queries_per_user = 0;
+    uint64_t max_query_group_bytes = 0;
 };
 
 // A collector's JetStream source (collector mode), in the place of a host's rings.
@@ -257,9 +261,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AccessPolicy, loaded_ns, refused
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Rates, events_in_per_s, events_out_per_s, window_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Queries, active, streaming, accepted_total, refused_total,
                                                 refused_concurrency, refused_streaming, refused_per_user,
-                                                refused_streaming_per_user, timeouts, dropped_streams, errors,
-                                                max_concurrent_queries, max_streaming_queries, max_queries_per_user,
-                                                max_streaming_queries_per_user, admin_reserved_queries)
+                                                refused_streaming_per_user, waited_running_per_user, over_group_budget,
+                                                timeouts, dropped_streams, errors, max_concurrent_queries,
+                                                max_streaming_queries, max_queries_per_user,
+                                                max_streaming_queries_per_user, admin_reserved_queries,
+                                                max_running_queries_per_user, max_query_group_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Collector, state, nats_url, stream, durable, pending, ack_pending,
                                                 redelivered, received, messages, duplicates, acked, uncommitted,
                                                 redelivery_requested, refused, sessions, last_received_ns, last_error)

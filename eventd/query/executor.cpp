@@ -219,7 +219,7 @@ base::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
     if (plan->aggregate) {
         // One shard at a time: its partials go into the merger and its connection closes
         // before the next opens (memory ∝ groups, one connection at a time).
-        AggregateMerger merger(q, *plan);
+        AggregateMerger merger(q, *plan, ctx.group_budget_bytes);
         for (const ShardFile& file : *files) {
             if (auto st = check_time(ctx); !st) return st.error();
             auto shard = open_shard(file, *plan, visible, ctx, stream_start);
@@ -230,19 +230,20 @@ base::Result<StreamStart> execute(const Query& q, ExecutionContext& ctx, const R
                 auto has = cursor.next();
                 if (!has) return query_error(has.error(), ctx);
                 if (!*has) break;
-                merger.add_row(cursor.row());
+                if (auto st = merger.add_row(cursor.row()); !st) return st.error();
             }
         }
         uint64_t n = 0;
         std::vector<uint8_t> encoded;
-        for (const Record& r : merger.finish()) {
+        auto emitted = merger.finish([&](const Record& r) -> base::Status {
             if (++n % kCheckEvery == 0) {
-                if (auto st = check_time(ctx); !st) return st.error();
+                if (auto st = check_time(ctx); !st) return st;
             }
             encoded.clear();
             to_msgpack_float64(r, encoded);
-            if (auto st = sink(encoded); !st) return st.error();
-        }
+            return sink(encoded);
+        });
+        if (!emitted) return emitted.error();
         return start;
     }
 

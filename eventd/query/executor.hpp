@@ -39,6 +39,7 @@ struct ExecutionContext {
     std::chrono::steady_clock::time_point deadline;  // now + QueryTimeoutMs
     uint32_t timeout_ms = 30000;                     // for the error text
     const std::atomic<bool>* cancelled = nullptr;    // shutdown
+    uint64_t group_budget_bytes = 0;                 // MaxQueryGroupBytes (merge.hpp); 0: unbounded
 };
 
 // Where a stream's live phase starts (§8.7): for every shard file read, by file id, the largest

@@ -67,21 +67,51 @@ bool AggregateMerger::KeyLess::operator()(const std::vector<SqlValue>& a, const 
     return a.size() < b.size();
 }
 
-AggregateMerger::AggregateMerger(const Query& q, const Plan& plan) : query_(q), group_columns_(plan.group_columns) {}
+AggregateMerger::AggregateMerger(const Query& q, const Plan& plan, uint64_t group_budget_bytes)
+    : query_(q), group_columns_(plan.group_columns), group_budget_bytes_(group_budget_bytes) {}
 
-void AggregateMerger::add_row(const store::RowView& row) {
+uint64_t AggregateMerger::group_cost(const std::vector<SqlValue>& key) {
+    // What glibc's malloc takes for n bytes: a size word, rounded up to 16, at least 32.
+    auto chunk = [](uint64_t n) { return std::max<uint64_t>(32, (n + sizeof(size_t) + 15) & ~uint64_t{15}); };
+    // A std::map node is the red-black links (three pointers and a colour) and the pair.
+    constexpr uint64_t kNodeLinks = 4 * sizeof(void*);
+    using Node = std::pair<const std::vector<SqlValue>, Partial>;
+    // finish() sorts an entry per group: a pointer to the keys and the value.
+    constexpr uint64_t kSortEntry = sizeof(const void*) + sizeof(SqlValue);
+    uint64_t bytes = chunk(kNodeLinks + sizeof(Node)) + chunk(key.capacity() * sizeof(SqlValue)) + kSortEntry;
+    for (const SqlValue& v : key)
+        if (v.bytes.capacity() > std::string().capacity()) bytes += chunk(v.bytes.capacity() + 1);  // past the SSO
+    return bytes;
+}
+
+base::Status AggregateMerger::add_row(const store::RowView& row) {
     const Aggregation& a = query_.aggregation;
     if (a.kind == Aggregation::Kind::count) {
         total_count_ += row.integer(0);
-        return;
+        return {};
     }
     std::vector<SqlValue> key;
     key.reserve(group_columns_);
     for (size_t i = 0; i < group_columns_; ++i) key.push_back(store::value_at(row, static_cast<int>(i)));
-    Partial& p = groups_[std::move(key)];
+    auto found = groups_.lower_bound(key);
+    if (found == groups_.end() || groups_.key_comp()(key, found->first)) {
+        // Issue 40: a new group is checked against the budget before it is made, so one query
+        // (and with MaxRunningQueriesPerUser, one user) cannot take eventd's memory from the
+        // drains and writers; the groups so far are freed with the merger.
+        const uint64_t cost = group_cost(key);
+        if (group_budget_bytes_ != 0 && group_bytes_ + cost > group_budget_bytes_)
+            return base::Error{base::ErrorCode::no_memory,
+                               "query holds more than MaxQueryGroupBytes (" + std::to_string(group_budget_bytes_) +
+                                   " bytes) of groups after " + std::to_string(groups_.size()) +
+                                   " groups; narrow it (WHERE, fewer GROUP fields, a time range) or ask the "
+                                   "administrator to raise MaxQueryGroupBytes"};
+        group_bytes_ += cost;
+        found = groups_.emplace_hint(found, std::move(key), Partial{});
+    }
+    Partial& p = found->second;
     const int count_col = static_cast<int>(group_columns_);
     p.count += row.integer(count_col);
-    if (a.kind != Aggregation::Kind::group || a.fn == AggregateFn::count) return;
+    if (a.kind != Aggregation::Kind::group || a.fn == AggregateFn::count) return {};
     const int partial_col = count_col + 1;
     if (a.fn == AggregateFn::sum || a.fn == AggregateFn::avg) {
         const auto s = store::NumSumPartial::from(row.blob(partial_col));
@@ -89,23 +119,23 @@ void AggregateMerger::add_row(const store::RowView& row) {
         p.int_count += s.int_count;
         p.real_sum += s.real_sum;
         p.real_count += s.real_count;
-        return;
+        return {};
     }
     SqlValue v = store::value_at(row, partial_col);
-    if (!v.is_numeric()) return;
+    if (!v.is_numeric()) return {};
     if (p.extreme.type == store::ValueType::null) {
         p.extreme = v;
-        return;
+        return {};
     }
     const int c = store::compare_numeric(v, p.extreme);
     if (a.fn == AggregateFn::min ? c < 0 : c > 0) p.extreme = v;
+    return {};
 }
 
-std::vector<Record> AggregateMerger::finish() const {
+base::Status AggregateMerger::finish(const RecordEmitter& emit) const {
     const Aggregation& a = query_.aggregation;
     const uint64_t skip = query_.skip.value_or(0);
     const uint64_t take = query_.take.value_or(std::numeric_limits<uint64_t>::max());
-    std::vector<Record> out;
 
     auto select = [&](Record& r) {
         if (query_.select.empty()) return;
@@ -121,9 +151,9 @@ std::vector<Record> AggregateMerger::finish() const {
         if (skip == 0 && take > 0) {
             Record r = {{"count", total_count_}};
             select(r);
-            out.push_back(std::move(r));
+            return emit(r);
         }
-        return out;
+        return {};
     }
 
     // One output row per group: its keys and the aggregate value.
@@ -215,8 +245,9 @@ std::vector<Record> AggregateMerger::finish() const {
     }
 
     const char* value_key = fn_key(a);
+    uint64_t emitted = 0;
     for (size_t i = static_cast<size_t>(std::min<uint64_t>(skip, rows.size())); i < rows.size(); ++i) {
-        if (out.size() >= take) break;
+        if (emitted++ >= take) break;
         const Row& row = rows[i];
         Record r = Record::object();
         for (size_t k = 0; k < a.fields.size() && k < row.keys->size(); ++k) {
@@ -224,9 +255,9 @@ std::vector<Record> AggregateMerger::finish() const {
         }
         if (a.kind != Aggregation::Kind::distinct) r[value_key] = to_json(row.value, nullptr);
         select(r);
-        out.push_back(std::move(r));
+        if (auto st = emit(r); !st) return st;
     }
-    return out;
+    return {};
 }
 
 }  // namespace eventd::query

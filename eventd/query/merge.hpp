@@ -3,12 +3,13 @@
 // - AggregateMerger: per-group partials from every shard → merged groups (COUNT sums, SUM
 //   sums, AVG from sum + count, MIN/MAX of partials, DISTINCT union) → aggregate records,
 //   sorted (default order of the decided semantics, or an explicit SORT on output keys),
-//   TOP N, SKIP/TAKE. Memory ∝ number of groups.
+//   TOP N, SKIP/TAKE. Memory ∝ number of groups, bounded by MaxQueryGroupBytes.
 // - the per-shard partial aggregates it merges are store's (store/sql_functions.hpp), and
 //   values are ordered as SQLite orders them (store/sql_value.hpp).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,14 +30,26 @@ using store::SqlValue;
 // (record.hpp extracted_value), other blobs as binary.
 nlohmann::json to_json(const SqlValue& v, const FieldRef* field);
 
+// Receives the merged records one at a time, in output order; an error stops finish().
+using RecordEmitter = std::function<base::Status(const Record& record)>;
+
 class AggregateMerger {
 public:
-    AggregateMerger(const Query& q, const Plan& plan);
+    // `group_budget_bytes`: the memory the merged groups may take (MaxQueryGroupBytes, issue
+    // 40); 0 leaves them unbounded.
+    AggregateMerger(const Query& q, const Plan& plan, uint64_t group_budget_bytes = 0);
 
-    // One result row of one shard's aggregate query.
-    void add_row(const store::RowView& row);
-    // The merged result in output order; SKIP/TAKE and SELECT applied.
-    std::vector<Record> finish() const;
+    // One result row of one shard's aggregate query. An error (ErrorCode::no_memory, the text
+    // naming MaxQueryGroupBytes) when a new group would take the groups past the budget.
+    base::Status add_row(const store::RowView& row);
+    // The merged result in output order, SKIP/TAKE and SELECT applied, each record built as it
+    // is emitted: the peak stays the groups and a small entry per group, never every record.
+    base::Status finish(const RecordEmitter& emit) const;
+    // What the groups take so far, as the budget counts it (group_cost below).
+    uint64_t group_bytes() const { return group_bytes_; }
+    // A group's cost: the map node and its key (values, their text and blobs), the partial,
+    // and the entry finish() sorts — measured against RSS in tests/eventd_unit/merge_budget_test.cpp.
+    static uint64_t group_cost(const std::vector<SqlValue>& key);
 
 private:
     struct Partial {
@@ -56,6 +69,8 @@ private:
     size_t group_columns_;
     std::map<std::vector<SqlValue>, Partial, KeyLess> groups_;
     int64_t total_count_ = 0;  // bare COUNT
+    uint64_t group_budget_bytes_;
+    uint64_t group_bytes_ = 0;
 };
 
 }  // namespace eventd::query

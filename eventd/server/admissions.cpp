@@ -56,7 +56,7 @@ void Admissions::Ticket::release() {
         --owner_->streaming_;
         --mine.streams;
     }
-    if (mine.connections == 0) owner_->per_user_.erase(uid_);
+    if (mine.connections == 0 && mine.running == 0) owner_->per_user_.erase(uid_);
     owner_ = nullptr;
     streaming_ = false;
 }
@@ -82,6 +82,49 @@ base::Result<Admissions::Ticket> Admissions::admit(uid_t uid, bool admin, const 
     t.uid_ = uid;
     t.admin_ = admin;
     return t;
+}
+
+Admissions::RunSlot::~RunSlot() {
+    if (!owner_) return;
+    {
+        std::lock_guard lock(owner_->mutex_);
+        PerUser& mine = owner_->per_user_[uid_];
+        --mine.running;
+        if (mine.connections == 0 && mine.running == 0) owner_->per_user_.erase(uid_);
+    }
+    // Every waiter looks again (waiters of other users too: one variable for all; they are few
+    // and each rechecks its own count).
+    owner_->slot_freed_.notify_all();
+}
+
+base::Result<Admissions::RunSlot> Admissions::run_slot(uid_t uid, bool admin, const ServerLimits& limits,
+                                                       std::chrono::steady_clock::time_point deadline,
+                                                       const std::atomic<bool>& stopping, QueryCounters& counters) {
+    if (admin) return RunSlot{};  // root and Security.Admins: never wait behind anyone
+    std::unique_lock lock(mutex_);
+    bool counted = false;
+    for (;;) {
+        PerUser& mine = per_user_[uid];
+        if (mine.running < limits.max_running_queries_per_user) {
+            ++mine.running;
+            RunSlot slot;
+            slot.owner_ = this;
+            slot.uid_ = uid;
+            return slot;
+        }
+        if (!counted) {
+            counters.waited_running_per_user.fetch_add(1, std::memory_order_relaxed);
+            counted = true;
+        }
+        if (stopping.load()) return base::Error{base::ErrorCode::cancelled, "eventd is shutting down"};
+        if (std::chrono::steady_clock::now() >= deadline)
+            return base::Error{base::ErrorCode::timed_out,
+                               "waited for " + std::to_string(mine.running) +
+                                   " other queries of this user to finish (MaxRunningQueriesPerUser)"};
+        // Woken by a released slot; the 100 ms bound is for `stopping`, which nothing signals here.
+        slot_freed_.wait_until(lock,
+                               std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+    }
 }
 
 uint32_t Admissions::active() const {

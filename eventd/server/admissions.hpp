@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -24,6 +26,10 @@ struct ServerLimits {
     // together leave free: an administrator can always connect and stream (issue 23 item 5).
     uint32_t admin_reserved_queries = 4;
     uint32_t user_query_nice = 19;  // a non-administrator's query thread runs at this nice (0: as root's)
+    // Issue 40, one user's budget: queries of one non-administrator that read the store at once
+    // (more wait for one to end), and the memory one aggregate query's groups may take.
+    uint32_t max_running_queries_per_user = 2;
+    uint64_t max_query_group_bytes = 67108864;
     uint32_t max_query_message_bytes = 65536;
     uint32_t query_response_target_bytes = 65536;
 };
@@ -35,6 +41,8 @@ struct QueryCounters {
     std::atomic<uint64_t> refused_streaming{0};
     std::atomic<uint64_t> refused_per_user{0};
     std::atomic<uint64_t> refused_streaming_per_user{0};
+    std::atomic<uint64_t> waited_running_per_user{0};  // queries that waited for MaxRunningQueriesPerUser
+    std::atomic<uint64_t> over_group_budget{0};        // queries ended by MaxQueryGroupBytes
     std::atomic<uint64_t> timeouts{0};
     std::atomic<uint64_t> dropped_streams{0};
     std::atomic<uint64_t> errors{0};
@@ -65,9 +73,31 @@ public:
         bool streaming_ = false;
     };
 
+    // A running slot (MaxRunningQueriesPerUser): held while one query of a user who is not an
+    // administrator reads the store and sends its initial result; released by its destructor.
+    class RunSlot {
+    public:
+        RunSlot() = default;
+        RunSlot(RunSlot&& o) noexcept : owner_(o.owner_), uid_(o.uid_) { o.owner_ = nullptr; }
+        RunSlot& operator=(RunSlot&&) = delete;
+        ~RunSlot();
+
+    private:
+        friend class Admissions;
+        Admissions* owner_ = nullptr;
+        uid_t uid_ = 0;
+    };
+
     // A slot for a new connection of `uid` (`admin`: may use the reserved slots), or the
     // refusal text.
     base::Result<Ticket> admit(uid_t uid, bool admin, const ServerLimits& limits, QueryCounters& counters);
+    // A running slot for a query of `uid`: at once for an administrator (an empty slot), else
+    // when fewer than MaxRunningQueriesPerUser of the user's queries run, waiting until then.
+    // Errors: `deadline` passed (ErrorCode::timed_out; the caller words it) or `stopping` set
+    // (ErrorCode::cancelled).
+    base::Result<RunSlot> run_slot(uid_t uid, bool admin, const ServerLimits& limits,
+                                   std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& stopping,
+                                   QueryCounters& counters);
     uint32_t active() const;
     uint32_t streaming() const;
 
@@ -75,8 +105,10 @@ private:
     struct PerUser {
         uint32_t connections = 0;
         uint32_t streams = 0;
+        uint32_t running = 0;  // RunSlots held
     };
     mutable std::mutex mutex_;
+    std::condition_variable slot_freed_;  // a RunSlot was released (waited on under mutex_)
     uint32_t active_ = 0;
     uint32_t streaming_ = 0;
     std::map<uid_t, PerUser> per_user_;

@@ -20,6 +20,8 @@ json ServerShared::queries_record() const {
     q.refused_streaming = streaming;
     q.refused_per_user = per_user;
     q.refused_streaming_per_user = streaming_per_user;
+    q.waited_running_per_user = c.waited_running_per_user.load();
+    q.over_group_budget = c.over_group_budget.load();
     q.timeouts = c.timeouts.load();
     q.dropped_streams = c.dropped_streams.load();
     q.errors = c.errors.load();
@@ -28,6 +30,8 @@ json ServerShared::queries_record() const {
     q.max_queries_per_user = l.max_queries_per_user;
     q.max_streaming_queries_per_user = l.max_streaming_queries_per_user;
     q.admin_reserved_queries = l.admin_reserved_queries;
+    q.max_running_queries_per_user = l.max_running_queries_per_user;
+    q.max_query_group_bytes = l.max_query_group_bytes;
     return protocol::status::to_record(q);
 }
 

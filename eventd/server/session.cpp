@@ -248,17 +248,35 @@ void Session::run_events(const query::Query& q, const protocol::Request& request
         }
     } unsubscribe{*shared_.signal, wake.get()};
 
+    // Issue 40, one user's budget: a user who is not an administrator reads the store with at
+    // most MaxRunningQueriesPerUser queries at once (the rest wait, within QueryTimeoutMs); the
+    // slot is held until the initial result is sent, not through a stream's live phase.
+    auto slot = shared_.admissions.run_slot(caller_.uid, access.policy()->is_admin(caller_), limits_, deadline_,
+                                            shared_.stopping, shared_.counters);
+    if (!slot) {
+        if (!slot.error().is_timed_out()) return report_initial_failure(slot.error());
+        return report_initial_failure(base::Error{
+            base::ErrorCode::timed_out, query::timeout_text(limits_.query_timeout_ms) + ": " + slot.error().message});
+    }
+    std::optional<Admissions::RunSlot> running{std::move(*slot)};
+
     query::ExecutionContext ctx;
     ctx.store_dir = shared_.store_dir;
     ctx.access = &access;
     ctx.deadline = deadline_;
     ctx.timeout_ms = limits_.query_timeout_ms;
     ctx.cancelled = &shared_.stopping;
+    ctx.group_budget_bytes = limits_.max_query_group_bytes;
     KMES_SYNC_POINT("Session::run_events:before_execute");
     if (request.after && query::is_count_after(q)) return run_count_after(q, ctx, *store_id, from);
     auto start = request.after ? run_catch_up(q, ctx, *store_id, from, request.allow_gap) : run_query(q, ctx);
-    if (!start) return report_initial_failure(start.error());
+    if (!start) {
+        if (start.error().code == base::ErrorCode::no_memory)
+            shared_.counters.over_group_budget.fetch_add(1, std::memory_order_relaxed);
+        return report_initial_failure(start.error());
+    }
     if (!finish_initial_frames()) return;
+    running.reset();
     // From here on every frame carries the cursor (a plain stream's initial frames have none:
     // their order is the query's, not the store's); the watch or end frame names the snapshot.
     std::optional<std::string> cursor;

@@ -5,12 +5,14 @@
 
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -117,7 +119,9 @@ struct Server {
     access::PolicyHolder policy{access::Policy::parse(nullptr).value()};  // deny all: root reads
     std::unique_ptr<server::QueryServer> server;
 
-    explicit Server(server::IndexHooks index = {}, server::ServerLimits limits = {}) {
+    // `security`: the Security object eventd.json would hold (default: none — root reads).
+    explicit Server(server::IndexHooks index = {}, server::ServerLimits limits = {}, const json& security = nullptr) {
+        policy.set(access::Policy::parse(security).value());
         commit_row(dir.path(), 1);  // a shard to open, so the query checks its cancel flag
         server::ServerOptions options;
         options.index = std::move(index);
@@ -346,4 +350,176 @@ TEST_CASE("a request of many reads arrives whole; one cut short says how much of
     }
     s.server->stop();
 }
+
+// `n` connections to the query socket made as `uid` (SO_PEERCRED is taken at connect). Only
+// this thread's effective uid changes — the raw system call: glibc's setresuid() would change
+// every thread's, the server's too — and it is root again before anything is checked.
+std::vector<int> connect_as(const fs::path& path, uid_t uid, int n) {
+    fs::permissions(path.parent_path(), fs::perms::all, fs::perm_options::add);  // a TempDir is 0700
+    fs::permissions(path, fs::perms::all, fs::perm_options::add);
+    REQUIRE(syscall(SYS_setresuid, -1, uid, -1) == 0);
+    std::vector<int> fds;
+    int failed_errno = 0;
+    for (int i = 0; i < n; ++i) {
+        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+        if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+            failed_errno = errno;
+            break;
+        }
+        fds.push_back(fd);
+    }
+    REQUIRE(syscall(SYS_setresuid, -1, 0, -1) == 0);
+    INFO("connect as uid " << uid << ": " << std::strerror(failed_errno));
+    REQUIRE(fds.size() == static_cast<size_t>(n));
+    for (const int fd : fds) receive_timeout(fd, 10);
+    return fds;
+}
+
+void send_query(int fd, const std::string& text) {
+    const std::vector<uint8_t> request = protocol::frame(json::to_msgpack(json{{"query", text}}));
+    REQUIRE(write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+}
+
+// Every frame of the reply on `fd` up to the final one; closes it.
+std::vector<json> reply_of(int fd) {
+    std::vector<json> frames;
+    while (auto frame = read_frame(fd)) {
+        frames.push_back(*frame);
+        if (frame->value("status", "") != "ok") break;
+    }
+    close(fd);
+    return frames;
+}
+
+// Polls the queries record until `key` reaches `value` (10 s at most); its last value.
+uint64_t await_counter(server::QueryServer& server, const std::string& key, uint64_t value) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    uint64_t now = 0;
+    while ((now = server.queries_record().at(key).get<uint64_t>()) != value && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return now;
+}
+
+// Everyone may read every type: the budget, not the policy, is under test.
+const json kEveryoneReads = json::parse(R"({"Events": {"*": [{"allow": ["everyone"]}]}})");
+
+// The queries that reach the store (the sync point before execute): the first `held` are kept
+// there until release(); later ones pass.
+struct HeldQueries {
+    std::mutex mutex;
+    std::condition_variable changed;
+    int arrived = 0;
+    bool released = false;
+
+    explicit HeldQueries(int held) {
+        base::sync::set_callback("Session::run_events:before_execute", [this, held] {
+            std::unique_lock lock(mutex);
+            const bool hold = ++arrived <= held;
+            changed.notify_all();
+            if (hold) changed.wait(lock, [this] { return released; });
+        });
+    }
+    ~HeldQueries() {
+        release();
+        base::sync::clear_all();
+    }
+    bool await_arrived(int n) {
+        std::unique_lock lock(mutex);
+        return changed.wait_for(lock, std::chrono::seconds(10), [&] { return arrived >= n; });
+    }
+    int arrivals() {
+        std::lock_guard lock(mutex);
+        return arrived;
+    }
+    void release() {
+        std::lock_guard lock(mutex);
+        released = true;
+        changed.notify_all();
+    }
+};
+
+// Issue 40 item 6: 16 heavy queries of one user made root's small query 2.5× slower even at
+// nice 19 (PERFORMANCE.md §17); at most MaxRunningQueriesPerUser of them now read at once.
+TEST_CASE("one user's queries read the store MaxRunningQueriesPerUser at a time; the rest wait, root does not",
+          "[server][budget]") {
+    REQUIRE(geteuid() == 0);
+    server::ServerLimits limits;
+    limits.max_running_queries_per_user = 2;
+    Server s({}, limits, kEveryoneReads);
+    HeldQueries held(2);
+    const std::vector<int> nobody = connect_as(s.socket_path, 65534, 3);
+    for (const int fd : nobody) send_query(fd, "EVENTS app.login");
+    REQUIRE(held.await_arrived(2));
+    // The third is counted as waiting, and it cannot pass before a slot is released.
+    CHECK(await_counter(*s.server, "waited_running_per_user", 1) == 1);
+    CHECK(held.arrivals() == 2);
+    // Root is never queued behind a user's queries: its query reaches the store and ends.
+    CHECK(ask(s.socket_path, "EVENTS app.login").back() == json({{"status", "end"}}));
+    CHECK(held.arrivals() == 3);
+    held.release();
+    for (const int fd : nobody) {
+        const std::vector<json> frames = reply_of(fd);
+        REQUIRE_FALSE(frames.empty());
+        INFO(frames.back().dump());
+        CHECK(frames.back() == json({{"status", "end"}}));
+        CHECK(frames.front().value("records", json::array()).size() == 1);
+    }
+    CHECK(held.arrivals() == 4);
+    const json record = s.server->queries_record();
+    CHECK(record.at("waited_running_per_user") == 1);
+    CHECK(record.at("max_running_queries_per_user") == 2);
+    CHECK(record.at("timeouts") == 0);
+    s.server->stop();
+}
+
+TEST_CASE("a query that waits for its user's others past QueryTimeoutMs ends with the timeout, naming the limit",
+          "[server][budget]") {
+    REQUIRE(geteuid() == 0);
+    server::ServerLimits limits;
+    limits.max_running_queries_per_user = 1;
+    limits.query_timeout_ms = 1000;
+    Server s({}, limits, kEveryoneReads);
+    HeldQueries held(1);
+    const std::vector<int> nobody = connect_as(s.socket_path, 65534, 2);
+    send_query(nobody[0], "EVENTS app.login");
+    REQUIRE(held.await_arrived(1));
+    send_query(nobody[1], "EVENTS app.login");
+    const std::vector<json> waited = reply_of(nobody[1]);
+    REQUIRE(waited.size() == 1);
+    CHECK(waited[0] == json({{"status", "error"},
+                             {"error",
+                              "query timed out after 1000 ms (QueryTimeoutMs): waited for 1 other queries "
+                              "of this user to finish (MaxRunningQueriesPerUser)"}}));
+    CHECK(held.arrivals() == 1);
+    held.release();
+    CHECK(reply_of(nobody[0]).back().value("status", "") != "");
+    const json record = s.server->queries_record();
+    CHECK(record.at("timeouts") >= 1);
+    CHECK(record.at("waited_running_per_user") == 1);
+    s.server->stop();
+}
+
+TEST_CASE("an aggregate query past MaxQueryGroupBytes ends with an error naming it, counted; a smaller one runs",
+          "[server][budget]") {
+    REQUIRE(geteuid() == 0);
+    server::ServerLimits limits;
+    limits.max_query_group_bytes = 1000;  // three groups of `i` (320 bytes each), not four
+    Server s({}, limits);
+    for (uint64_t i = 2; i <= 4; ++i) commit_row(s.dir.path(), i);  // with the fixture's row: i = 1 … 4
+    const std::vector<json> over = ask(s.socket_path, "EVENTS GROUP i COUNT");
+    REQUIRE(over.size() == 1);
+    CHECK(over[0].value("status", "") == "error");
+    CHECK_THAT(over[0].value("error", ""), Catch::StartsWith("query holds more than MaxQueryGroupBytes (1000 bytes) "
+                                                             "of groups after 3 groups"));
+    const std::vector<json> within = ask(s.socket_path, "EVENTS WHERE i < 4 GROUP i COUNT");
+    CHECK(within.back() == json({{"status", "end"}}));
+    const json record = s.server->queries_record();
+    CHECK(record.at("over_group_budget") == 1);
+    CHECK(record.at("errors") == 1);
+    s.server->stop();
+}
+
 #endif
