@@ -550,6 +550,54 @@ TEST_CASE("messages that are not a host's own records are refused; the rest is s
     collector.stop();
 }
 
+// Issue 40 item 2: a record nats-server must refuse (over its max_payload, 1 MiB) goes out as
+// the forwarder's synthetic.forward_rejected with the record's boot, cpu and sequence. At the
+// collector it takes the record's place: every sequence of the host's rings is there once —
+// stored, or that record saying why not — with no gap and nothing refused.
+TEST_CASE("a record too large for NATS is accounted for centrally: its forward_rejected in its place, no gap",
+          "[collector]") {
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
+    const json big = {{"Rate", 10}, {"PayloadSize", 1048576}, {"Count", 1}, {"Types", {{"app.big", 1}}}};
+    QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
+                   .generate = "rate=200,payload=32,count=200,types=app.login:1",
+                   .kmes_config = {{"Generators", json::array({big})}}});
+    Forwarder forward(host, nats, {{"HostName", "host-a"}});
+    CollectorEventd collector(nats);
+    forward.start();
+    collector.start();
+    // On the host: 200 small and 1 big record per CPU (2 CPUs), and eventd's startup record.
+    REQUIRE(await_count(host, "EVENTS COUNT", 403, seconds(30)) == 403);
+    REQUIRE(count(host, "EVENTS app.big COUNT") == 2);
+    const std::string of_host = "EVENTS WHERE host == \"host-a\"";
+    INFO("collector log:\n" << collector.log());
+    REQUIRE(await_collected(collector, of_host, 403) == 403);
+    std::map<std::pair<std::string, int64_t>, std::set<uint64_t>> sequences;  // by (boot, cpu)
+    size_t rejected = 0;
+    for (const json& r : collector.records(of_host)) {
+        INFO(r.dump());
+        CHECK(r.value("event_type", "") != "app.big");  // never sent whole
+        if (r.value("event_type", "") == "synthetic.forward_rejected") {
+            ++rejected;
+            CHECK(r.at("rejected_event_type") == "app.big");
+            CHECK(r.at("rejected_bytes").get<uint64_t>() > 1048576);
+        }
+        if (r["cpu_id"].is_null() || r["sequence"].is_null()) continue;
+        CHECK(sequences[{r["boot_id"], r["cpu_id"].get<int64_t>()}].insert(r["sequence"].get<uint64_t>()).second);
+    }
+    CHECK(rejected == 2);
+    REQUIRE(sequences.size() == 2);
+    for (const auto& [ring, seen] : sequences) {
+        INFO("cpu " << ring.second << ": " << seen.size() << " sequences, " << *seen.begin() << " … " << *seen.rbegin());
+        CHECK(*seen.rbegin() - *seen.begin() + 1 == seen.size());  // no hole
+        CHECK(seen.size() == 201);
+    }
+    CHECK(collector.count("EVENTS synthetic.gap") == 0);
+    CHECK(collector.count("EVENTS synthetic.collector_rejected") == 0);
+    forward.stop();
+    collector.stop();
+}
+
 TEST_CASE("the collector over TLS trusts only the configured CA and collects everything exactly once", "[collector]") {
     test_support::TempDir nats_dir;
     const NatsTls tls = make_test_certificates(nats_dir.str());
