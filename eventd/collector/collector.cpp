@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/sync_point.hpp"
 #include "base/display_escape.hpp"
 #include "base/fnv1a.hpp"
 #include "base/jittered_backoff.hpp"
@@ -372,6 +373,8 @@ void Collector::send_settled(__natsConnection* connection) {
         // Fire and forget: a lost acknowledgement only means one more delivery, which the
         // writer's duplicate check absorbs.
         if (connection && committed && rejected) {
+            // Tests die here: stored, not yet terminated — delivered again, stored once.
+            KMES_SYNC_POINT("Collector::send_settled:before_term");
             nats::term(connection, msg);  // its rejection record is stored
             refused_.fetch_add(1, std::memory_order_relaxed);
         } else if (connection && committed) {

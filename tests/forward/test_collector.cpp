@@ -63,6 +63,8 @@ public:
     }
     void stop() { process_.reset(); }  // SIGTERM; the fixture CHECKs exit 0
     bool running() const { return process_ != nullptr; }
+    // The raw wait status once eventd has exited by itself within `timeout`.
+    std::optional<int> wait_exit(milliseconds timeout) { return process_->wait_exit(timeout); }
     std::string log() const { return process_ ? process_->log() : ""; }
 
     RunResult run(const std::vector<std::string>& args) const {
@@ -597,6 +599,46 @@ TEST_CASE("a record too large for NATS is accounted for centrally: its forward_r
     forward.stop();
     collector.stop();
 }
+
+#ifdef KMES_SYNC_POINTS
+// Issue 40 item 2: a refused message is terminated only once its rejection record is committed.
+// A collector that dies between the two (thrown at that sync point: eventd exits) has the
+// message delivered again after AckWaitSeconds, and the next run finds the record stored — once,
+// though another run stored it — and terminates the message.
+TEST_CASE("a collector that dies between a rejection's commit and its TERM stores the rejection once",
+          "[collector]") {
+    test_support::TempDir nats_dir;
+    NatsServer nats(nats_dir.str());
+    QueryEnv host({.eventd = {{"MaxBatchLatencyMs", 20}}, .fixture = false,
+                   .generate = "rate=100,payload=32,count=100,types=app.login:1"});
+    Forwarder forward(host, nats, {{"HostName", "host-a"}});
+    forward.start();
+    REQUIRE(test_support::eventually([&] { return nats.count("EVENTD") > 0; }, seconds(30)));
+    CollectorEventd collector(nats);
+    setenv("KMES_TEST_THROW_AT", "Collector::send_settled:before_term", 1);
+    collector.start();
+    unsetenv("KMES_TEST_THROW_AT");
+    nats.publish("eventd.host-a.app.login", {{"Eventd-Host", "host-a"}}, {0xdd, 0xff, 0xff, 0xff, 0xff});
+    const std::optional<int> status = collector.wait_exit(milliseconds(30000));
+    INFO("first run's log:\n" << collector.log());
+    REQUIRE(status);
+    CHECK_THAT(collector.log(), Catch::Contains("thrown at sync point Collector::send_settled:before_term"));
+    collector.stop();
+    collector.start();
+    const std::regex refused_once(R"(refused \(not eventd records\) +1\b)");
+    CHECK(test_support::eventually([&] { return std::regex_search(collector.run({"status"}).out, refused_once); },
+                                   seconds(60), milliseconds(250)));
+    INFO("second run's log:\n" << collector.log());
+    const auto rejections = collector.records("EVENTS synthetic.collector_rejected");
+    REQUIRE(rejections.size() == 1);
+    CHECK(rejections[0]["head"] == "ddffffffff");
+    // The host's records all arrived too, each once.
+    const int64_t total = settled_count(host, 100);
+    CHECK(await_collected(collector, "EVENTS WHERE host == \"host-a\"", total) == total);
+    forward.stop();
+    collector.stop();
+}
+#endif
 
 TEST_CASE("the collector over TLS trusts only the configured CA and collects everything exactly once", "[collector]") {
     test_support::TempDir nats_dir;
