@@ -16,9 +16,10 @@ int value_of(char c) {
 
 }  // namespace
 
-std::string base64url_encode(std::span<const uint8_t> bytes) {
+namespace {
+std::string encode(std::span<const uint8_t> bytes, const char* alphabet, bool pad) {
     std::string out;
-    out.reserve((bytes.size() * 4 + 2) / 3);
+    out.reserve((bytes.size() + 2) / 3 * 4);
     uint32_t bits = 0;
     int held = 0;  // bits in `bits` not yet written
     for (const uint8_t b : bytes) {
@@ -26,11 +27,19 @@ std::string base64url_encode(std::span<const uint8_t> bytes) {
         held += 8;
         while (held >= 6) {
             held -= 6;
-            out += kAlphabet[(bits >> held) & 63];
+            out += alphabet[(bits >> held) & 63];
         }
     }
-    if (held > 0) out += kAlphabet[(bits << (6 - held)) & 63];
+    if (held > 0) out += alphabet[(bits << (6 - held)) & 63];
+    while (pad && out.size() % 4 != 0) out += '=';
     return out;
+}
+}  // namespace
+
+std::string base64url_encode(std::span<const uint8_t> bytes) { return encode(bytes, kAlphabet, false); }
+
+std::string base64_encode(std::span<const uint8_t> bytes) {
+    return encode(bytes, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", true);
 }
 
 std::optional<std::vector<uint8_t>> base64url_decode(std::string_view text) {
