@@ -373,9 +373,14 @@ base::Result<SigmaRule> SigmaRule::compile(std::string_view text) {
         const bool has_logsource = logsource && logsource.IsMap();
         const std::string product = has_logsource ? lower(scalar_text(logsource["product"])) : "";
         const std::string service = has_logsource ? lower(scalar_text(logsource["service"])) : "";
-        if (product != "linux" || service != "auditd")
-            return unsupported("logsource product '" + product + "', service '" + service +
-                               "': eventd evaluates Sigma rules on its audit events (product linux, service auditd)");
+        const std::string category = has_logsource ? lower(scalar_text(logsource["category"])) : "";
+        if (product != "linux" || service != "auditd") {
+            std::string source = "product '" + product + "'";
+            if (!service.empty()) source += ", service '" + service + "'";
+            if (!category.empty()) source += ", category '" + category + "'";
+            return unsupported("logsource " + source +
+                               ": eventd evaluates Sigma rules on its audit events (product linux, service auditd)");
+        }
 
         const YAML::Node detection = doc["detection"];
         if (!detection || !detection.IsMap()) return invalid("no detection");

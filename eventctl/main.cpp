@@ -18,6 +18,7 @@
 #include "pretty_wrap.hpp"
 #include "query_input.hpp"
 #include "record_writer.hpp"
+#include "rules_commands.hpp"
 #include "seal_commands.hpp"
 #include "session.hpp"
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     // The store-directory commands (issue 28) have their own options; everything else is a query.
     if (argc > 1 && is_word(argv[1], "seal")) return eventctl::run_seal_command(argc - 1, argv + 1);
     if (argc > 1 && is_word(argv[1], "verify")) return eventctl::run_verify_command(argc - 1, argv + 1);
+    if (argc > 1 && is_word(argv[1], "rules")) return eventctl::run_rules_command(argc - 1, argv + 1);
     base::cli::App app{eventctl::kHelpDescription, "eventctl"};
     std::string query_arg, file_arg, socket_arg, format_arg = "pretty";
     bool show_version = false;

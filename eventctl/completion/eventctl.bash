@@ -1,6 +1,6 @@
 # bash completion for eventctl (installed as share/bash-completion/completions/eventctl).
 # Completes options, the values of --format and --width, files for
-# --file/--cursor-file/--socket, the commands (status, help, version; seal and verify with their
+# --file/--cursor-file/--socket, the commands (status, help, version, rules check; seal and verify with their
 # own options, directories for --store, files for --key) and, inside the query
 # argument, the query language's keywords and the event types eventd stores (`EVENTS DISTINCT
 # event_type`, asked on the socket eventctl would use, within 2 s; nothing when it does not
@@ -19,6 +19,12 @@ _eventctl() {
     local prev=${COMP_WORDS[COMP_CWORD-1]}
     local options="--file --socket --format --cursor-file --allow-gap --utc --local --all-fields --width --version --help"
     # The store-directory commands have options of their own (eventctl seal --help, verify --help).
+    # `eventctl rules check FILE|DIR…`: the action, then rule files and directories.
+    if ((COMP_CWORD > 1)) && [[ ${COMP_WORDS[1]} == rules ]]; then
+        if ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W "check --help" -- "$cur")); else
+            COMPREPLY=($(compgen -f -- "$cur")); fi
+        return
+    fi
     if ((COMP_CWORD > 1)) && [[ ${COMP_WORDS[1]} == seal || ${COMP_WORDS[1]} == verify ]]; then
         case $prev in
             --store) COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -66,7 +72,7 @@ _eventctl() {
         if [[ -n $quote ]]; then
             words="EVENTS"
         else
-            words="EVENTS status help version seal verify"
+            words="EVENTS status help version seal verify rules"
         fi
     else
         local keywords="SINCE UNTIL WHERE SELECT SORT DESC SKIP TAKE COUNT BY TOP DISTINCT GROUP SUM AVG MIN MAX STREAM

@@ -49,6 +49,8 @@ expect "eventctl --format " $'pretty\njsonl\njson\nmsgpack'
 expect "eventctl st" "status"
 expect "eventctl se" "seal"
 expect "eventctl verify --k" "--key"
+expect "eventctl ru" "rules"
+expect "eventctl rules ch" "check"
 expect "eventctl seal --" $'--setup\n--store\n--epoch-seconds\n--years\n--help'
 expect "eventctl $S \"'EVENTS ka\"" $'\'EVENTS kacs.access_check \n\'EVENTS kacs.access_denied '
 expect "eventctl $S \"'EVENTS kacs.access_d\"" "'EVENTS kacs.access_denied "
