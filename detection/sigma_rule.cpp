@@ -175,7 +175,7 @@ public:
         return s;
     }
 
-    std::vector<std::string> fields() const { return {fields_.begin(), fields_.end()}; }
+    std::vector<std::pair<std::string, AuditField>> field_refs() const { return {fields_.begin(), fields_.end()}; }
 
 private:
     // A list of keywords (any value of the event contains one; all of them with `all`).
@@ -232,7 +232,7 @@ private:
             FieldTest t;
             t.field = map_audit_field(field, types);
             t.all = m->all;
-            fields_.insert(field);
+            fields_.emplace(field, t.field);
             std::vector<YAML::Node> values;
             if (entry.second.IsSequence())
                 for (const YAML::Node& v : entry.second) values.push_back(v);
@@ -280,7 +280,7 @@ private:
         return out;
     }
 
-    std::set<std::string> fields_;
+    std::map<std::string, AuditField> fields_;  // first use of each
 };
 
 bool compare(const FieldTest& t, const json& event) {
@@ -408,7 +408,8 @@ base::Result<SigmaRule> SigmaRule::compile(std::string_view text) {
         auto parsed = parse_condition(text, identifiers);
         if (!parsed) return parsed.error();
         rule.condition_ = std::move(*parsed);
-        rule.fields_ = compiler.fields();
+        rule.field_refs_ = compiler.field_refs();
+        for (const auto& [name, ref] : rule.field_refs_) rule.fields_.push_back(name);
     } catch (const YAML::Exception& e) {
         return invalid("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
     }

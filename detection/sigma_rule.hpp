@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,8 @@ public:
     const RuleInfo& info() const { return info_; }
     // The Sigma fields the detection reads, sorted: what an alert copies from its event.
     const std::vector<std::string>& fields() const { return fields_; }
+    // Each of fields() with where it is in an audit event (as its first use maps it).
+    const std::vector<std::pair<std::string, AuditField>>& field_refs() const { return field_refs_; }
     // Whether `event` (an audit event's decoded payload) matches the rule.
     bool matches(const nlohmann::json& event) const;
 
@@ -84,6 +87,7 @@ private:
 
     RuleInfo info_;
     std::vector<std::string> fields_;
+    std::vector<std::pair<std::string, AuditField>> field_refs_;
     std::map<std::string, Selection> selections_;
     std::shared_ptr<const Condition> condition_;
 };

@@ -70,6 +70,7 @@ base::Result<LoadedConfig> parse_eventd_config(const json& document, const Event
     if (auto s = r.required_path("EventStorePath", c.event_store_path); !s) return s.error();
     if (auto s = r.required_path("QuerySocketPath", c.query_socket_path); !s) return s.error();
     r.optional_path("KmesSocketPath", c.kmes_socket_path);
+    r.optional_path("DetectionRulesPath", c.detection_rules_path);
     // PSD-008 §12.1 ranges.
     r.number("StorageShards", c.storage_shards, 0, 256, k.storage_shards);
     if (document.contains("CollectorSource")) {
@@ -186,6 +187,7 @@ std::vector<ConfigChange> tuning_changes(const LoadedConfig& from, const LoadedC
         fixed("EventStorePath", f.event_store_path != t.event_store_path);
         fixed("QuerySocketPath", f.query_socket_path != t.query_socket_path);
         fixed("KmesSocketPath", f.kmes_socket_path != t.kmes_socket_path);
+        fixed("DetectionRulesPath", f.detection_rules_path != t.detection_rules_path);
         fixed("StorageShards", f.storage_shards != t.storage_shards);
         fixed("CollectorSource", f.collector != t.collector);
     }

@@ -56,6 +56,9 @@ struct EventdConfig {
     uint32_t max_queries_per_user = 16;  // ours: per uid, root exempt
     uint32_t max_streaming_queries_per_user = 8;  // ours: streams per uid, root exempt
     uint32_t admin_reserved_queries = 4;  // ours: connection and stream slots only administrators take
+    // ours (issue 41): Sigma rules evaluated on the audit events (docs/DETECTION.md); a missing
+    // directory holds none. Not in collector mode.
+    std::string detection_rules_path = "/etc/eventd/rules.d";
     uint32_t user_query_nice = 19;        // ours (issue 40): the CPU priority of a non-administrator's query
     uint32_t max_running_queries_per_user = 2;  // ours (issue 40): a non-administrator's queries reading at once
     uint64_t max_query_group_bytes = 67108864;  // ours (issue 40): one aggregate query's groups (64 MiB)

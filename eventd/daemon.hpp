@@ -24,6 +24,7 @@
 #include "eventd/index/field_counter.hpp"
 #include "eventd/index/policy_thread.hpp"
 #include "eventd/server/query_server.hpp"
+#include "eventd/detect/detector.hpp"
 #include "eventd/ingest/shard_writer.hpp"
 #include "eventd/ingest/source.hpp"
 #include "eventd/retention/retention_thread.hpp"
@@ -136,6 +137,10 @@ private:
     // Start sealing when the store has a sealing key now (startup, and every reload while not
     // sealed); `at_startup`: say so when it has none.
     void try_sealing(bool at_startup);
+    // Sigma rules on the audit events (issue 41), null without rules. Declared before writers_:
+    // alerts it posted settle into it until the writers are gone; its thread stops first.
+    std::unique_ptr<detect::Detector> detector_;
+    base::Status start_detection();
     std::vector<std::unique_ptr<ShardWriter>> writers_;
     // Stops handing records over before the writers finish and is destroyed after them: what
     // their last commits settle still reaches it (shutdown()).

@@ -58,6 +58,8 @@ void Daemon::shutdown(bool dump) {
     // 3. The source hands nothing more over: KMES drains every ring to its end (the final
     // drain); the collector stops fetching.
     if (source_) source_->stop();
+    // Detection posts no more alerts; those not committed yet are evaluated again next run.
+    if (detector_) detector_->stop();
     // 4. Final commits: writers commit what they hold and stop — all at once, so that their
     // retries of failed batches at shutdown (up to 0.5 s each) overlap.
     for (auto& w : writers_) w->request_finish();

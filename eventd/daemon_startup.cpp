@@ -16,6 +16,7 @@
 
 #include "base/guid_text.hpp"
 #include "daemon.hpp"
+#include "base/display_escape.hpp"
 #include "eventd/collector/collector_source.hpp"
 #include "eventd/ingest/kmes_source.hpp"
 #include "kmes/guid.hpp"
@@ -84,6 +85,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     // store through their own read-only connections).
     if (Status s = d->open_query_socket(); !s) return s.error();
     if (Status s = d->start_query_server(); !s) return s.error();
+    // Before the writers start: their commits reach it from the first (detector.hpp).
+    if (Status s = d->start_detection(); !s) return s.error();
 
     // Phase 6: threads — writers first, so the source always has somewhere to hand records.
     for (auto& w : d->writers_) w->start();
@@ -157,6 +160,7 @@ Status Daemon::open_shards(uint32_t count) {
                         // thread starts and outlives them all.
                         [raw](uint32_t shard) {
                             if (raw->server_) raw->server_->on_commit(shard);
+                            if (raw->detector_) raw->detector_->on_commit(shard);
                         },
                         [raw](const std::string& why) { raw->fail(why); }},
             &desired_set_));
@@ -242,6 +246,32 @@ Status Daemon::start_query_server() {
     if (!server) return server.error();
     query_fd_ = -1;  // the server owns and closes it
     server_ = std::move(*server);
+    return {};
+}
+
+Status Daemon::start_detection() {
+    // Issue 41 (docs/DETECTION.md): the rules of DetectionRulesPath, evaluated on this host's
+    // audit events. A collector's store holds other hosts' events, whose own eventd evaluates
+    // them (and forwards its alerts): none here.
+    if (config_.collector) return {};
+    detect::RuleSet rules = detect::load_rules(config_.detection_rules_path);
+    for (const detect::RefusedRule& r : rules.refused)
+        spdlog::error("detection rule {} refused (the others load): {}",
+                      base::display_escaped(config_.detection_rules_path + "/" + r.file),
+                      base::display_escaped(r.reason));
+    if (rules.rules.empty()) {
+        spdlog::info("detection: no rules in {}", base::display_escaped(config_.detection_rules_path));
+        return {};
+    }
+    detect::Detector::Options options;
+    options.store_dir = config_.event_store_path;
+    options.shard_count = static_cast<uint32_t>(writers_.size());
+    options.rules = std::move(rules);
+    Daemon* raw = this;
+    options.post = [raw](uint32_t shard, HandoffItem item) { raw->writers_.at(shard)->post(std::move(item)); };
+    auto detector = detect::Detector::start(std::move(options));
+    if (!detector) return detector.error();
+    detector_ = std::move(*detector);
     return {};
 }
 

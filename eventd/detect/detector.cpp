@@ -1,0 +1,259 @@
+// The detection thread; see detector.hpp.
+#include "eventd/detect/detector.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+
+#include "base/durable_file.hpp"
+#include "base/thread_boundary.hpp"
+#include "eventd/access/policy.hpp"
+#include "eventd/detect/alert.hpp"
+#include "eventd/query/executor.hpp"
+#include "eventd/query/live_feed.hpp"
+#include "eventd/query_language/parser.hpp"
+#include "store/store_position.hpp"
+
+namespace eventd::detect {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kPositionFile = "detection.position";
+constexpr const char* kAuditEvents = "EVENTS audit.*";
+// The position is written at most this often while events flow (and at stop): a crash
+// evaluates at most this much again, and the duplicate check absorbs it.
+constexpr auto kPersistEvery = std::chrono::seconds(2);
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+access::CallerAccess root_access() {
+    return access::CallerAccess(access::Caller{}, access::Policy::parse(nullptr).value());
+}
+
+}  // namespace
+
+// The detector thread's own state: the feed and what was persisted last.
+class EvaluationState {
+public:
+    EvaluationState(const query::Query& q, const std::filesystem::path& store_dir, store::StorePosition start)
+        : feed(q, store_dir, start), persisted(std::move(start)) {}
+    query::LiveFeed feed;
+    access::CallerAccess access = root_access();
+    store::StorePosition persisted;
+    Clock::time_point persisted_at = Clock::now();
+    // Alerts of rows the feed has passed were not all committed (stopped while waiting): the
+    // position must not be written past them; the next run reads from the last one written.
+    bool behind_alerts = false;
+};
+
+Detector::Detector(Options options)
+    : options_(std::move(options)), position_file_(options_.store_dir / kPositionFile) {}
+
+base::Result<std::unique_ptr<Detector>> Detector::start(Options options) {
+    std::unique_ptr<Detector> d(new Detector(std::move(options)));
+    Detector* raw = d.get();
+    d->thread_ = std::thread([raw] {
+        base::run_guarded(
+            "detection", [raw] { raw->run(); },
+            [raw](const std::string& why) {
+                std::lock_guard lock(raw->mutex_);
+                raw->last_error_ = why;
+            });
+    });
+    return d;
+}
+
+Detector::~Detector() { stop(); }
+
+void Detector::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void Detector::on_commit(uint32_t shard) {
+    {
+        std::lock_guard lock(mutex_);
+        dirty_.insert(shard);
+    }
+    wake_.notify_all();
+}
+
+base::Result<bool> Detector::stored_already(store::ShardDb& db, const HandoffItem& item) const {
+    // Any boot id: an alert carries its trigger's, and the trigger is evaluated again after a
+    // restart on a new KMES boot too.
+    return db.contains_same(item.row, true);
+}
+
+void Detector::settled(const std::vector<uint64_t>& receipt_ids, bool committed) {
+    {
+        std::lock_guard lock(mutex_);
+        for (uint64_t id : receipt_ids) outcomes_.emplace_back(id, committed);
+    }
+    wake_.notify_all();
+}
+
+void Detector::run() {
+    auto q = query::parse(kAuditEvents, now_ns());
+    if (!q) throw std::runtime_error("detection: the feed's query does not parse: " + q.error().message);
+    // Where to start: the persisted position, or (first start) the store's end now.
+    store::StorePosition start;
+    auto opened = base::open_own_file_to_read(position_file_);
+    if (!opened) throw std::runtime_error("detection: " + opened.error().message);
+    if (*opened) {
+        std::string text;
+        char buffer[4096];
+        for (ssize_t n; (n = ::read(**opened, buffer, sizeof buffer)) > 0;) text.append(buffer, size_t(n));
+        ::close(**opened);
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+        auto decoded = store::decode_cursor(text);
+        if (!decoded)
+            throw std::runtime_error("detection: " + position_file_.string() + ": " + decoded.error().message);
+        start = std::move(*decoded);
+        spdlog::info("detection: {} rule(s) loaded, evaluating audit events after the last run's position",
+                     options_.rules.rules.size());
+    } else {
+        auto now_query = query::parse(std::string(kAuditEvents) + " TAKE 0 STREAM", now_ns());
+        if (!now_query) throw std::runtime_error("detection: " + now_query.error().message);
+        access::CallerAccess access = root_access();
+        std::atomic<bool> cancelled{false};
+        query::ExecutionContext ctx;
+        ctx.store_dir = options_.store_dir;
+        ctx.access = &access;
+        ctx.deadline = Clock::now() + std::chrono::minutes(1);
+        ctx.timeout_ms = 60000;
+        ctx.cancelled = &cancelled;
+        auto end = query::execute(*now_query, ctx, [](std::span<const uint8_t>) { return base::Status{}; });
+        if (!end) throw std::runtime_error("detection: cannot find the store's end: " + end.error().message);
+        start = end->position;
+        spdlog::info("detection: {} rule(s) loaded, evaluating audit events from now on (first start)",
+                     options_.rules.rules.size());
+    }
+    EvaluationState state(*q, options_.store_dir, start);
+    persist_position(state, true);
+    // Every shard once at start: what was committed since the position was written.
+    for (uint32_t s = 0; s < options_.shard_count; ++s) on_commit(s);
+
+    for (;;) {
+        std::set<uint32_t> dirty;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || !dirty_.empty(); });
+            if (stopping_) break;
+            dirty.swap(dirty_);
+        }
+        for (uint32_t shard : dirty)
+            if (!evaluate_shard(shard, state)) {
+                std::lock_guard lock(mutex_);
+                if (stopping_) break;
+                dirty_.insert(shard);  // again at the next turn (the error is in the status record)
+            }
+        persist_position(state, false);
+    }
+    persist_position(state, true);
+}
+
+bool Detector::evaluate_shard(uint32_t shard, EvaluationState& state) {
+    // The feed's position moves as it reads; the position persisted stays behind every alert
+    // not yet committed (post_and_wait returns only when they are).
+    std::vector<store::EventRow> alerts;
+    const base::Status read = state.feed.read_new(
+        shard, state.access, [&](std::span<const uint8_t> bytes, const query::StoredAt&) -> base::Status {
+            const json record = json::from_msgpack(bytes.begin(), bytes.end(), true, false);
+            if (record.is_discarded()) return {};  // not ours to judge: the stored row is as it is
+            evaluated_.fetch_add(1, std::memory_order_relaxed);
+            for (const LoadedRule& rule : options_.rules.rules) {
+                if (!rule.rule.matches(record)) continue;
+                auto alert = make_alert(rule, record);
+                if (alert) alerts.push_back(std::move(*alert));
+            }
+            return {};
+        });
+    if (!read) {
+        std::lock_guard lock(mutex_);
+        last_error_ = "shard " + std::to_string(shard) + ": " + read.error().message;
+        spdlog::warn("detection: reading shard {}: {}", shard, read.error().message);
+    }
+    const bool posted = alerts.empty() || post_and_wait(shard, std::move(alerts));
+    if (!posted) state.behind_alerts = true;
+    return read.ok() && posted;
+}
+
+bool Detector::post_and_wait(uint32_t shard, std::vector<store::EventRow> alerts) {
+    // Post every alert with a receipt; those whose batch rolled back are posted again (the
+    // same rows: the duplicate check keeps what a partial commit stored).
+    std::map<uint64_t, store::EventRow> waiting;
+    for (auto& row : alerts) waiting.emplace(next_receipt_.fetch_add(1), std::move(row));
+    std::vector<uint64_t> to_post;
+    for (const auto& [id, row] : waiting) to_post.push_back(id);
+    while (!waiting.empty()) {
+        for (uint64_t id : to_post) {
+            HandoffItem item;
+            item.row = waiting.at(id);
+            item.receipt = {this, id};
+            options_.post(shard, std::move(item));
+        }
+        to_post.clear();
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [this] { return stopping_ || !outcomes_.empty(); });
+        if (stopping_) return false;
+        for (const auto& [id, committed] : outcomes_) {
+            auto it = waiting.find(id);
+            if (it == waiting.end()) continue;
+            if (committed) {
+                waiting.erase(it);
+                alerts_.fetch_add(1, std::memory_order_relaxed);
+            } else {
+                to_post.push_back(id);
+            }
+        }
+        outcomes_.clear();
+        if (!to_post.empty()) {
+            lock.unlock();
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a failed commit: not in a hot loop
+        }
+    }
+    return true;
+}
+
+void Detector::persist_position(EvaluationState& state, bool force) {
+    if (state.behind_alerts) return;
+    const store::StorePosition& now = state.feed.position();
+    if (now == state.persisted && !force) return;
+    if (!force && Clock::now() - state.persisted_at < kPersistEvery) return;
+    if (auto st = base::write_file_atomically(position_file_, store::encode_cursor(now)); !st) {
+        std::lock_guard lock(mutex_);
+        last_error_ = "cannot write " + position_file_.string() + ": " + st.error().message;
+        spdlog::error("detection: {}", last_error_);
+        return;
+    }
+    state.persisted = now;
+    state.persisted_at = Clock::now();
+}
+
+json Detector::status_record() const {
+    json refused = json::array();
+    for (const RefusedRule& r : options_.rules.refused) refused.push_back({{"file", r.file}, {"reason", r.reason}});
+    std::lock_guard lock(mutex_);
+    return {{"kind", "detection"},
+            {"rules_loaded", options_.rules.rules.size()},
+            {"rules_refused", options_.rules.refused.size()},
+            {"refused", std::move(refused)},
+            {"evaluated", evaluated_.load()},
+            {"alerts", alerts_.load()},
+            {"last_error", last_error_}};
+}
+
+}  // namespace eventd::detect
