@@ -44,6 +44,8 @@ void apply_writer_settings(const EventdConfig& config, WriterSettings& settings)
 index::PolicySettings index_policy_settings(const EventdConfig& config);
 // The retention keys of the configuration.
 RetentionLimits retention_limits(const EventdConfig& config);
+// The rules of DetectionRulesPath, each refused one logged with its reason (daemon_startup.cpp).
+detect::RuleSet load_detection_rules(const std::string& dir);
 
 class Daemon {
 public:

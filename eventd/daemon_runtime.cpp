@@ -126,6 +126,8 @@ void Daemon::reload(const std::string& config_path) {
     }
     // A new limit applies now rather than at the next interval.
     if (retention_) retention_->set_limits(retention_limits(next), retention_changed);
+    // The rule files are read again (their directory is restart-only): from the next event on.
+    if (detector_) detector_->set_rules(load_detection_rules(config_.detection_rules_path));
 }
 
 }  // namespace eventd

@@ -249,24 +249,25 @@ Status Daemon::start_query_server() {
     return {};
 }
 
+detect::RuleSet load_detection_rules(const std::string& dir) {
+    detect::RuleSet rules = detect::load_rules(dir);
+    for (const detect::RefusedRule& r : rules.refused)
+        spdlog::error("detection rule {} refused (the others load): {}", base::display_escaped(dir + "/" + r.file),
+                      base::display_escaped(r.reason));
+    spdlog::info("detection: {} rule(s) in {}, {} refused", rules.rules.size(), base::display_escaped(dir),
+                 rules.refused.size());
+    return rules;
+}
+
 Status Daemon::start_detection() {
     // Issue 41 (docs/DETECTION.md): the rules of DetectionRulesPath, evaluated on this host's
-    // audit events. A collector's store holds other hosts' events, whose own eventd evaluates
-    // them (and forwards its alerts): none here.
+    // audit events — also with none yet, so that a reload can bring some. A collector's store
+    // holds other hosts' events, whose own eventd evaluates them (and forwards its alerts).
     if (config_.collector) return {};
-    detect::RuleSet rules = detect::load_rules(config_.detection_rules_path);
-    for (const detect::RefusedRule& r : rules.refused)
-        spdlog::error("detection rule {} refused (the others load): {}",
-                      base::display_escaped(config_.detection_rules_path + "/" + r.file),
-                      base::display_escaped(r.reason));
-    if (rules.rules.empty()) {
-        spdlog::info("detection: no rules in {}", base::display_escaped(config_.detection_rules_path));
-        return {};
-    }
     detect::Detector::Options options;
     options.store_dir = config_.event_store_path;
     options.shard_count = static_cast<uint32_t>(writers_.size());
-    options.rules = std::move(rules);
+    options.rules = load_detection_rules(config_.detection_rules_path);
     Daemon* raw = this;
     options.post = [raw](uint32_t shard, HandoffItem item) { raw->writers_.at(shard)->post(std::move(item)); };
     auto detector = detect::Detector::start(std::move(options));

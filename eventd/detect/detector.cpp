@@ -56,7 +56,15 @@ public:
 };
 
 Detector::Detector(Options options)
-    : options_(std::move(options)), position_file_(options_.store_dir / kPositionFile) {}
+    : options_(std::move(options)),
+      position_file_(options_.store_dir / kPositionFile),
+      rules_(std::make_shared<const RuleSet>(std::move(options_.rules))) {}
+
+void Detector::set_rules(RuleSet rules) {
+    auto next = std::make_shared<const RuleSet>(std::move(rules));
+    std::lock_guard lock(mutex_);
+    rules_ = std::move(next);
+}
 
 base::Result<std::unique_ptr<Detector>> Detector::start(Options options) {
     std::unique_ptr<Detector> d(new Detector(std::move(options)));
@@ -123,7 +131,7 @@ void Detector::run() {
             throw std::runtime_error("detection: " + position_file_.string() + ": " + decoded.error().message);
         start = std::move(*decoded);
         spdlog::info("detection: {} rule(s) loaded, evaluating audit events after the last run's position",
-                     options_.rules.rules.size());
+                     rules_->rules.size());
     } else {
         auto now_query = query::parse(std::string(kAuditEvents) + " TAKE 0 STREAM", now_ns());
         if (!now_query) throw std::runtime_error("detection: " + now_query.error().message);
@@ -139,48 +147,74 @@ void Detector::run() {
         if (!end) throw std::runtime_error("detection: cannot find the store's end: " + end.error().message);
         start = end->position;
         spdlog::info("detection: {} rule(s) loaded, evaluating audit events from now on (first start)",
-                     options_.rules.rules.size());
+                     rules_->rules.size());
     }
     EvaluationState state(*q, options_.store_dir, start);
     persist_position(state, true);
     // Every shard once at start: what was committed since the position was written.
     for (uint32_t s = 0; s < options_.shard_count; ++s) on_commit(s);
 
+    bool retry = false;  // a shard failed: again after a pause, not in a hot loop
     for (;;) {
         std::set<uint32_t> dirty;
+        std::shared_ptr<const RuleSet> rules;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || !dirty_.empty(); });
+            // Idle: asleep until a commit (no periodic wake-up). The pending position is
+            // written by the turn after kPersistEvery, or at stop.
+            const auto pending = [this] { return stopping_ || !dirty_.empty(); };
+            if (retry)
+                wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+            else if (state.feed.position() != state.persisted)
+                wake_.wait_for(lock, kPersistEvery, pending);
+            else
+                wake_.wait(lock, pending);
             if (stopping_) break;
             dirty.swap(dirty_);
+            rules = rules_;
         }
+        retry = false;
         for (uint32_t shard : dirty)
-            if (!evaluate_shard(shard, state)) {
+            if (!evaluate_shard(shard, *rules, state)) {
                 std::lock_guard lock(mutex_);
                 if (stopping_) break;
-                dirty_.insert(shard);  // again at the next turn (the error is in the status record)
+                dirty_.insert(shard);  // again (the error is in the status record)
+                retry = true;
             }
         persist_position(state, false);
     }
     persist_position(state, true);
 }
 
-bool Detector::evaluate_shard(uint32_t shard, EvaluationState& state) {
+bool Detector::evaluate_shard(uint32_t shard, const RuleSet& rules, EvaluationState& state) {
     // The feed's position moves as it reads; the position persisted stays behind every alert
     // not yet committed (post_and_wait returns only when they are).
     std::vector<store::EventRow> alerts;
+    std::map<std::string, uint64_t> matched;
+    int64_t newest = 0;
     const base::Status read = state.feed.read_new(
         shard, state.access, [&](std::span<const uint8_t> bytes, const query::StoredAt&) -> base::Status {
             const json record = json::from_msgpack(bytes.begin(), bytes.end(), true, false);
             if (record.is_discarded()) return {};  // not ours to judge: the stored row is as it is
             evaluated_.fetch_add(1, std::memory_order_relaxed);
-            for (const LoadedRule& rule : options_.rules.rules) {
+            newest = std::max<int64_t>(newest, record.value("timestamp", int64_t{0}));
+            for (const LoadedRule& rule : rules.rules) {
                 if (!rule.rule.matches(record)) continue;
                 auto alert = make_alert(rule, record);
-                if (alert) alerts.push_back(std::move(*alert));
+                if (!alert) continue;
+                alerts.push_back(std::move(*alert));
+                ++matched[rule.rule.info().id];
             }
             return {};
         });
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [id, n] : matched) {
+            matches_[id] += n;
+            matches_total_ += n;
+        }
+        last_evaluated_ns_ = std::max(last_evaluated_ns_, newest);
+    }
     if (!read) {
         std::lock_guard lock(mutex_);
         last_error_ = "shard " + std::to_string(shard) + ": " + read.error().message;
@@ -214,7 +248,6 @@ bool Detector::post_and_wait(uint32_t shard, std::vector<store::EventRow> alerts
             if (it == waiting.end()) continue;
             if (committed) {
                 waiting.erase(it);
-                alerts_.fetch_add(1, std::memory_order_relaxed);
             } else {
                 to_post.push_back(id);
             }
@@ -244,16 +277,27 @@ void Detector::persist_position(EvaluationState& state, bool force) {
 }
 
 json Detector::status_record() const {
-    json refused = json::array();
-    for (const RefusedRule& r : options_.rules.refused) refused.push_back({{"file", r.file}, {"reason", r.reason}});
     std::lock_guard lock(mutex_);
+    json loaded = json::array();
+    for (const LoadedRule& r : rules_->rules) {
+        const auto it = matches_.find(r.rule.info().id);
+        loaded.push_back({{"id", r.rule.info().id},
+                          {"title", r.rule.info().title},
+                          {"level", r.rule.info().level},
+                          {"file", r.file},
+                          {"matches", it == matches_.end() ? 0 : it->second}});
+    }
+    json refused = json::array();
+    for (const RefusedRule& r : rules_->refused) refused.push_back({{"file", r.file}, {"reason", r.reason}});
     return {{"kind", "detection"},
-            {"rules_loaded", options_.rules.rules.size()},
-            {"rules_refused", options_.rules.refused.size()},
-            {"refused", std::move(refused)},
+            {"rules_loaded", rules_->rules.size()},
+            {"rules_refused", rules_->refused.size()},
             {"evaluated", evaluated_.load()},
-            {"alerts", alerts_.load()},
-            {"last_error", last_error_}};
+            {"matches", matches_total_},
+            {"last_evaluated_ns", last_evaluated_ns_},
+            {"last_error", last_error_},
+            {"rules", std::move(loaded)},
+            {"refused", std::move(refused)}};
 }
 
 }  // namespace eventd::detect

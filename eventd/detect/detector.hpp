@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -43,7 +44,7 @@ public:
     struct Options {
         std::filesystem::path store_dir;
         uint32_t shard_count = 0;
-        RuleSet rules;
+        RuleSet rules;  // may be empty: set_rules() brings others
         // Hands an alert to shard `shard`'s writer, whatever its channel holds (ShardWriter::post).
         std::function<void(uint32_t shard, HandoffItem item)> post;
     };
@@ -53,14 +54,18 @@ public:
 
     // A shard committed: its new rows are read soon. Any thread; never blocks for long.
     void on_commit(uint32_t shard);
+    // The rules from the next event on (a reload: SIGHUP). Match counts stay with rule ids.
+    void set_rules(RuleSet rules);
     // Ends the thread: pending alerts are left to the next run (the position stays before them).
     void stop();
 
     base::Result<bool> stored_already(store::ShardDb& db, const HandoffItem& item) const override;
     void settled(const std::vector<uint64_t>& receipt_ids, bool committed) override;
 
-    // {kind:"detection"} for STATUS: rules loaded and refused (with reasons), events evaluated,
-    // alerts stored, the last error.
+    // {kind:"detection"} for STATUS: rules loaded (each with its matches) and refused (with
+    // reasons), events evaluated, the newest one's time, the last error. Evaluations and matches
+    // count since eventd started, an event evaluated again after a crash twice — its alert is
+    // stored once (`EVENTS alert.* COUNT` counts those).
     nlohmann::json status_record() const;
 
 private:
@@ -68,22 +73,25 @@ private:
     void run();
     // Reads and evaluates shard `shard`'s new events; the alerts, posted, committed before it returns
     // (false: stopping, or the feed failed).
-    bool evaluate_shard(uint32_t shard, class EvaluationState& state);
+    bool evaluate_shard(uint32_t shard, const RuleSet& rules, class EvaluationState& state);
     bool post_and_wait(uint32_t shard, std::vector<store::EventRow> alerts);
     void persist_position(class EvaluationState& state, bool force);
 
     Options options_;
     std::filesystem::path position_file_;
 
-    mutable std::mutex mutex_;  // leaf: dirty_, stopping_, outcomes_, last_error_
+    mutable std::mutex mutex_;  // leaf: dirty_, stopping_, outcomes_, last_error_, rules_, matches_
     std::condition_variable wake_;
     std::set<uint32_t> dirty_;  // shards committed since they were last read
     bool stopping_ = false;
     std::vector<std::pair<uint64_t, bool>> outcomes_;  // settled receipts: id, committed
     std::string last_error_;
+    std::shared_ptr<const RuleSet> rules_;     // the thread takes a copy of the pointer per turn
+    std::map<std::string, uint64_t> matches_;  // by rule id, since eventd started
+    uint64_t matches_total_ = 0;
+    int64_t last_evaluated_ns_ = 0;  // the newest evaluated event's timestamp
 
     std::atomic<uint64_t> evaluated_{0};
-    std::atomic<uint64_t> alerts_{0};
     std::atomic<uint64_t> next_receipt_{1};
     std::thread thread_;
 };

@@ -3,6 +3,7 @@
 // a rule directory. Exactly one alert per matching exec, none for the look-alikes, and still
 // exactly one each across a SIGKILL of eventd with execs while it is down. Changes the kernel's
 // audit state (restored by KernelAuditState): runs in the query-audit test, alone.
+#include <signal.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -108,6 +109,38 @@ TEST_CASE("detection: one alert per matching exec, none for look-alikes, exactly
     CHECK(all.size() == 5);
     CHECK(triggers.size() == 5);
     CHECK(after.size() == 5);
+    // A reload (SIGHUP) reads the rule files again: a second rule applies from then on.
+    const std::string second_id = "5f0c2d1e-9a7b-4c3d-8e6f-" + std::to_string(200000000000 + getpid());
+    std::ofstream(rules_dir + "/true_second.yml")
+        << "title: A second marked run\nid: " << second_id
+        << "\nlevel: low\nlogsource: {product: linux, service: auditd}\n"
+        << "detection:\n    selection:\n        a1|startswith: '" << key << "-second-'\n    condition: selection\n";
+    env.eventd().signal(SIGHUP);
+    REQUIRE(env.eventd().wait_log("detection: 2 rule(s) in", std::chrono::seconds(10)));
+    run_true(key + "-second-1");
+    REQUIRE(test_support::eventually([&] { return alerts_of(env, second_id).size() == 1; }, std::chrono::seconds(20)));
+    CHECK(alerts_of(env, second_id).at(0)["event_type"] == "alert.low");
+    // STATUS: the rules with their matches since this eventd started — the first rule's two
+    // after the kill, and those of the first three its restart evaluated again (their alerts
+    // stored once, above); the second rule's one — and the refused file with its reason.
+    const RunResult status = env.query("STATUS");
+    REQUIRE(status.exit_code == 0);
+    json detection;
+    for (const json& r : parse_jsonl(status.out))
+        if (r.value("kind", "") == "detection") detection = r;
+    INFO(detection.dump());
+    CHECK(detection["rules_loaded"] == 2);
+    CHECK(detection["rules_refused"] == 1);
+    CHECK(detection["refused"][0]["file"] == "broken.yml");
+    for (const json& r : detection["rules"]) {
+        const int64_t matches = r["matches"].get<int64_t>();
+        if (r["id"] == rule_id)
+            CHECK((matches >= 2 && matches <= 5));
+        else
+            CHECK(matches == 1);
+    }
+    CHECK(detection["evaluated"].get<int64_t>() >= 3);
+
     // Alerts are eventd's own records: a user the policy gives no alert.* reads none.
     const RunResult as_nobody = env.query("EVENTS alert.* COUNT", lookup_user("nobody"));
     CHECK((as_nobody.exit_code != 0 || parse_jsonl(as_nobody.out).at(0)["count"] == 0));
