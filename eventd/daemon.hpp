@@ -139,10 +139,16 @@ private:
     // Start sealing when the store has a sealing key now (startup, and every reload while not
     // sealed); `at_startup`: say so when it has none.
     void try_sealing(bool at_startup);
-    // Sigma rules on the audit events (issue 41), null without rules. Declared before writers_:
-    // alerts it posted settle into it until the writers are gone; its thread stops first.
+    // Sigma rules on the audit events (issue 41): started once there are rules (at start or at
+    // a reload), never destroyed before the writers — declared before writers_: alerts it
+    // posted settle into it until they are gone; its thread stops first. Owned by detector_,
+    // written under config_mutex_ (startup, reload); the writers' commit hook reads
+    // detector_in_use_ (release on publishing a started detector / acquire in the hook).
     std::unique_ptr<detect::Detector> detector_;
-    base::Status start_detection();
+    std::atomic<detect::Detector*> detector_in_use_{nullptr};
+    // Reads DetectionRulesPath and gives the rules to the detector, starting it when there
+    // are rules and none runs yet. Not in collector mode.
+    base::Status apply_detection_rules();
     std::vector<std::unique_ptr<ShardWriter>> writers_;
     // Stops handing records over before the writers finish and is destroyed after them: what
     // their last commits settle still reaches it (shutdown()).

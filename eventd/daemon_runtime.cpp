@@ -126,8 +126,9 @@ void Daemon::reload(const std::string& config_path) {
     }
     // A new limit applies now rather than at the next interval.
     if (retention_) retention_->set_limits(retention_limits(next), retention_changed);
-    // The rule files are read again (their directory is restart-only): from the next event on.
-    if (detector_) detector_->set_rules(load_detection_rules(config_.detection_rules_path));
+    // The rule files are read again (their directory is restart-only): from the next event on;
+    // the first rules start the detector.
+    if (base::Status s = apply_detection_rules(); !s) spdlog::error("detection not started: {}", s.error().message);
 }
 
 }  // namespace eventd

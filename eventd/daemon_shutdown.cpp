@@ -59,7 +59,7 @@ void Daemon::shutdown(bool dump) {
     // drain); the collector stops fetching.
     if (source_) source_->stop();
     // Detection posts no more alerts; those not committed yet are evaluated again next run.
-    if (detector_) detector_->stop();
+    if (auto* d = detector_in_use_.load(std::memory_order_acquire)) d->stop();
     // 4. Final commits: writers commit what they hold and stop — all at once, so that their
     // retries of failed batches at shutdown (up to 0.5 s each) overlap.
     for (auto& w : writers_) w->request_finish();

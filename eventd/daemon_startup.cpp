@@ -86,7 +86,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const LoadedConfig& loaded) {
     if (Status s = d->open_query_socket(); !s) return s.error();
     if (Status s = d->start_query_server(); !s) return s.error();
     // Before the writers start: their commits reach it from the first (detector.hpp).
-    if (Status s = d->start_detection(); !s) return s.error();
+    if (Status s = d->apply_detection_rules(); !s) return s.error();
 
     // Phase 6: threads — writers first, so the source always has somewhere to hand records.
     for (auto& w : d->writers_) w->start();
@@ -160,7 +160,7 @@ Status Daemon::open_shards(uint32_t count) {
                         // thread starts and outlives them all.
                         [raw](uint32_t shard) {
                             if (raw->server_) raw->server_->on_commit(shard);
-                            if (raw->detector_) raw->detector_->on_commit(shard);
+                            if (auto* d = raw->detector_in_use_.load(std::memory_order_acquire)) d->on_commit(shard);
                         },
                         [raw](const std::string& why) { raw->fail(why); }},
             &desired_set_));
@@ -259,20 +259,28 @@ detect::RuleSet load_detection_rules(const std::string& dir) {
     return rules;
 }
 
-Status Daemon::start_detection() {
+Status Daemon::apply_detection_rules() {
     // Issue 41 (docs/DETECTION.md): the rules of DetectionRulesPath, evaluated on this host's
-    // audit events — also with none yet, so that a reload can bring some. A collector's store
-    // holds other hosts' events, whose own eventd evaluates them (and forwards its alerts).
+    // audit events. A collector's store holds other hosts' events, whose own eventd evaluates
+    // them (and forwards its alerts). Without rules no detector runs: it would hold a reader of
+    // every shard for nothing.
     if (config_.collector) return {};
+    detect::RuleSet rules = load_detection_rules(config_.detection_rules_path);
+    if (detector_) {
+        detector_->set_rules(std::move(rules));
+        return {};
+    }
+    if (rules.rules.empty()) return {};
     detect::Detector::Options options;
     options.store_dir = config_.event_store_path;
     options.shard_count = static_cast<uint32_t>(writers_.size());
-    options.rules = load_detection_rules(config_.detection_rules_path);
+    options.rules = std::move(rules);
     Daemon* raw = this;
     options.post = [raw](uint32_t shard, HandoffItem item) { raw->writers_.at(shard)->post(std::move(item)); };
     auto detector = detect::Detector::start(std::move(options));
     if (!detector) return detector.error();
     detector_ = std::move(*detector);
+    detector_in_use_.store(detector_.get(), std::memory_order_release);  // pairs with the hook's acquire
     return {};
 }
 

@@ -177,7 +177,7 @@ std::vector<json> Daemon::status_records() const {
                                 .window_s = round1(window)}));
     if (index_policy_)
         for (json& r : index_policy_->status_records()) out.push_back(std::move(r));
-    if (detector_) out.push_back(detector_->status_record());
+    if (auto* d = detector_in_use_.load(std::memory_order_acquire)) out.push_back(d->status_record());
     return out;
 }
 

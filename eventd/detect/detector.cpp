@@ -266,7 +266,8 @@ void Detector::persist_position(EvaluationState& state, bool force) {
     const store::StorePosition& now = state.feed.position();
     if (now == state.persisted && !force) return;
     if (!force && Clock::now() - state.persisted_at < kPersistEvery) return;
-    if (auto st = base::write_file_atomically(position_file_, store::encode_cursor(now)); !st) {
+    // 0600: the store is private (store/store_privacy.hpp).
+    if (auto st = base::write_file_atomically(position_file_, store::encode_cursor(now), 0600); !st) {
         std::lock_guard lock(mutex_);
         last_error_ = "cannot write " + position_file_.string() + ": " + st.error().message;
         spdlog::error("detection: {}", last_error_);
