@@ -113,6 +113,6 @@ int main(int argc, char** argv) {
                bench::fmt("%.1f", rules.empty() ? 0.0 : rules_ns / double(rules.size())),
                bench::fmt("%.2f", bench::ratio_median(evaluate.ns, decode.ns))});
     table.print("Sigma rules on exec events (kmes-bench-sigma-match)");
-    std::printf("matches: %zu (sanity: the download command lines match some rules)\n", matches);
+    std::printf("matches: %zu (rules matching these command lines; 0 is possible)\n", matches);
     return 0;
 }
