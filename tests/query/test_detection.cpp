@@ -147,3 +147,49 @@ TEST_CASE("detection: one alert per matching exec, none for look-alikes, exactly
 }
 
 }  // namespace eventd::query_it
+
+namespace eventd::query_it {
+
+TEST_CASE("detection: no detector without rules; the first rules, brought by a reload, start it", "[audit-access]") {
+    kmes::it::KernelAuditState before;
+    const std::string key = "kmes-detect-reload-" + std::to_string(getpid());
+    test_support::TempDir files;
+    std::ofstream(files / "audit.rules") << "-a always,exit -F arch=b64 -S execve -F exe=/usr/bin/true -k " << key
+                                         << "\n";
+    const std::string rules_dir = files / "rules.d";
+    std::filesystem::create_directories(rules_dir);
+    EnvOptions options = fast_commits({{"DetectionRulesPath", rules_dir}});
+    options.kmes_config = {{"Audit", {{"Mode", "daemon"}, {"RulesFile", files / "audit.rules"}}}};
+    QueryEnv env(options);
+    REQUIRE(env.shim().wait_log("audit: daemon mode", std::chrono::seconds(10)));
+    REQUIRE(env.eventd().wait_log("detection: 0 rule(s) in", std::chrono::seconds(10)));
+    auto detection_records = [&] {
+        const RunResult status = env.query("STATUS");
+        REQUIRE(status.exit_code == 0);
+        size_t n = 0;
+        for (const json& r : parse_jsonl(status.out)) n += r.value("kind", "") == "detection";
+        return n;
+    };
+    CHECK(detection_records() == 0);  // no detector, no reader of the shards
+    run_true(key + "-before");        // before any rule: never evaluated
+    const std::string stored_before = "EVENTS audit.syscall WHERE key == \"" + key + "\" COUNT";
+    REQUIRE(test_support::eventually(  // committed before the detector takes the store's end
+        [&] { return parse_jsonl(env.query(stored_before).out).at(0)["count"].get<int64_t>() == 1; },
+        std::chrono::seconds(20)));
+
+    const std::string rule_id = "7a1e3b2c-0d4f-4e5a-9b6c-" + std::to_string(100000000000 + getpid());
+    std::ofstream(rules_dir + "/marker.yml")
+        << "title: Marker\nid: " << rule_id << "\nlevel: critical\nlogsource: {product: linux, service: auditd}\n"
+        << "detection:\n    selection:\n        a1|startswith: '" << key << "'\n    condition: selection\n";
+    env.eventd().signal(SIGHUP);
+    REQUIRE(env.eventd().wait_log("evaluating audit events from now on (first start)", std::chrono::seconds(10)));
+    run_true(key + "-after");
+    REQUIRE(test_support::eventually([&] { return alerts_of(env, rule_id).size() >= 1; }, std::chrono::seconds(20)));
+    const std::vector<json> alerts = alerts_of(env, rule_id);
+    REQUIRE(alerts.size() == 1);
+    CHECK(alerts[0]["event_type"] == "alert.critical");
+    CHECK(alerts[0]["fields"]["a1"] == json::array({key + "-after"}));
+    CHECK(detection_records() == 1);
+}
+
+}  // namespace eventd::query_it
