@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
     })};
     bench::Contender evaluate{bench::loop_of([&] {
         const json e = json::from_msgpack(payloads[next++ % payloads.size()]);
-        for (const auto& rule : rules) matches += rule.matches(e);
+        const eventd::detection::EventView view(e);  // as the detector: flattened once for every rule
+        for (const auto& rule : rules) matches += rule.matches(view);
     })};
     bench::interleave({&decode, &evaluate}, options);
 

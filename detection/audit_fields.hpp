@@ -18,6 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <span>
+#include <unordered_map>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -33,18 +36,43 @@ struct AuditField {
     std::string name;  // payload / any_path: the key; as the rule wrote it otherwise
     size_t index = 0;  // argv
     std::string also;  // payload: a second key whose value counts too (uid → uid_name)
-    bool id = false;   // payload: an id field, whose 4294967295 also reads `unset`
 };
 
 // `sigma_field` as it reads in a selection whose `type` values are `selection_types` (empty:
 // no type in it; upper-case as auditd writes them).
 AuditField map_audit_field(std::string_view sigma_field, const std::vector<std::string>& selection_types);
 
-// Whether `pred` holds for any value of `field` in `event` (the decoded payload): strings as
-// they are, integers as their decimal text, booleans as true/false; null, maps and arrays are
-// no values (an array field's elements are, as `argv` and `paths` give them).
-bool any_value(const nlohmann::json& event, const AuditField& field, const std::function<bool(std::string_view)>& pred);
+// An audit event flattened once for evaluation (PERFORMANCE.md §18): every value a rule can
+// test, by where audit_fields.hpp maps fields — the payload's scalars by key, `argv` by
+// position, `record_types`, each PATH field across `paths`, and every string and integer
+// anywhere for keywords — as text (integers as their decimal text, booleans as true/false; an
+// id field's 4294967295 also as `unset`). Built from the decoded payload, which must outlive
+// it (the strings are views into it). Every rule then looks its fields up here, not in the tree.
+class EventView {
+public:
+    explicit EventView(const nlohmann::json& event);
+
+    // The values of `field` (empty when the event has none).
+    std::span<const std::string_view> values(const AuditField& field) const;
+    // Every string and integer of the event, nested ones too.
+    std::span<const std::string_view> all_values() const { return all_; }
+
+private:
+    using Values = std::vector<std::string_view>;
+    std::string_view keep(std::string text);  // a value made here (a number's text)
+    void add_all(const nlohmann::json& v);
+
+    std::deque<std::string> made_;  // stable storage of the texts made here
+    std::unordered_map<std::string_view, Values> payload_;
+    std::unordered_map<std::string_view, Values> paths_;
+    Values argv_;
+    Values record_types_;
+    Values all_;
+};
+
+// Whether `pred` holds for any value of `field` in `event`.
+bool any_value(const EventView& event, const AuditField& field, const std::function<bool(std::string_view)>& pred);
 // Whether `event` has a value of `field` (null is none).
-bool has_field(const nlohmann::json& event, const AuditField& field);
+bool has_field(const EventView& event, const AuditField& field);
 
 }  // namespace eventd::detection

@@ -283,7 +283,7 @@ private:
     std::map<std::string, AuditField> fields_;  // first use of each
 };
 
-bool compare(const FieldTest& t, const json& event) {
+bool compare(const FieldTest& t, const EventView& event) {
     return any_value(event, t.field, [&](std::string_view text) {
         double v = 0;
         try {
@@ -308,7 +308,7 @@ bool compare(const FieldTest& t, const json& event) {
     });
 }
 
-bool test_holds(const FieldTest& t, const json& event) {
+bool test_holds(const FieldTest& t, const EventView& event) {
     switch (t.kind) {
         case FieldTest::Kind::exists:
             return has_field(event, t.field) == t.exists;
@@ -326,17 +326,6 @@ bool test_holds(const FieldTest& t, const json& event) {
     };
     return t.all ? std::all_of(t.patterns.begin(), t.patterns.end(), matched)
                  : std::any_of(t.patterns.begin(), t.patterns.end(), matched);
-}
-
-// Every string and integer of the event, nested ones too (keywords search the whole event, as
-// they search the whole log line in a SIEM).
-bool any_string(const json& v, const ValuePattern& p) {
-    if (v.is_string()) return p.matches(v.get_ref<const std::string&>());
-    if (v.is_number_unsigned()) return p.matches(std::to_string(v.get<uint64_t>()));
-    if (v.is_number_integer()) return p.matches(std::to_string(v.get<int64_t>()));
-    if (v.is_array() || v.is_object())
-        return std::any_of(v.begin(), v.end(), [&](const json& item) { return any_string(item, p); });
-    return false;
 }
 
 }  // namespace
@@ -416,9 +405,11 @@ base::Result<SigmaRule> SigmaRule::compile(std::string_view text) {
     return rule;
 }
 
-bool SigmaRule::matches(const json& event) const { return holds(*condition_, event); }
+bool SigmaRule::matches(const json& event) const { return matches(EventView(event)); }
 
-bool SigmaRule::holds(const Condition& c, const json& event) const {
+bool SigmaRule::matches(const EventView& event) const { return holds(*condition_, event); }
+
+bool SigmaRule::holds(const Condition& c, const EventView& event) const {
     switch (c.kind) {
         case Condition::Kind::identifier:
             return selected(selections_.at(c.name), event);
@@ -438,9 +429,13 @@ bool SigmaRule::holds(const Condition& c, const json& event) const {
     return false;
 }
 
-bool SigmaRule::selected(const Selection& s, const json& event) const {
+bool SigmaRule::selected(const Selection& s, const EventView& event) const {
+    // Keywords search every value of the event, as they search the whole log line in a SIEM.
     auto keywords_hold = [&](const Keywords& k) {
-        auto found = [&](const ValuePattern& p) { return any_string(event, p); };
+        auto found = [&](const ValuePattern& p) {
+            const auto all = event.all_values();
+            return std::any_of(all.begin(), all.end(), [&](std::string_view v) { return p.matches(v); });
+        };
         return k.all ? std::all_of(k.patterns.begin(), k.patterns.end(), found)
                      : std::any_of(k.patterns.begin(), k.patterns.end(), found);
     };

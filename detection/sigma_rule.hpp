@@ -54,6 +54,9 @@ public:
     const std::vector<std::pair<std::string, AuditField>>& field_refs() const { return field_refs_; }
     // Whether `event` (an audit event's decoded payload) matches the rule.
     bool matches(const nlohmann::json& event) const;
+    // The same on the event flattened once (audit_fields.hpp): what the detector does, one view
+    // for every rule.
+    bool matches(const EventView& event) const;
 
     // A value test on one field. Public for the compiler in sigma_rule.cpp only.
     struct FieldTest {
@@ -82,8 +85,8 @@ public:
     };
 
 private:
-    bool holds(const Condition& c, const nlohmann::json& event) const;
-    bool selected(const Selection& s, const nlohmann::json& event) const;
+    bool holds(const Condition& c, const EventView& event) const;
+    bool selected(const Selection& s, const EventView& event) const;
 
     RuleInfo info_;
     std::vector<std::string> fields_;

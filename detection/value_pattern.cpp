@@ -8,7 +8,9 @@
 namespace eventd::detection {
 namespace {
 
-char fold(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+// ASCII only, as Sigma's case-insensitivity (and no locale lookup per character: 6 % of the
+// evaluation in PERFORMANCE.md §18's profile was tolower).
+char fold(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 }  // namespace
 

@@ -14,9 +14,10 @@ base::Result<store::EventRow> make_alert(const LoadedRule& loaded, const json& r
     if (!boot || timestamp == record.end() || !timestamp->is_number_unsigned())
         return base::Error{base::ErrorCode::invalid, "the event has no boot_id or timestamp"};
     json fields = json::object();
+    const detection::EventView view(record);
     for (const auto& [name, ref] : loaded.rule.field_refs()) {
         json values = json::array();
-        detection::any_value(record, ref, [&](std::string_view v) {
+        detection::any_value(view, ref, [&](std::string_view v) {
             values.push_back(std::string(v));
             return false;  // every value
         });

@@ -198,8 +198,9 @@ bool Detector::evaluate_shard(uint32_t shard, const RuleSet& rules, EvaluationSt
             if (record.is_discarded()) return {};  // not ours to judge: the stored row is as it is
             evaluated_.fetch_add(1, std::memory_order_relaxed);
             newest = std::max<int64_t>(newest, record.value("timestamp", int64_t{0}));
+            const detection::EventView view(record);  // flattened once for every rule
             for (const LoadedRule& rule : rules.rules) {
-                if (!rule.rule.matches(record)) continue;
+                if (!rule.rule.matches(view)) continue;
                 auto alert = make_alert(rule, record);
                 if (!alert) continue;
                 alerts.push_back(std::move(*alert));
