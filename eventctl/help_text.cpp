@@ -12,7 +12,7 @@ const char* const kHelpDescription =
     "  eventctl status                eventd's rings, shards, rates and queries (admins)\n"
     "  eventctl seal --setup --store DIR      make the store's sealing keys (eventctl seal --help)\n"
     "  eventctl verify --store DIR --key KEY  check the store's chains and seals (--help)\n"
-    "  eventctl rules check FILE|DIR…         compile Sigma rules as eventd does (--help)\n"
+    "  eventctl rules check FILE|DIR… | list  compile Sigma rules as eventd does; eventd's rules (--help)\n"
     "  eventctl help | version";
 
 const char* const kHelpFooter =

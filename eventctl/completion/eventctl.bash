@@ -19,9 +19,9 @@ _eventctl() {
     local prev=${COMP_WORDS[COMP_CWORD-1]}
     local options="--file --socket --format --cursor-file --allow-gap --utc --local --all-fields --width --version --help"
     # The store-directory commands have options of their own (eventctl seal --help, verify --help).
-    # `eventctl rules check FILE|DIR…`: the action, then rule files and directories.
+    # `eventctl rules check FILE|DIR…` / `rules list`: the action, then rule files and directories.
     if ((COMP_CWORD > 1)) && [[ ${COMP_WORDS[1]} == rules ]]; then
-        if ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W "check --help" -- "$cur")); else
+        if ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W "check list --help" -- "$cur")); else
             COMPREPLY=($(compgen -f -- "$cur")); fi
         return
     fi

@@ -140,6 +140,14 @@ TEST_CASE("detection: one alert per matching exec, none for look-alikes, exactly
             CHECK(matches == 1);
     }
     CHECK(detection["evaluated"].get<int64_t>() >= 3);
+    // eventctl rules list: the same, as a table.
+    const RunResult listed =
+        run_command({env.eventctl(), "rules", "list", "--socket", env.socket()}, std::chrono::seconds(10));
+    INFO(listed.out << listed.err);
+    CHECK(listed.exit_code == 0);
+    CHECK_THAT(listed.out, Catch::Contains("low           " + second_id + " true_second.yml  A second marked run"));
+    CHECK_THAT(listed.out, Catch::Contains("refused  broken.yml  no id"));
+    CHECK_THAT(listed.out, Catch::Contains("2 rule(s) loaded, 1 refused;"));
 
     // Alerts are eventd's own records: a user the policy gives no alert.* reads none.
     const RunResult as_nobody = env.query("EVENTS alert.* COUNT", lookup_user("nobody"));
