@@ -179,6 +179,7 @@ void QueryServer::Impl::shed_connections() {
 }
 
 void QueryServer::Impl::on_accept(stream_protocol::socket socket) {
+    KMES_SYNC_POINT("QueryServer::on_accept");  // tests make the handler throw here
     auto p = std::make_shared<Pending>(io, std::move(socket));
     // §9.2: the caller is captured at connect; failure → the query is denied entirely.
     auto caller = access::caller_of(p->socket.native_handle());

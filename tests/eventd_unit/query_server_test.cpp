@@ -522,4 +522,30 @@ TEST_CASE("an aggregate query past MaxQueryGroupBytes ends with an error naming 
     s.server->stop();
 }
 
+// Issue 40 item 3: a connection's handler that throws (to the io thread's guard, which runs the
+// loop again) once ended the accept loop with it — the server stopped accepting while the
+// watchdog stayed happy. The next accept is armed before the handler runs now.
+TEST_CASE("a query server whose accept handler fails once keeps accepting", "[server]") {
+    REQUIRE(geteuid() == 0);
+    Server s;
+    std::atomic<int> calls{0};
+    base::sync::set_callback("QueryServer::on_accept", [&] {
+        if (calls.fetch_add(1) == 0) throw std::runtime_error("test: the first connection's handler fails");
+    });
+    {
+        const int first = unix_socket(s.socket_path, false);  // its handler throws: closed unanswered
+        receive_timeout(first, 10);
+        send_query(first, "EVENTS app.login");
+        uint8_t byte = 0;
+        CHECK(read(first, &byte, 1) <= 0);
+        close(first);
+    }
+    const std::vector<json> frames = ask(s.socket_path, "EVENTS app.login");
+    base::sync::clear_all();
+    REQUIRE_FALSE(frames.empty());
+    CHECK(frames.back() == json({{"status", "end"}}));
+    CHECK(calls.load() == 2);
+    s.server->stop();
+}
+
 #endif
