@@ -56,6 +56,32 @@ void check_broken(const VerifyRun& v, const Target& t, const std::string& kind, 
     CHECK(v.file(t.other).status == Status::verified);
 }
 
+// The 4-byte tag chain_segments keeps for `row` (store/row_chain.hpp), in hex.
+std::string tag_hex(Db& db, int64_t row) {
+    const std::string id = std::to_string(row);
+    const auto tag = db.text("SELECT hex(substr(tags, (" + id + " - first_id) * 4 + 1, 4)) FROM chain_segments "
+                             "WHERE first_id <= " + id + " AND last_id >= " + id);
+    REQUIRE(tag);
+    return *tag;
+}
+
+// Row `row`'s tag in its segment replaced by `tag` (8 hex digits), every other byte kept. SQLite's
+// || makes TEXT of blobs, and substr() counts a TEXT's UTF-8 characters, not its bytes: without
+// the CAST a second set_tag in the same segment cut the tags at other bytes than the row's
+// (any lead byte 0xc0-0xff before it swallowed the continuation bytes after it) — another
+// tampering than the case names, which the verifier rightly reported as a changed row or a
+// malformed segment. The tags stay a BLOB, as eventd writes them; the REQUIREs say so.
+void set_tag(Db& db, int64_t row, const std::string& tag) {
+    const std::string id = std::to_string(row), at = "(" + id + " - first_id) * 4";
+    const std::string where = " WHERE first_id <= " + id + " AND last_id >= " + id;
+    const int64_t bytes = db.integer("SELECT length(tags) FROM chain_segments" + where);
+    db.exec("UPDATE chain_segments SET tags = CAST(substr(tags, 1, " + at + ") || x'" + tag + "' || substr(tags, " +
+            at + " + 5) AS BLOB)" + where);
+    REQUIRE(db.text("SELECT typeof(tags) FROM chain_segments" + where) == "blob");
+    REQUIRE(db.integer("SELECT length(tags) FROM chain_segments" + where) == bytes);
+    REQUIRE(tag_hex(db, row) == tag);
+}
+
 }  // namespace
 
 TEST_CASE("tamper: one changed payload byte is a changed row at that row's id", "[tamper]") {
@@ -120,10 +146,7 @@ TEST_CASE("tamper: any other changed column, or the row's tag in its segment, is
             if (!set.empty()) {
                 db.exec("UPDATE events SET " + set + " WHERE id = " + id);
             } else {
-                const std::string at = "(" + id + " - first_id) * 4";
-                db.exec("UPDATE chain_segments SET tags = substr(tags, 1, " + at + ") || "
-                        "(CASE WHEN substr(tags, " + at + " + 1, 4) = x'00000000' THEN x'00000001' ELSE x'00000000' "
-                        "END) || substr(tags, " + at + " + 5) WHERE first_id <= " + id + " AND last_id >= " + id);
+                set_tag(db, x, tag_hex(db, x) == "00000000" ? "00000001" : "00000000");
             }
         }
         INFO(t.file << ": " << column << " of row " << x);
@@ -207,15 +230,6 @@ TEST_CASE("tamper: deleted last rows with max_id_issued and chain_head fixed lea
 
 namespace {
 
-// The 4-byte tag chain_segments keeps for `row` (store/row_chain.hpp), in hex.
-std::string tag_hex(Db& db, int64_t row) {
-    const std::string id = std::to_string(row);
-    const auto tag = db.text("SELECT hex(substr(tags, (" + id + " - first_id) * 4 + 1, 4)) FROM chain_segments "
-                             "WHERE first_id <= " + id + " AND last_id >= " + id);
-    REQUIRE(tag);
-    return *tag;
-}
-
 // Two KMES rows a < b at most 51 apart, strictly between the first and last checkpoint.
 std::pair<int64_t, int64_t> near_pair(std::mt19937_64& rng, Db& db) {
     const auto ids = inner_event_ids(db);
@@ -230,12 +244,6 @@ void move_rows(Db& db, int64_t a, int64_t b, bool both) {
     std::swap(ra.id, rb.id);
     write_row(db, rb);
     if (both) write_row(db, ra);
-}
-
-void set_tag(Db& db, int64_t row, const std::string& tag_hex) {
-    const std::string id = std::to_string(row), at = "(" + id + " - first_id) * 4";
-    db.exec("UPDATE chain_segments SET tags = substr(tags, 1, " + at + ") || x'" + tag_hex + "' || substr(tags, " + at +
-            " + 5) WHERE first_id <= " + id + " AND last_id >= " + id);
 }
 
 }  // namespace
@@ -265,7 +273,8 @@ TEST_CASE("tamper: two rows swapped are reordered rows naming both ids; one row 
 TEST_CASE("tamper: two rows swapped with their tags is a changed chain segment from the first row's segment",
           "[tamper]") {
     // The attacker also swaps the rows' tags in chain_segments: every row then fits its tag, and
-    // the place is known to the segment (a commit's rows), whose link no longer fits.
+    // the place is known to the segment (a commit's rows), whose link no longer fits. Whether a
+    // and b share a segment or not, a's is the first whose link fails: the same finding.
     auto rng = tamper_rng();
     const Target t = pick_shard(rng);
     const auto copy = copy_of_stopped_store();
