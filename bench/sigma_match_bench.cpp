@@ -8,13 +8,12 @@
 //   kmes-bench-sigma-match RULES_DIR [--quick] [--time S]
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "detection/rule_files.hpp"
 #include "detection/sigma_rule.hpp"
 #include "harness.hpp"
 
@@ -80,12 +79,14 @@ int main(int argc, char** argv) {
     const bench::Options options = bench::Options::parse(argc, argv);
     std::vector<eventd::detection::SigmaRule> rules;
     size_t refused = 0;
-    for (const auto& entry : fs::recursive_directory_iterator(argv[1])) {
-        if (!entry.is_regular_file() || entry.path().extension() != ".yml") continue;
-        std::ifstream in(entry.path());
-        std::stringstream text;
-        text << in.rdbuf();
-        auto rule = eventd::detection::SigmaRule::compile(text.str());
+    auto files = eventd::detection::rule_files(argv[1]);  // as eventd lists DetectionRulesPath
+    if (!files) {
+        std::fprintf(stderr, "kmes-bench-sigma-match: %s\n", files.error().message.c_str());
+        return 2;
+    }
+    for (const fs::path& file : *files) {
+        auto text = eventd::detection::read_rule_file(file);
+        auto rule = text ? eventd::detection::SigmaRule::compile(*text) : base::Result<eventd::detection::SigmaRule>(text.error());
         if (rule)
             rules.push_back(std::move(*rule));
         else

@@ -1,11 +1,8 @@
 // `eventctl rules check`: see rules_commands.hpp.
 #include "rules_commands.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +11,7 @@
 #include "base/cli.hpp"
 #include "base/display_escape.hpp"
 #include "base/interrupt.hpp"
+#include "detection/rule_files.hpp"
 #include "detection/sigma_rule.hpp"
 #include "fetch_records.hpp"
 #include "help_text.hpp"
@@ -33,23 +31,17 @@ int usage_error(const std::string& message) {
     return kExitUsage;
 }
 
-bool is_rule_file(const fs::path& p) { return p.extension() == ".yml" || p.extension() == ".yaml"; }
-
 // The rule files `args` name: files as given, directories' *.yml and *.yaml below them, sorted.
 bool collect(const std::vector<std::string>& args, std::vector<fs::path>& files, std::string& error) {
     for (const std::string& arg : args) {
         std::error_code ec;
         if (fs::is_directory(arg, ec)) {
-            std::vector<fs::path> found;
-            for (auto it = fs::recursive_directory_iterator(arg, ec); !ec && it != fs::recursive_directory_iterator();
-                 it.increment(ec))
-                if (it->is_regular_file() && is_rule_file(it->path())) found.push_back(it->path());
-            if (ec) {
-                error = "cannot read the directory " + base::display_escaped(arg) + ": " + ec.message();
+            auto found = eventd::detection::rule_files(arg);
+            if (!found) {
+                error = base::display_escaped(found.error().message);
                 return false;
             }
-            std::sort(found.begin(), found.end());
-            files.insert(files.end(), found.begin(), found.end());
+            files.insert(files.end(), found->begin(), found->end());
         } else if (fs::exists(arg, ec)) {
             files.emplace_back(arg);
         } else {
@@ -132,15 +124,13 @@ int run_rules_command(int argc, const char* const* argv) {
     if (files.empty()) return usage_error("no rule files (*.yml, *.yaml) in what was given");
     size_t compiled = 0, refused = 0;
     for (const fs::path& file : files) {
-        std::ifstream in(file, std::ios::binary);
-        std::stringstream text;
-        text << in.rdbuf();
         const std::string name = base::display_escaped(file.string());
-        if (!in) {
-            std::fprintf(stderr, "eventctl rules: cannot read %s\n", name.c_str());
+        auto text = eventd::detection::read_rule_file(file);
+        if (!text) {
+            std::fprintf(stderr, "eventctl rules: %s\n", base::display_escaped(text.error().message).c_str());
             return kExitUsage;
         }
-        auto rule = eventd::detection::SigmaRule::compile(text.str());
+        auto rule = eventd::detection::SigmaRule::compile(*text);
         if (rule) {
             ++compiled;
             const auto& info = rule->info();
